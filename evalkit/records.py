@@ -1,0 +1,154 @@
+"""Frozen records passed between evalkit's stages.
+
+Every stage takes records in and gives records out; nothing downstream
+mutates what an upstream stage produced. Offsets are Python ``str`` indices
+(code points) into the document text read with ``newline=""``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping
+
+EvidenceMode = Literal["any", "all", "none"]
+HitSource = Literal["dense", "bm25", "hybrid", "rerank"]
+
+
+@dataclass(frozen=True)
+class Span:
+    """A character span of one document; the unit gold labels are anchored to."""
+
+    doc_id: str
+    """Document the span lies in."""
+    start: int
+    """First code point, inclusive."""
+    end: int
+    """Last code point, exclusive."""
+    text: str = ""
+    """``document.text[start:end]``; empty where only the offsets matter."""
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+
+Evidence = Span
+"""A gold evidence span: ``text == document.text[start:end]``."""
+
+
+@dataclass(frozen=True)
+class Document:
+    """One corpus document as read from disk."""
+
+    doc_id: str
+    """Identifier that evidence spans and chunks refer to."""
+    text: str
+    """Full UTF-8 text, newlines untouched."""
+    path: str = ""
+    """Path relative to the labelled set's folder."""
+    title: str = ""
+    """Human title (shown in reports)."""
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    """Free metadata (version, effective_date, acl, section, ...), kept as read."""
+
+
+@dataclass(frozen=True)
+class Question:
+    """One labelled question, anchored to document spans, never to chunk ids."""
+
+    id: str
+    """Unique id within the labelled set."""
+    question: str
+    """The question text as a user would ask it."""
+    answers: tuple[str, ...]
+    """Every acceptable gold answer ('' never included; empty if unanswerable)."""
+    answerable: bool
+    """False when the corpus holds no answer."""
+    evidence: tuple[Evidence, ...]
+    """Gold spans; their meaning depends on ``evidence_mode``."""
+    evidence_mode: EvidenceMode
+    """``any``: one span suffices; ``all``: every span needed; ``none``: unanswerable."""
+    tags: Mapping[str, Any] = field(default_factory=dict)
+    """Free tags (lang, multi_hop, role, unanswerable_kind, ...); unknown ones kept."""
+    source_passage: tuple[Span, ...] = ()
+    """The passage the question was written against, where the set records it."""
+    line: int = 0
+    """1-based line in questions.jsonl (for error messages)."""
+
+    @property
+    def lang(self) -> str:
+        """Language tag, or '' when the set does not say."""
+        return str(self.tags.get("lang", ""))
+
+
+@dataclass(frozen=True)
+class ChunkingSpec:
+    """Parameters that fully determine one chunking of a corpus."""
+
+    chunker: str
+    """Chunker name: recursive, markdown, code, parent_child, fixed."""
+    chunk_size: int
+    """Target maximum chunk length in characters."""
+    chunk_overlap: int
+    """Characters shared by consecutive chunks of one document."""
+    child_size: int = 0
+    """Child length for parent_child (0: chunk_size // 4)."""
+
+    @property
+    def key(self) -> str:
+        """Stable, file-name-safe name of this chunking."""
+        base = f"{self.chunker}-s{self.chunk_size}-o{self.chunk_overlap}"
+        return base + (f"-c{self.child_size}" if self.child_size else "")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A retrievable piece of one document; always ``text == doc.text[start:end]``."""
+
+    chunk_id: str
+    """``{doc_id}#{start}-{end}``: stable for the same span of the same document."""
+    doc_id: str
+    """Document the chunk was cut from."""
+    start: int
+    """First code point in the document, inclusive."""
+    end: int
+    """Last code point in the document, exclusive."""
+    text: str
+    """Exactly ``document.text[start:end]``."""
+    section_path: tuple[str, ...] = ()
+    """Markdown heading path above the chunk, outermost first."""
+    prefix: str = ""
+    """Context embedded and shown before ``text`` but not part of the span (e.g. a table's header row)."""
+    parent: Span | None = None
+    """For parent-child chunking: the larger span returned in place of this chunk."""
+
+    @property
+    def embed_text(self) -> str:
+        """What the embedder and BM25 see: prefix, then the chunk text."""
+        return f"{self.prefix}{self.text}" if self.prefix else self.text
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One retrieved unit for one question."""
+
+    chunk_id: str
+    """Id of the retrieved unit (a chunk, or a parent span's id)."""
+    score: float
+    """Absolute score that thresholds compare against (cosine, BM25 or rerank score)."""
+    source: HitSource
+    """Stage that produced the ranking."""
+    rank_score: float | None = None
+    """Score that ordered the ranking when it differs from ``score`` (e.g. RRF)."""
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """A ranked candidate pool for one question, best first."""
+
+    question_id: str
+    hits: tuple[Hit, ...]
+
+
+def span_id(doc_id: str, start: int, end: int) -> str:
+    """Id of a span-shaped unit; chunk ids and parent ids share this form."""
+    return f"{doc_id}#{start}-{end}"
