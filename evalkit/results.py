@@ -1,0 +1,81 @@
+"""Results on disk: written as each chunking finishes, read back to resume and report.
+
+Layout of ``reports/<run_id>/``::
+
+    manifest.json              plan, fingerprints, models, package versions, seed
+    chunkings/<key>.json       per chunking: counts, timings; written last = "done"
+    rows/<key>.parquet         per (config, question) metric values
+    pools/<key>.parquet        the ranked candidate pool per question (drill-down)
+    results.parquet|csv        all rows, once the sweep is complete
+    summary.parquet|csv        one aggregated row per config
+
+Every file is written to a temporary name and renamed, so a killed sweep
+never leaves a half-written file that a resume would trust.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+
+def write_json(path: Path, payload: Mapping[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=True, default=str), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def write_table(path: Path, frame: pd.DataFrame, csv: bool = False) -> None:
+    """Parquet for tools, and CSV beside it for people when asked."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp.parquet")
+    frame.to_parquet(tmp, index=False)
+    os.replace(tmp, path)
+    if csv:
+        csv_path = path.with_suffix(".csv")
+        tmp_csv = csv_path.with_suffix(".tmp.csv")
+        frame.to_csv(tmp_csv, index=False)
+        os.replace(tmp_csv, csv_path)
+
+
+class RunFolder:
+    """The files of one run; knows which chunkings are already done."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def done_marker(self, key: str) -> Path:
+        return self.root / "chunkings" / f"{key}.json"
+
+    def rows_path(self, key: str) -> Path:
+        return self.root / "rows" / f"{key}.parquet"
+
+    def pool_path(self, key: str) -> Path:
+        return self.root / "pools" / f"{key}.parquet"
+
+    def is_done(self, key: str, plan_fingerprint: str) -> bool:
+        marker = self.done_marker(key)
+        if not (marker.exists() and self.rows_path(key).exists()):
+            return False
+        return read_json(marker).get("plan_fingerprint") == plan_fingerprint
+
+    def save_chunking(self, key: str, rows: pd.DataFrame, pool: pd.DataFrame, info: Mapping[str, Any]) -> None:
+        write_table(self.rows_path(key), rows)
+        write_table(self.pool_path(key), pool)
+        write_json(self.done_marker(key), info)  # last: its presence means the chunking is complete
+
+    def load_rows(self, key: str) -> pd.DataFrame:
+        return pd.read_parquet(self.rows_path(key))
+
+    def load_info(self, key: str) -> dict[str, Any]:
+        return read_json(self.done_marker(key))

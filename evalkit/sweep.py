@@ -1,0 +1,79 @@
+"""``python -m evalkit.sweep``: the Hydra entry point of a sweep.
+
+This module only reads the config, validates it into a plan, opens the cache
+and hands over to :mod:`evalkit.pipeline`. Errors a user can fix (bad config,
+broken labelled set) print one line each and exit with code 2, no traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from evalkit.cache import Cache
+from evalkit.chunking import CHUNKERS, ChunkingError, validate_spec
+from evalkit.embedding.base import EmbeddingError
+from evalkit.embedding.local import EMBEDDERS
+from evalkit.labelset import LabelsetError, load_labelset
+from evalkit.pipeline import run_sweep
+from evalkit.plan import ConfigError, build_plan, resolve_path
+
+CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
+
+
+def fail(lines: list[str]) -> None:
+    for line in lines:
+        print(f"evalkit: error: {line}", file=sys.stderr)
+    sys.exit(2)
+
+
+def sweep(cfg: DictConfig) -> Path:
+    """Validate, then run or resume the sweep; returns the run folder."""
+    try:
+        plain: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
+    except Exception as exc:  # omegaconf raises many types for a bad interpolation
+        fail([f"config: {exc}".splitlines()[0]])
+    try:
+        plan = build_plan(plain, tuple(CHUNKERS), tuple(EMBEDDERS))
+        for spec in plan.chunkings:
+            validate_spec(spec)
+        labelset = load_labelset(plan.labelset_path)
+    except (ConfigError, ChunkingError) as exc:
+        fail([str(exc)])
+    except LabelsetError as exc:
+        fail(exc.problems)
+    for warning in labelset.warnings:
+        print(f"evalkit: warning: {warning}", file=sys.stderr)
+    run_id = plain.get("run_id") or f"{labelset.name}-{plan.fingerprint(labelset.fingerprint)}"
+    run_dir = resolve_path(str(plain["reports_dir"])) / str(run_id)
+    cache_path = Path(str(plain["cache_path"]))
+    if not cache_path.is_absolute():
+        cache_path = resolve_path(str(plain["reports_dir"])).parent / cache_path
+    embedder = EMBEDDERS[plan.embedder]()
+    points = len(plan.chunkings) * len(plan.top_ks) * len(plan.thresholds)
+    print(
+        f"evalkit: run {run_id}: {len(labelset.questions)} questions, {len(labelset.documents)} documents, "
+        f"{len(plan.chunkings)} chunkings x {len(plan.top_ks)} top_k x {len(plan.thresholds)} thresholds "
+        f"= {points} grid points -> {run_dir}",
+        file=sys.stderr,
+    )
+    try:
+        with Cache(cache_path) as cache:
+            summary = run_sweep(plan, labelset, embedder, cache, run_dir, plain, progress=bool(plain.get("progress")))
+    except EmbeddingError as exc:
+        fail([str(exc)])
+    print(f"evalkit: wrote {len(summary)} configs to {run_dir}/summary.csv", file=sys.stderr)
+    return run_dir
+
+
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
+def main(cfg: DictConfig) -> None:
+    sweep(cfg)
+
+
+if __name__ == "__main__":
+    main()

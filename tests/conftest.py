@@ -1,0 +1,92 @@
+"""Shared fixtures: paths to the real labelled sets, and a small valid set written to disk."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_LABELSETS = REPO.parent / "shared" / "labelsets"
+DEMO = REPO / "labelsets" / "demo"
+
+
+def shared_set(name: str) -> Path:
+    path = SHARED_LABELSETS / name
+    if not (path / "questions.jsonl").exists():
+        pytest.skip(f"shared labelled set {name} not found at {path} (it sits beside the checkout in ../shared)")
+    return path
+
+
+def write_set(root: Path, docs: dict[str, str], questions: list[dict]) -> Path:
+    """Write a labelled set in the shared format (docs/, docs.jsonl, questions.jsonl)."""
+    (root / "docs").mkdir(parents=True, exist_ok=True)
+    index = []
+    for doc_id, text in docs.items():
+        path = root / "docs" / f"{doc_id}.md"
+        path.write_text(text, encoding="utf-8", newline="")
+        index.append(
+            {
+                "doc_id": doc_id,
+                "path": f"docs/{doc_id}.md",
+                "title": doc_id,
+                "n_chars": len(text),
+                "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+                "meta": {},
+            }
+        )
+    (root / "docs.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in index), encoding="utf-8")
+    (root / "questions.jsonl").write_text(
+        "".join(json.dumps(q, ensure_ascii=False) + "\n" for q in questions), encoding="utf-8"
+    )
+    return root
+
+
+def evidence(doc_id: str, text: str, answer: str) -> dict:
+    start = text.index(answer)
+    return {"doc_id": doc_id, "start": start, "end": start + len(answer), "text": answer}
+
+
+TINY_DOCS = {
+    "en": "# Rate limits\n\nThe RateLimiter allows a burst of 20 requests per second by default.\n",
+    "zh": "# 报销政策\n\n住宿标准为每晚不超过六百元。出差需提前三天申请。\n",
+}
+
+
+@pytest.fixture
+def tiny_set(tmp_path: Path) -> Path:
+    questions = [
+        {
+            "id": "q-en",
+            "question": "What burst does RateLimiter allow by default?",
+            "answer": "20",
+            "answers": ["20", "20 requests"],
+            "answerable": True,
+            "evidence": [evidence("en", TINY_DOCS["en"], "20")],
+            "evidence_mode": "any",
+            "tags": {"lang": "en", "custom_tag": [1, 2]},
+        },
+        {
+            "id": "q-zh",
+            "question": "住宿标准是每晚多少钱？",
+            "answer": "六百元",
+            "answers": ["六百元"],
+            "answerable": True,
+            "evidence": [evidence("zh", TINY_DOCS["zh"], "六百元")],
+            "evidence_mode": "any",
+            "tags": {"lang": "zh-Hans"},
+        },
+        {
+            "id": "q-none",
+            "question": "What is the parking allowance?",
+            "answer": "",
+            "answers": [],
+            "answerable": False,
+            "evidence": [],
+            "evidence_mode": "none",
+            "tags": {"lang": "en", "unanswerable_kind": "not_in_corpus"},
+        },
+    ]
+    return write_set(tmp_path / "tiny", TINY_DOCS, questions)

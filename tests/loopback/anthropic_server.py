@@ -1,0 +1,440 @@
+"""A loopback HTTP server that speaks Anthropic's Messages, count_tokens and Message Batches wire formats.
+
+It binds 127.0.0.1 on a free port and serves from a background thread, so the
+real ``anthropic`` SDK (``base_url=server.url``) can be tested without a
+network. Everything it answers is deterministic:
+
+- the model answers from the context: the context line sharing the most words
+  with the question (the last line of the last user turn), or the refusal
+  string when no line shares enough; ``answers`` can script replies by trigger;
+- tokens are counted with a toy tokenizer (a word, a CJK character or a
+  punctuation mark is one token), the same for ``count_tokens`` and usage;
+- a prompt over ``context_limit`` is the real HTTP 400
+  ``prompt is too long: N tokens > M maximum``; a prompt that fits but whose
+  answer would not ends with ``model_context_window_exceeded``;
+- prompt caching: the blocks up to the last ``cache_control`` mark form the
+  prefix; the first time a prefix is seen it is billed as
+  ``cache_creation_input_tokens``, afterwards as ``cache_read_input_tokens``
+  (the real API also needs a minimum prefix length, 1,024+ tokens: not modelled).
+  Without any mark both fields come back ``null``, as some responses do;
+- failures are scripted (``fail_next``) with the real error body and a
+  ``retry-after-ms`` header so the SDK's retries take a millisecond;
+- a batch stays ``in_progress`` for ``batch_polls`` retrieves, then ends;
+  a request whose text contains ``[[batch-error]]`` comes back ``errored``;
+  results are served in reverse order (the API promises no order).
+
+Every request is counted by endpoint name (``messages``, ``count_tokens``,
+``batches.create``, ``batches.retrieve``, ``batches.results``) and logged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections import Counter, deque
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+JSON = Any
+
+REFUSAL_EN = "I don't have that information"
+REFUSAL_ZH = "我没有这方面的信息"
+BATCH_ERROR_TRIGGER = "[[batch-error]]"
+REFUSE_TRIGGER = "[[refuse]]"
+
+_TOKEN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]|[^\W_]+|[^\w\s]", re.UNICODE)
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_CUSTOM_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_BATCH_PATH = re.compile(r"^/v1/messages/batches/(?P<id>[A-Za-z0-9_]+)(?P<results>/results)?$")
+_STAMP = "2026-11-30T00:00:00Z"
+_EXPIRES = "2026-12-01T00:00:00Z"
+
+
+def toy_tokens(text: str) -> list[str]:
+    """The loopback model's tokens: words, single CJK characters and punctuation marks."""
+    return _TOKEN.findall(text)
+
+
+@dataclass(frozen=True)
+class ScriptedFailure:
+    """An error reply given to the next ``POST /v1/messages`` instead of an answer."""
+
+    status: int
+    error_type: str
+    message: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LoggedRequest:
+    """One request as the server saw it."""
+
+    endpoint: str
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    body: JSON
+    status: int
+
+
+@dataclass
+class _Batch:
+    batch_id: str
+    requests: list[dict[str, Any]]
+    polls_left: int
+    results: list[dict[str, Any]] | None = None
+
+
+class AnthropicLoopback:
+    """The fake Anthropic API. Use as a context manager or through the ``anthropic_server`` fixture."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str = "test-key",
+        context_limit: int = 200_000,
+        batch_polls: int = 1,
+        answers: Mapping[str, str] | None = None,
+    ) -> None:
+        self.api_key = api_key
+        self.context_limit = context_limit
+        """Model window in toy tokens: input over it is a 400; input + output over it truncates."""
+        self.batch_polls = batch_polls
+        """Retrieves a new batch answers ``in_progress`` before it ends."""
+        self.answers: dict[str, str] = dict(answers or {})
+        """Scripted replies: when a key occurs in the last user turn, its value is the answer."""
+        self.counts: Counter[str] = Counter()
+        self.log: list[LoggedRequest] = []
+        self._failures: deque[ScriptedFailure] = deque()
+        self._prefixes: set[str] = set()
+        self._batches: dict[str, _Batch] = {}
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- scripting and inspection -----------------------------------------------------------------
+
+    def fail_next(
+        self, status: int, error_type: str, message: str, *, times: int = 1, retry_after_ms: int | None = 1
+    ) -> None:
+        """Answer the next ``times`` Messages calls with this error (and a tiny ``retry-after-ms``)."""
+        headers = {"retry-after-ms": str(retry_after_ms)} if retry_after_ms is not None else {}
+        with self._lock:
+            self._failures.extend([ScriptedFailure(status, error_type, message, headers)] * times)
+
+    def finish_batches(self) -> None:
+        """Let every open batch end at its next retrieve."""
+        with self._lock:
+            for batch in self._batches.values():
+                batch.polls_left = 0
+
+    def bodies(self, endpoint: str) -> list[JSON]:
+        with self._lock:
+            return [entry.body for entry in self.log if entry.endpoint == endpoint]
+
+    @property
+    def url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("server not started")
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+
+    def start(self) -> AnthropicLoopback:
+        if self._httpd is None:
+            self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+            self._httpd.daemon_threads = True
+            self._thread = threading.Thread(
+                target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="anthropic-loopback", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is None:
+            return
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._httpd = None
+        self._thread = None
+
+    def __enter__(self) -> AnthropicLoopback:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- dispatch (handler threads) -----------------------------------------------------------------
+
+    def dispatch(self, method: str, path: str, headers: Mapping[str, str], raw: bytes) -> tuple[int, bytes, dict]:
+        """(status, payload, extra headers) for one HTTP request."""
+        endpoint, batch_id = _endpoint(method, path)
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        extra: dict[str, str] = {}
+        payload: JSON
+        # The key arrives as x-api-key (the documented header) or, from anthropic 2.x, as a Bearer token.
+        if self.api_key not in (headers.get("x-api-key"), headers.get("authorization", "").removeprefix("Bearer ")):
+            status, payload = 401, _error("authentication_error", "invalid x-api-key")
+        elif endpoint == "messages":
+            status, payload, extra = self._messages(body)
+        elif endpoint == "count_tokens":
+            status, payload = 200, {"input_tokens": self._input_tokens(body)}
+        elif endpoint == "batches.create":
+            status, payload = self._create_batch(body)
+        elif endpoint == "batches.retrieve":
+            status, payload = self._retrieve_batch(batch_id)
+        elif endpoint == "batches.results":
+            status, payload = self._batch_results(batch_id)
+        else:
+            status, payload = 404, _error("not_found_error", f"no route for {method} {path}")
+        with self._lock:
+            self.counts[endpoint] += 1
+            self.log.append(LoggedRequest(endpoint, method, path, dict(headers), body, status))
+        if isinstance(payload, bytes):
+            return status, payload, extra
+        return status, json.dumps(payload, ensure_ascii=False).encode("utf-8"), extra
+
+    # -- the model ----------------------------------------------------------------------------------
+
+    def _messages(self, body: JSON) -> tuple[int, JSON, dict[str, str]]:
+        with self._lock:
+            failure = self._failures.popleft() if self._failures else None
+        if failure is not None:
+            return failure.status, _error(failure.error_type, failure.message), dict(failure.headers)
+        if "temperature" in body or "top_p" in body:  # anthropic 2.x sends neither; catch a client that would
+            return 400, _error("invalid_request_error", "temperature/top_p: unexpected field"), {}
+        status, reply = self.respond(body)
+        return status, reply, {}
+
+    def respond(self, body: JSON) -> tuple[int, JSON]:
+        """The Messages reply (status, JSON) to one request body; shared by single calls and batches."""
+        total = self._input_tokens(body)
+        if total > self.context_limit:
+            return 400, _error(
+                "invalid_request_error", f"prompt is too long: {total} tokens > {self.context_limit} maximum"
+            )
+        last_user = _texts([m for m in body["messages"] if m["role"] == "user"][-1]["content"])
+        text, stop = self._answer("\n".join(last_user)), "end_turn"
+        stop_sequence = None
+        for sequence in body.get("stop_sequences") or []:
+            if sequence in text:
+                text, stop, stop_sequence = text[: text.index(sequence)], "stop_sequence", sequence
+                break
+        if REFUSE_TRIGGER in "\n".join(last_user):
+            text, stop = "", "refusal"
+        tokens = toy_tokens(text)
+        room = self.context_limit - total
+        if len(tokens) > body["max_tokens"]:
+            text, stop = _first_tokens(text, body["max_tokens"]), "max_tokens"
+        elif len(tokens) > room:
+            text, stop = _first_tokens(text, room), "model_context_window_exceeded"
+        created, read = self._cache_usage(body)
+        usage = {
+            "input_tokens": total - (created or 0) - (read or 0),
+            "output_tokens": max(1, len(toy_tokens(text))),
+            "cache_creation_input_tokens": created,
+            "cache_read_input_tokens": read,
+        }
+        return 200, {
+            "id": "msg_" + hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:24],
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": [{"type": "text", "text": text}] if text else [],
+            "stop_reason": stop,
+            "stop_sequence": stop_sequence,
+            "usage": usage,
+        }
+
+    def _answer(self, prompt: str) -> str:
+        for trigger, reply in self.answers.items():
+            if trigger in prompt:
+                return reply
+        lines = [line.strip() for line in prompt.splitlines() if line.strip()]
+        question, context = lines[-1], lines[:-1]
+        wanted = {t.lower() for t in toy_tokens(question) if len(t) >= 3 or _CJK.match(t)}
+        best, best_score = "", 0
+        for line in context:
+            score = len(wanted & {t.lower() for t in toy_tokens(line)})
+            if score > best_score:
+                best, best_score = line, score
+        if best_score >= 2:
+            return best
+        return REFUSAL_ZH if _CJK.search(question) else REFUSAL_EN
+
+    def _input_tokens(self, body: JSON) -> int:
+        return sum(len(toy_tokens(text)) for text, _ in _blocks(body))
+
+    def _cache_usage(self, body: JSON) -> tuple[int | None, int | None]:
+        blocks = _blocks(body)
+        marked = [i for i, (_, mark) in enumerate(blocks) if mark]
+        if not marked:
+            return None, None
+        prefix = [text for text, _ in blocks[: marked[-1] + 1]]
+        digest = hashlib.sha256(json.dumps([body["model"], prefix]).encode()).hexdigest()
+        size = sum(len(toy_tokens(text)) for text in prefix)
+        with self._lock:
+            seen = digest in self._prefixes
+            self._prefixes.add(digest)
+        return (0, size) if seen else (size, 0)
+
+    # -- batches ------------------------------------------------------------------------------------
+
+    def _create_batch(self, body: JSON) -> tuple[int, JSON]:
+        requests = (body or {}).get("requests") or []
+        ids = [r.get("custom_id", "") for r in requests]
+        if not requests or len(set(ids)) != len(ids) or not all(_CUSTOM_ID.match(i) for i in ids):
+            return 400, _error(
+                "invalid_request_error", "requests: custom_id must be unique and match ^[a-zA-Z0-9_-]{1,64}$"
+            )
+        with self._lock:
+            batch = _Batch(f"msgbatch_{len(self._batches) + 1:04d}", list(requests), self.batch_polls)
+            self._batches[batch.batch_id] = batch
+        return 200, self._batch_json(batch)
+
+    def _retrieve_batch(self, batch_id: str) -> tuple[int, JSON]:
+        with self._lock:
+            batch = self._batches.get(batch_id)
+            if batch is not None:
+                batch.polls_left -= 1
+        if batch is None:
+            return 404, _error("not_found_error", f"batch {batch_id} not found")
+        if batch.polls_left < 0 and batch.results is None:
+            batch.results = [self._batch_item(r) for r in reversed(batch.requests)]
+        return 200, self._batch_json(batch)
+
+    def _batch_item(self, request: dict[str, Any]) -> dict[str, Any]:
+        params = request["params"]
+        texts = "\n".join(text for text, _ in _blocks(params))
+        if BATCH_ERROR_TRIGGER in texts:
+            status, reply = 400, _error("invalid_request_error", "messages: scripted batch item failure")
+        else:
+            status, reply = self.respond(params)
+        if status == 200:
+            return {"custom_id": request["custom_id"], "result": {"type": "succeeded", "message": reply}}
+        return {"custom_id": request["custom_id"], "result": {"type": "errored", "error": reply}}
+
+    def _batch_results(self, batch_id: str) -> tuple[int, JSON]:
+        batch = self._batches.get(batch_id)
+        if batch is None or batch.results is None:
+            return 404, _error("not_found_error", f"batch {batch_id} has no results yet")
+        return 200, "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in batch.results).encode("utf-8")
+
+    def _batch_json(self, batch: _Batch) -> JSON:
+        ended = batch.results is not None
+        kinds = Counter(item["result"]["type"] for item in batch.results or [])
+        return {
+            "id": batch.batch_id,
+            "type": "message_batch",
+            "processing_status": "ended" if ended else "in_progress",
+            "request_counts": {
+                "processing": 0 if ended else len(batch.requests),
+                "succeeded": kinds["succeeded"],
+                "errored": kinds["errored"],
+                "canceled": kinds["canceled"],
+                "expired": kinds["expired"],
+            },
+            "created_at": _STAMP,
+            "expires_at": _EXPIRES,
+            "ended_at": _STAMP if ended else None,
+            "cancel_initiated_at": None,
+            "archived_at": None,
+            "results_url": f"{self.url}/v1/messages/batches/{batch.batch_id}/results" if ended else None,
+        }
+
+
+def _endpoint(method: str, path: str) -> tuple[str, str]:
+    path = path.split("?", 1)[0]
+    if method == "POST" and path == "/v1/messages":
+        return "messages", ""
+    if method == "POST" and path == "/v1/messages/count_tokens":
+        return "count_tokens", ""
+    if method == "POST" and path == "/v1/messages/batches":
+        return "batches.create", ""
+    match = _BATCH_PATH.match(path)
+    if method == "GET" and match:
+        return ("batches.results" if match["results"] else "batches.retrieve"), match["id"]
+    return "unknown", ""
+
+
+def _error(error_type: str, message: str) -> JSON:
+    """The API's error body."""
+    return {"type": "error", "error": {"type": error_type, "message": message}, "request_id": "req_loopback"}
+
+
+def _texts(content: JSON) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    return [block.get("text", "") for block in content if block.get("type") == "text"]
+
+
+def _blocks(body: JSON) -> list[tuple[str, bool]]:
+    """(text, has cache_control) for the system blocks, then every message block, in prompt order."""
+    out: list[tuple[str, bool]] = []
+    system = body.get("system")
+    if isinstance(system, str):
+        out.append((system, False))
+    elif system:
+        out.extend((block.get("text", ""), "cache_control" in block) for block in system)
+    for message in body.get("messages") or []:
+        content = message["content"]
+        if isinstance(content, str):
+            out.append((content, False))
+        else:
+            out.extend((block.get("text", ""), "cache_control" in block) for block in content)
+    return out
+
+
+def _first_tokens(text: str, n: int) -> str:
+    """The shortest prefix of ``text`` holding its first ``n`` toy tokens."""
+    if n <= 0:
+        return ""
+    matches = list(_TOKEN.finditer(text))
+    return text if len(matches) <= n else text[: matches[n - 1].end()]
+
+
+def _make_handler(server: AnthropicLoopback) -> type[BaseHTTPRequestHandler]:
+    class _Handler(BaseHTTPRequestHandler):
+        # HTTP/1.0: one request per connection, so shutdown never waits on an idle keep-alive socket.
+        protocol_version = "HTTP/1.0"
+
+        def _serve(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            headers = {name.lower(): value for name, value in self.headers.items()}
+            status, payload, extra = server.dispatch(self.command, self.path, headers, raw)
+            self.send_response(status)
+            jsonl = self.path.endswith("/results") and status == 200
+            self.send_header("Content-Type", "application/binary" if jsonl else "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.send_header("request-id", "req_loopback")
+            for name, value in extra.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(payload)
+
+        do_GET = do_POST = _serve
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Silent: the request log is the record."""
+
+    return _Handler
+
+
+@pytest.fixture
+def anthropic_server() -> Iterator[AnthropicLoopback]:
+    """A started :class:`AnthropicLoopback`, stopped after the test."""
+    with AnthropicLoopback() as server:
+        yield server

@@ -1,0 +1,266 @@
+"""A loopback HTTP server that speaks Cohere's v2 wire format, for tests of the real SDK.
+
+The server binds 127.0.0.1 on a free port and serves from a background thread.
+Routes are a table of ``(method, path) -> handler``, so ``/v2/embed`` can be
+added beside ``/v2/rerank`` later. Every request is recorded; the next replies
+can be scripted (429 with ``Retry-After``, 5xx, 400 with a JSON message) to
+drive a client's retry and error paths.
+
+Scores are deterministic and content-only (query-word overlap), so a test can
+predict the ranking and a pool split across requests scores the same as one
+big request.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import threading
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+JSON = Any
+Handler = Callable[[JSON], tuple[int, JSON]]
+"""A route: parsed JSON body -> (status, JSON reply)."""
+
+_WORDS = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the server saw it, and the status it answered."""
+
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    """Header names lower-cased."""
+    body: JSON
+    """Parsed JSON body, or None when there was none or it was not JSON."""
+    status: int
+
+
+@dataclass(frozen=True)
+class ScriptedReply:
+    """A reply given to the next request instead of its route's answer."""
+
+    status: int
+    body: JSON = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+class LoopbackServer:
+    """A JSON-over-HTTP server on 127.0.0.1 with a route table, a reply script and a request log."""
+
+    def __init__(self, api_key: str | None = None) -> None:
+        """``api_key``: when set, requests must carry ``Authorization: Bearer <api_key>`` (else 401)."""
+        self.api_key = api_key
+        self.routes: dict[tuple[str, str], Handler] = {}
+        self._script: deque[ScriptedReply] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- configuration ---------------------------------------------------------------------------
+
+    def route(self, method: str, path: str, handler: Handler) -> None:
+        self.routes[(method.upper(), path)] = handler
+
+    def script(self, *replies: ScriptedReply) -> None:
+        """Answer the next ``len(replies)`` requests (any route) with these, in order."""
+        with self._lock:
+            self._script.extend(replies)
+
+    def fail_next(
+        self, status: int, times: int = 1, message: str | None = None, retry_after: str | None = None
+    ) -> None:
+        """Script ``times`` error replies with a Cohere-style ``{"message": ...}`` body."""
+        headers = {"Retry-After": retry_after} if retry_after is not None else {}
+        reply = ScriptedReply(status, {"message": message or f"scripted error {status}"}, headers)
+        self.script(*([reply] * times))
+
+    # -- inspection ------------------------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A copy of the request log, oldest first."""
+        with self._lock:
+            return list(self._requests)
+
+    def requests_to(self, path: str) -> list[RecordedRequest]:
+        return [request for request in self.requests if request.path == path]
+
+    def reset(self) -> None:
+        """Forget the log and any unused scripted replies."""
+        with self._lock:
+            self._requests.clear()
+            self._script.clear()
+
+    @property
+    def url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("server not started")
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> LoopbackServer:
+        if self._httpd is not None:
+            return self
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        httpd.daemon_threads = True
+        self._httpd = httpd
+        # A short poll interval keeps stop() (and so each test teardown) quick.
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="loopback-http", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is None:
+            return
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._httpd = None
+        self._thread = None
+
+    def __enter__(self) -> LoopbackServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- dispatch (called from handler threads) ---------------------------------------------------
+
+    def dispatch(
+        self, method: str, path: str, headers: Mapping[str, str], raw: bytes
+    ) -> tuple[int, JSON, dict[str, str]]:
+        try:
+            body: JSON = json.loads(raw) if raw else None
+            parse_error = None
+        except ValueError as exc:
+            body, parse_error = None, str(exc)
+        with self._lock:
+            scripted = self._script.popleft() if self._script else None
+        if scripted is not None:
+            status, reply, extra = scripted.status, scripted.body, dict(scripted.headers)
+        elif self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
+            status, reply, extra = 401, {"message": "invalid api token"}, {}
+        elif (handler := self.routes.get((method, path))) is None:
+            status, reply, extra = 404, {"message": f"no route for {method} {path}"}, {}
+        elif parse_error is not None:
+            status, reply, extra = 400, {"message": f"invalid request: body is not JSON ({parse_error})"}, {}
+        else:
+            status, reply = handler(body)
+            extra = {}
+        with self._lock:
+            self._requests.append(RecordedRequest(method, path, dict(headers), body, status))
+        return status, reply, extra
+
+
+def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
+    class _Handler(BaseHTTPRequestHandler):
+        # HTTP/1.0: one request per connection, so shutdown never waits on an idle keep-alive socket.
+        protocol_version = "HTTP/1.0"
+
+        def _serve(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            headers = {name.lower(): value for name, value in self.headers.items()}
+            path = self.path.split("?", 1)[0]
+            status, reply, extra = server.dispatch(self.command, path, headers, raw)
+            payload = b"" if reply is None else json.dumps(reply).encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            for name, value in extra.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(payload)
+
+        do_GET = do_POST = do_PUT = do_DELETE = _serve
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Silent: the request log is the record, and stderr noise hides test output."""
+
+    return _Handler
+
+
+# -- Cohere -----------------------------------------------------------------------------------------
+
+
+def word_overlap(query: str, document: str) -> float:
+    """Share of the query's distinct words that occur in the document, in [0, 1] (content-only)."""
+    query_words = set(_WORDS.findall(query.lower()))
+    if not query_words:
+        return 0.0
+    return len(query_words & set(_WORDS.findall(document.lower()))) / len(query_words)
+
+
+class CohereServer(LoopbackServer):
+    """Cohere's ``POST /v2/rerank`` with :func:`word_overlap` as the model."""
+
+    MAX_DOCUMENTS = 10_000
+    """Cohere's documented cap per request; more is a 400."""
+
+    def __init__(self, api_key: str | None = "test-key", score: Callable[[str, str], float] = word_overlap) -> None:
+        super().__init__(api_key=api_key)
+        self.score = score
+        self.route("POST", "/v2/rerank", self._rerank)
+
+    @property
+    def rerank_requests(self) -> list[RecordedRequest]:
+        return self.requests_to("/v2/rerank")
+
+    @property
+    def documents_per_request(self) -> list[int]:
+        """Documents in each rerank request, in order (including those answered with an error)."""
+        return [len((request.body or {}).get("documents") or []) for request in self.rerank_requests]
+
+    def _rerank(self, body: JSON) -> tuple[int, JSON]:
+        problem = _rerank_problem(body, self.MAX_DOCUMENTS)
+        if problem is not None:
+            return 400, {"message": problem}
+        documents: Sequence[str] = body["documents"]
+        top_n = body.get("top_n") or len(documents)
+        scored = [(self.score(body["query"], document), index) for index, document in enumerate(documents)]
+        # Best first; ties keep input order, like a stable sort on the score.
+        scored.sort(key=lambda item: (-item[0], item[1]))
+        return 200, {
+            "id": f"loopback-{len(self.requests)}",
+            "results": [{"index": index, "relevance_score": score} for score, index in scored[:top_n]],
+            "meta": {
+                "api_version": {"version": "2"},
+                "billed_units": {"search_units": math.ceil(len(documents) / 100)},
+            },
+        }
+
+
+def _rerank_problem(body: JSON, max_documents: int) -> str | None:
+    """Cohere-like validation: the message a 400 would carry, or None."""
+    if not isinstance(body, dict):
+        return "invalid request: body must be a JSON object"
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        return "invalid request: model is required"
+    if not isinstance(body.get("query"), str):
+        return "invalid request: query must be a string"
+    documents = body.get("documents")
+    if not isinstance(documents, list) or not all(isinstance(document, str) for document in documents):
+        return "invalid request: documents must be a list of strings"
+    if not documents:
+        return "invalid request: documents must not be empty"
+    if len(documents) > max_documents:
+        return f"invalid request: too many documents ({len(documents)} > {max_documents})"
+    for name in ("top_n", "max_tokens_per_doc"):
+        value = body.get(name)
+        if value is not None and (not isinstance(value, int) or value < 1):
+            return f"invalid request: {name} must be a positive integer"
+    return None

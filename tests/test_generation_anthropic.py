@@ -1,0 +1,340 @@
+"""AnthropicGenerator and the generation base, through the real ``anthropic`` SDK against a loopback server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from evalkit.cache import Cache
+from evalkit.generation import (
+    BatchPending,
+    GenerationCounter,
+    GenerationError,
+    GenerationRequest,
+    build_request,
+    count_tokens_cached,
+    generate_cached,
+    generate_many,
+    make_generator,
+    prompts_for,
+    refusal_for,
+    request_key,
+)
+from evalkit.generation.anthropic import AnthropicGenerator
+from tests.loopback.anthropic_server import REFUSAL_EN, AnthropicLoopback
+
+pytest.importorskip("anthropic")
+
+CONF = Path(__file__).resolve().parents[1] / "conf" / "generator"
+CONTEXT = "\n".join(
+    [
+        "[en] The RateLimiter allows a burst of 20 requests per second by default.",
+        "[ops] Deployments happen every Tuesday after the change review.",
+        "[zh] 住宿标准为每晚不超过六百元。",
+    ]
+)
+SYSTEM = "Answer from the context only. Cite [doc_id]."
+
+
+@pytest.fixture
+def server() -> Iterator[AnthropicLoopback]:
+    with AnthropicLoopback() as srv:
+        yield srv
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> Iterator[Cache]:
+    with Cache(tmp_path / "cache.sqlite") as c:
+        yield c
+
+
+def make(server: AnthropicLoopback, **kwargs: object) -> AnthropicGenerator:
+    """A generator against the loopback server; no window check unless a test asks for one."""
+    args: dict[str, object] = {"api_key": "test-key", "base_url": server.url, "max_retries": 2, "window": 0}
+    args.update(kwargs)
+    return AnthropicGenerator("claude-sonnet-5", **args)  # type: ignore[arg-type]
+
+
+def ask(question: str, qid: str = "q1", context: str = CONTEXT, **kwargs: object) -> GenerationRequest:
+    args: dict[str, object] = {"model": "claude-sonnet-5", "system": SYSTEM, "max_tokens": 64, "question_id": qid}
+    args.update(kwargs)
+    return build_request(question, context, **args)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- single calls
+
+
+def test_normal_answer_with_usage(server: AnthropicLoopback, cache: Cache) -> None:
+    counter = GenerationCounter()
+    answer = generate_cached(make(server), ask("What burst does the RateLimiter allow?"), cache, counter)
+    assert answer.text == "[en] The RateLimiter allows a burst of 20 requests per second by default."
+    assert (answer.question_id, answer.backend, answer.model) == ("q1", "anthropic", "claude-sonnet-5")
+    assert (answer.stop_reason, answer.truncated, answer.cached) == ("end_turn", False, False)
+    assert answer.usage.input_tokens > 0 and answer.usage.output_tokens > 0
+    # No cache_control sent: the server answers null cache fields, recorded as 0.
+    assert (answer.usage.cache_creation_input_tokens, answer.usage.cache_read_input_tokens) == (0, 0)
+    body = server.bodies("messages")[0]
+    assert body["system"] == [{"type": "text", "text": SYSTEM}]
+    assert body["max_tokens"] == 64 and "temperature" not in body and "top_p" not in body
+    assert counter.single["claude-sonnet-5"].requests == 1
+    assert counter.single["claude-sonnet-5"].output_tokens == answer.usage.output_tokens
+
+
+def test_refusal_string_when_context_lacks_answer(server: AnthropicLoopback, cache: Cache) -> None:
+    answer = generate_cached(make(server), ask("What is the parking allowance?"), cache)
+    assert answer.text == REFUSAL_EN
+
+
+def test_prompt_caching_marks_prefix_and_reports_cache_usage(server: AnthropicLoopback, cache: Cache) -> None:
+    gen = make(server)
+    first = generate_cached(gen, ask("What burst does the RateLimiter allow?", cache_prefix=True), cache)
+    second = generate_cached(gen, ask("When do deployments happen?", "q2", cache_prefix=True), cache)
+    body = server.bodies("messages")[0]
+    assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert body["messages"][0]["content"][0]["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" not in body["messages"][0]["content"][1]  # the question is not part of the prefix
+    assert first.usage.cache_creation_input_tokens > 0 and first.usage.cache_read_input_tokens == 0
+    assert second.usage.cache_read_input_tokens == first.usage.cache_creation_input_tokens
+    assert second.usage.cache_creation_input_tokens == 0
+    assert second.text.startswith("[ops]")
+
+
+def test_prompt_too_long_is_an_overflow_answer_not_an_exception(server: AnthropicLoopback, cache: Cache) -> None:
+    server.context_limit = 20
+    counter = GenerationCounter()
+    answer = generate_cached(make(server), ask("What burst does the RateLimiter allow?"), cache, counter)
+    assert (answer.stop_reason, answer.text, answer.usage.input_tokens) == ("overflow", "", 0)
+    assert server.counts["messages"] == 1  # a 400 is not retried
+    assert [e.status for e in server.log] == [400]
+    assert cache.count("generate:anthropic") == 0  # a bigger window later must be able to answer
+    assert counter.overflows == {"claude-sonnet-5": 1} and counter.single == {}
+
+
+def test_other_400_raises_with_the_message(server: AnthropicLoopback, cache: Cache) -> None:
+    server.fail_next(400, "invalid_request_error", "messages.0.content: text must not be empty")
+    with pytest.raises(GenerationError, match="text must not be empty"):
+        generate_cached(make(server), ask("What burst?"), cache)
+    assert server.counts["messages"] == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "error_type"), [(529, "overloaded_error"), (429, "rate_limit_error")], ids=["529", "429"]
+)
+def test_transient_error_then_success(server: AnthropicLoopback, cache: Cache, status: int, error_type: str) -> None:
+    server.fail_next(status, error_type, "Overloaded" if status == 529 else "Number of requests exceeded")
+    answer = generate_cached(make(server), ask("What burst does the RateLimiter allow?"), cache)
+    assert answer.stop_reason == "end_turn" and "20 requests" in answer.text
+    assert server.counts["messages"] == 2
+    assert [e.status for e in server.log] == [status, 200]
+
+
+def test_retries_are_exactly_max_retries(server: AnthropicLoopback, cache: Cache) -> None:
+    server.fail_next(529, "overloaded_error", "Overloaded", times=5)
+    with pytest.raises(GenerationError, match="529"):
+        generate_cached(make(server, max_retries=2), ask("What burst?"), cache)
+    assert server.counts["messages"] == 3  # 1 + max_retries, deterministic
+
+
+def test_context_window_exceeded_and_max_tokens_are_truncated(server: AnthropicLoopback, cache: Cache) -> None:
+    gen = make(server)
+    request = ask("What burst does the RateLimiter allow?")
+    server.context_limit = gen.count_tokens(request) + 3  # the prompt fits, the answer does not
+    answer = generate_cached(gen, request, cache)
+    assert (answer.stop_reason, answer.truncated) == ("model_context_window_exceeded", True)
+    assert answer.text == "[en]"
+    short = generate_cached(gen, ask("What burst does the RateLimiter allow?", max_tokens=2), cache)
+    assert (short.stop_reason, short.truncated, short.text) == ("max_tokens", True, "[en")
+
+
+def test_stop_sequence_and_refusal_are_recorded(server: AnthropicLoopback, cache: Cache) -> None:
+    gen = make(server)
+    stopped = generate_cached(gen, ask("What burst does the RateLimiter allow?", stop_sequences=["allows"]), cache)
+    assert (stopped.stop_reason, stopped.truncated, stopped.text) == ("stop_sequence", False, "[en] The RateLimiter ")
+    assert server.bodies("messages")[0]["stop_sequences"] == ["allows"]
+    refused = generate_cached(gen, ask("[[refuse]] What burst does the RateLimiter allow?"), cache)
+    assert (refused.stop_reason, refused.truncated, refused.text) == ("refusal", False, "")
+
+
+def test_count_tokens_is_called_once_and_cached(server: AnthropicLoopback, cache: Cache) -> None:
+    gen = make(server, window=10_000, headroom=0)
+    counter = GenerationCounter()
+    first = generate_cached(gen, ask("What burst does the RateLimiter allow?", max_tokens=64), cache, counter)
+    second = generate_cached(gen, ask("What burst does the RateLimiter allow?", max_tokens=32), cache, counter)
+    assert first.stop_reason == second.stop_reason == "end_turn"
+    assert server.counts["count_tokens"] == 1  # same input, different max_tokens: one count
+    assert server.counts["messages"] == 2
+    assert counter.token_counts == {"claude-sonnet-5": 1}
+    body = server.bodies("count_tokens")[0]
+    assert "max_tokens" not in body and body["model"] == "claude-sonnet-5"
+    assert count_tokens_cached(gen, ask("What burst does the RateLimiter allow?"), cache) == first.usage.input_tokens
+
+
+def test_window_check_refuses_to_send(server: AnthropicLoopback, cache: Cache) -> None:
+    gen = make(server, window=60, headroom=0)
+    request = ask("What burst does the RateLimiter allow?", max_tokens=64)
+    answer = generate_cached(gen, request, cache)
+    assert answer.stop_reason == "overflow" and answer.usage.input_tokens == 0
+    assert server.counts["count_tokens"] == 1 and server.counts["messages"] == 0  # nothing sent
+
+
+def test_cache_hit_sends_nothing_and_restamps_question_id(server: AnthropicLoopback, cache: Cache) -> None:
+    gen = make(server)
+    counter = GenerationCounter()
+    first = generate_cached(gen, ask("What burst does the RateLimiter allow?"), cache, counter)
+    before = dict(server.counts)
+    again = generate_cached(gen, ask("What burst does the RateLimiter allow?", "q-other"), cache, counter)
+    assert dict(server.counts) == before
+    assert again.cached and not first.cached
+    assert (again.text, again.usage, again.question_id) == (first.text, first.usage, "q-other")
+    assert counter.cache_hits == {"claude-sonnet-5": 1} and counter.single["claude-sonnet-5"].requests == 1
+
+
+def test_cache_key_ignores_metadata_and_transport_settings(server: AnthropicLoopback) -> None:
+    gen_a, gen_b = make(server), make(server, max_retries=0, timeout_s=1.0)
+    base = ask("What burst?")
+    same = ask("What burst?", "another-id", metadata={"custom_id": "x1"})
+    assert request_key(gen_a, base) == request_key(gen_b, same)
+    for changed in (
+        ask("What burst?", max_tokens=65),
+        ask("What burst?", cache_prefix=True),
+        ask("What burst?", stop_sequences=["\n"]),
+        ask("What burst?", system="other"),
+        ask("What burst?", model="claude-haiku-4-5"),
+        ask("What burst now?"),
+    ):
+        assert request_key(gen_a, changed) != request_key(gen_a, base)
+
+
+# --------------------------------------------------------------------------- message batches
+
+
+def batch_requests() -> list[GenerationRequest]:
+    return [
+        ask("What burst does the RateLimiter allow?", "q1", metadata={"custom_id": "q1"}),
+        ask("When do deployments happen?", "q2", metadata={"custom_id": "q2"}),
+        ask("[[batch-error]] What is the parking allowance?", "q3", metadata={"custom_id": "q3"}),
+    ]
+
+
+def test_batch_of_three_with_one_errored(server: AnthropicLoopback, cache: Cache) -> None:
+    gen = make(server, poll_interval_s=0.01, batch=True)
+    counter = GenerationCounter()
+    answers = generate_many(gen, batch_requests(), cache, counter)
+    assert [a.question_id for a in answers] == ["q1", "q2", "q3"]  # request order, though results came reversed
+    assert answers[0].text.startswith("[en]") and answers[1].text.startswith("[ops]")
+    assert [a.stop_reason for a in answers] == ["end_turn", "end_turn", "error"]
+    assert {a.backend for a in answers} == {"anthropic-batch"}
+    assert answers[2].model == "claude-sonnet-5" and answers[2].text == ""
+    create = server.bodies("batches.create")[0]
+    assert [r["custom_id"] for r in create["requests"]] == ["q1", "q2", "q3"]
+    assert create["requests"][0]["params"]["max_tokens"] == 64
+    assert server.counts["batches.create"] == 1 and server.counts["messages"] == 0
+    assert counter.batch["claude-sonnet-5"].requests == 2 and counter.errors == {"claude-sonnet-5": 1}
+    assert cache.count("generate:anthropic") == 2  # errored items are not cached
+
+    # The succeeded answers are in the same cache as single calls: a single call is now a hit.
+    before = dict(server.counts)
+    single = generate_cached(gen, batch_requests()[0], cache)
+    assert single.cached and single.text == answers[0].text and dict(server.counts) == before
+
+    # A re-run resubmits only the errored request (a new attempt, not the collected batch).
+    rerun = generate_many(gen, batch_requests(), cache)
+    assert [a.cached for a in rerun] == [True, True, False]
+    assert server.counts["batches.create"] == 2
+    assert [r["custom_id"] for r in server.bodies("batches.create")[1]["requests"]] == ["q3"]
+
+
+def test_restart_mid_batch_polls_the_existing_batch(server: AnthropicLoopback, tmp_path: Path) -> None:
+    server.batch_polls = 10_000  # stays in_progress until finish_batches()
+    path = tmp_path / "cache.sqlite"
+    with Cache(path) as cache:
+        first = make(server, poll_interval_s=0.01, batch_timeout_s=0.05)
+        with pytest.raises(BatchPending) as pending:
+            generate_many(first, batch_requests(), cache, batch=True)
+    assert pending.value.batch_ids == ("msgbatch_0001",)
+    assert server.counts["batches.create"] == 1
+
+    server.finish_batches()
+    with Cache(path) as cache:  # a new process: new generator, same cache file
+        restarted = make(server, poll_interval_s=0.01)
+        answers = generate_many(restarted, batch_requests(), cache, batch=True)
+    assert server.counts["batches.create"] == 1  # polled, not resubmitted
+    assert [a.stop_reason for a in answers] == ["end_turn", "end_turn", "error"]
+
+
+def test_batch_dedupes_identical_requests_and_skips_cached(server: AnthropicLoopback, cache: Cache) -> None:
+    gen = make(server, poll_interval_s=0.01)
+    generate_cached(gen, ask("What burst does the RateLimiter allow?"), cache)
+    requests = [
+        ask("What burst does the RateLimiter allow?", "a"),
+        ask("When do deployments happen?", "b"),
+        ask("When do deployments happen?", "c"),
+    ]
+    answers = generate_many(gen, requests, cache, batch=True)
+    assert [a.question_id for a in answers] == ["a", "b", "c"]
+    assert [a.cached for a in answers] == [True, False, True]
+    assert answers[1].text == answers[2].text
+    create = server.bodies("batches.create")[0]
+    assert len(create["requests"]) == 1  # custom_id derived from the cache key
+    assert create["requests"][0]["custom_id"] == request_key(gen, requests[1])
+
+
+def test_generate_many_without_batch_sends_single_calls(server: AnthropicLoopback, cache: Cache) -> None:
+    gen = make(server)
+    requests = [ask("What burst does the RateLimiter allow?", "a"), ask("When do deployments happen?", "b")]
+    answers = generate_many(gen, requests, cache, workers=2)
+    assert [a.backend for a in answers] == ["anthropic", "anthropic"]
+    assert server.counts["messages"] == 2 and server.counts["batches.create"] == 0
+
+
+# --------------------------------------------------------------------------- keys and configuration
+
+
+def test_missing_key_is_a_clear_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(GenerationError) as err:
+        AnthropicGenerator("claude-sonnet-5")
+    message = str(err.value)
+    assert "ANTHROPIC_API_KEY" in message and "generator=local" in message and "\n" not in message
+
+
+def test_key_from_environment(server: AnthropicLoopback, cache: Cache, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    gen = AnthropicGenerator("claude-sonnet-5", base_url=server.url, window=0)
+    assert generate_cached(gen, ask("What burst does the RateLimiter allow?"), cache).stop_reason == "end_turn"
+    headers = server.log[0].headers
+    assert "test-key" in (headers.get("x-api-key"), headers.get("authorization", "").removeprefix("Bearer "))
+
+
+def test_config_builds_a_working_generator(server: AnthropicLoopback, cache: Cache) -> None:
+    cfg = yaml.safe_load((CONF / "anthropic.yaml").read_text(encoding="utf-8"))
+    gen = make_generator(cfg, api_key="test-key", base_url=server.url)
+    assert isinstance(gen, AnthropicGenerator)
+    assert (gen.window, gen.precount, gen.batch_enabled) == (1_000_000, True, False)
+    assert make_generator(cfg, api_key="k", model="claude-haiku-4-5", base_url=server.url).window == 200_000
+    prompts = prompts_for(cfg, "zh-Hans")
+    assert refusal_for(cfg, "zh-Hans") == "我没有这方面的信息"
+    assert "我没有这方面的信息" in prompts["system"] and "{refusal}" not in prompts["system"]
+    assert "I don't have that information" in prompts_for(cfg, "en")["system"]
+    request = build_request(
+        "住宿标准是每晚多少钱？",
+        CONTEXT,
+        model=gen.model,
+        max_tokens=cfg["max_tokens"],
+        question_id="q-zh",
+        cache_prefix=cfg["cache_prefix"],
+        **prompts,
+    )
+    answer = generate_cached(gen, request, cache)
+    assert answer.text == "[zh] 住宿标准为每晚不超过六百元。"
+    assert server.counts["count_tokens"] == 1  # precount is on by default
+
+
+def test_local_and_anthropic_prompts_are_identical() -> None:
+    anthropic_cfg = yaml.safe_load((CONF / "anthropic.yaml").read_text(encoding="utf-8"))
+    local_cfg = yaml.safe_load((CONF / "local.yaml").read_text(encoding="utf-8"))
+    assert anthropic_cfg["prompts"] == local_cfg["prompts"]
+    assert anthropic_cfg["refusal"] == local_cfg["refusal"]

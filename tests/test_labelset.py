@@ -1,0 +1,90 @@
+"""Reading and validating labelled sets: the real shared sets, and every kind of broken input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evalkit.labelset import LabelsetError, load_labelset
+from tests.conftest import REPO, shared_set
+
+
+@pytest.mark.parametrize("name", ["squad2-en", "cmrc2018-zh"])
+def test_shared_sets_load_as_they_are(name: str) -> None:
+    labelset = load_labelset(shared_set(name))
+    stats = json.loads((shared_set(name) / "stats.json").read_text(encoding="utf-8"))
+    assert len(labelset.documents) == stats["docs"]
+    assert len(labelset.questions) == stats["questions"]
+    assert sum(not q.answerable for q in labelset.questions) == stats["unanswerable"]
+    for question in labelset.questions:
+        for span in question.evidence:
+            assert labelset.document(span.doc_id).text[span.start : span.end] == span.text
+
+
+def test_unknown_tags_are_kept(tiny_set: Path) -> None:
+    labelset = load_labelset(tiny_set)
+    by_id = {q.id: q for q in labelset.questions}
+    assert by_id["q-en"].tags["custom_tag"] == [1, 2]
+    assert by_id["q-en"].answers == ("20", "20 requests")
+    assert by_id["q-none"].evidence_mode == "none" and not by_id["q-none"].answerable
+
+
+def _break(tiny_set: Path) -> None:
+    lines = (tiny_set / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    stale = json.loads(lines[0])
+    stale["evidence"][0]["text"] = "25"  # the document says 20: a stale label
+    unknown = json.loads(lines[1])
+    unknown["evidence"][0]["doc_id"] = "missing-doc"
+    duplicate = json.loads(lines[2])
+    duplicate["id"] = "q-en"
+    missing = {"id": "q-missing", "answerable": True, "evidence": []}
+    broken = [json.dumps(stale), json.dumps(unknown), "{not json", json.dumps(duplicate), json.dumps(missing)]
+    (tiny_set / "questions.jsonl").write_text("\n".join(broken) + "\n", encoding="utf-8")
+
+
+def test_every_problem_is_reported_once_with_file_line_and_field(tiny_set: Path) -> None:
+    _break(tiny_set)
+    with pytest.raises(LabelsetError) as caught:
+        load_labelset(tiny_set)
+    problems = caught.value.problems
+    text = "\n".join(problems)
+    assert "questions.jsonl:1: field 'evidence[0]': stale label: question 'q-en'" in text
+    assert "questions.jsonl:2: field 'evidence[0]': question 'q-zh' cites unknown doc 'missing-doc'" in text
+    assert "questions.jsonl:3: invalid JSON" in text
+    assert "questions.jsonl:4: field 'id': duplicate id 'q-en' (first on line 1)" in text
+    assert "questions.jsonl:5: field 'question': missing or empty" in text
+    assert "questions.jsonl:5: field 'evidence_mode'" in text
+    assert all("\n" not in p for p in problems)
+
+
+def test_sweep_cli_reports_problems_one_per_line_with_exit_code_2(tiny_set: Path, tmp_path: Path) -> None:
+    _break(tiny_set)
+    result = subprocess.run(
+        [sys.executable, "-m", "evalkit.sweep", f"labelset.path={tiny_set}", f"reports_dir={tmp_path / 'r'}"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) >= 6 and all(line.startswith("evalkit: error: ") for line in lines)
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_and_empty_sets_are_clear_errors(tmp_path: Path) -> None:
+    with pytest.raises(LabelsetError, match="does not exist"):
+        load_labelset(tmp_path / "nowhere")
+    (tmp_path / "empty" / "docs").mkdir(parents=True)
+    (tmp_path / "empty" / "questions.jsonl").write_text("", encoding="utf-8")
+    with pytest.raises(LabelsetError, match=r"no documents|no questions"):
+        load_labelset(tmp_path / "empty")
+
+
+def test_bundled_demo_set_is_valid() -> None:
+    labelset = load_labelset(REPO / "labelsets" / "demo")
+    assert len(labelset.documents) >= 40 and len(labelset.questions) >= 120

@@ -1,0 +1,269 @@
+"""CohereReranker: the real ``cohere`` SDK against a loopback server speaking the v2 wire format."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from evalkit.cache import Cache
+from evalkit.rerank.base import RerankCounter, RerankError, rerank_scores
+from evalkit.rerank.cohere import CohereReranker, _retry_after_seconds
+from tests.loopback.cohere_server import CohereServer, word_overlap
+
+API_KEY = "test-key"
+QUERY = "capital city of france"
+DOCUMENTS = [
+    "Berlin is the capital of Germany.",  # capital, of: 2/4
+    "Paris is the capital city of France.",  # all four words
+    "Bananas are yellow.",  # none
+    "The city of Lyon lies in France.",  # city, of, france: 3/4
+]
+EXPECTED = np.array([0.5, 1.0, 0.0, 0.75])
+
+
+@pytest.fixture
+def server() -> Iterator[CohereServer]:
+    with CohereServer(api_key=API_KEY) as running:
+        yield running  # type: ignore[misc]
+
+
+@pytest.fixture
+def waits() -> list[float]:
+    return []
+
+
+def make(server: CohereServer, waits: list[float], **options: object) -> CohereReranker:
+    settings: dict[str, object] = {
+        "base_url": server.url,
+        "api_key": API_KEY,
+        "timeout": 5.0,
+        "retry_base_delay": 0.001,
+        "sleep": waits.append,  # record waits instead of sleeping: fast, and the delays are visible
+    }
+    settings.update(options)
+    return CohereReranker(**settings)  # type: ignore[arg-type]
+
+
+def test_scores_come_back_in_input_order(server: CohereServer, waits: list[float]) -> None:
+    counter = RerankCounter()
+    scores = make(server, waits).score_pairs(QUERY, DOCUMENTS, counter)
+    np.testing.assert_allclose(scores, EXPECTED)
+    (request,) = server.rerank_requests
+    assert request.body == {
+        "model": "rerank-v3.5",
+        "query": QUERY,
+        "documents": DOCUMENTS,
+        "top_n": 4,
+        "max_tokens_per_doc": 4096,
+    }
+    assert request.headers["authorization"] == f"Bearer {API_KEY}"
+    assert counter.pairs_scored == {"rerank-v3.5": 4}
+    assert counter.requests == {"rerank-v3.5": 1}
+
+
+def test_inputs_are_not_mutated(server: CohereServer, waits: list[float]) -> None:
+    documents = list(DOCUMENTS)
+    make(server, waits).score_pairs(QUERY, documents)
+    assert documents == DOCUMENTS
+
+
+def test_server_top_n_shorter_than_pool_is_an_error(waits: list[float]) -> None:
+    # A server that drops documents must not yield silent gaps (they would rank as missing, not as low).
+    class Truncating(CohereServer):
+        def _rerank(self, body: dict) -> tuple[int, dict]:
+            status, reply = super()._rerank(body)
+            reply["results"] = reply["results"][:2]
+            return status, reply
+
+    with Truncating(api_key=API_KEY) as server, pytest.raises(RerankError, match="no score for 2 of 4"):
+        make(server, waits).score_pairs(QUERY, DOCUMENTS)
+
+
+def test_search_units_recorded(server: CohereServer, waits: list[float]) -> None:
+    counter = RerankCounter()
+    documents = [f"document number {i} about the capital" for i in range(250)]
+    make(server, waits).score_pairs(QUERY, documents, counter)
+    assert counter.search_units == {"rerank-v3.5": 3}  # ceil(250 / 100), as the server billed
+
+
+def test_search_units_estimated_when_not_billed(waits: list[float]) -> None:
+    class NoMeta(CohereServer):
+        def _rerank(self, body: dict) -> tuple[int, dict]:
+            status, reply = super()._rerank(body)
+            reply.pop("meta", None)
+            return status, reply
+
+    with NoMeta(api_key=API_KEY) as server:
+        counter = RerankCounter()
+        make(server, waits).score_pairs(QUERY, [f"doc {i}" for i in range(101)], counter)
+    assert counter.search_units == {"rerank-v3.5": 2}
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+def test_transient_error_then_success_is_retried(server: CohereServer, waits: list[float], status: int) -> None:
+    server.fail_next(status, retry_after="0" if status == 429 else None)
+    counter = RerankCounter()
+    scores = make(server, waits).score_pairs(QUERY, DOCUMENTS, counter)
+    np.testing.assert_allclose(scores, EXPECTED)
+    assert [r.status for r in server.rerank_requests] == [status, 200]
+    assert counter.requests == {"rerank-v3.5": 2}
+    assert counter.pairs_scored == {"rerank-v3.5": 4}
+    assert len(waits) == 1
+    if status == 429:
+        assert waits == [0.0]  # Retry-After: 0 honoured exactly
+    else:
+        assert 0.0 <= waits[0] <= 0.001  # first backoff: full jitter under the base delay
+
+
+def test_retry_after_is_honoured_and_capped(server: CohereServer, waits: list[float]) -> None:
+    server.fail_next(429, retry_after="7")
+    make(server, waits, retry_max_delay=5.0).score_pairs(QUERY, DOCUMENTS)
+    assert waits == [5.0]
+
+
+def test_backoff_grows_exponentially(server: CohereServer, waits: list[float]) -> None:
+    server.fail_next(503, times=3)
+    make(server, waits, retry_base_delay=1.0, retry_max_delay=100.0).score_pairs(QUERY, DOCUMENTS)
+    assert len(waits) == 3
+    for attempt, wait in enumerate(waits):
+        assert 0.0 <= wait <= 2.0**attempt
+
+
+def test_retries_exhausted_is_a_clear_error(server: CohereServer, waits: list[float]) -> None:
+    server.fail_next(503, times=10, message="overloaded")
+    counter = RerankCounter()
+    with pytest.raises(RerankError, match=r"HTTP 503: overloaded \(gave up after 3 attempts\)"):
+        make(server, waits, max_retries=2).score_pairs(QUERY, DOCUMENTS, counter)
+    assert len(server.rerank_requests) == 3
+    assert counter.requests == {"rerank-v3.5": 3}
+    assert counter.pairs_scored == {"rerank-v3.5": 0}
+
+
+def test_bad_request_is_not_retried(server: CohereServer, waits: list[float]) -> None:
+    server.fail_next(400, message="invalid request: max_tokens_per_doc too large")
+    with pytest.raises(RerankError, match="HTTP 400: invalid request: max_tokens_per_doc too large") as info:
+        make(server, waits).score_pairs(QUERY, DOCUMENTS)
+    assert "\n" not in str(info.value)
+    assert len(server.rerank_requests) == 1
+    assert waits == []
+
+
+def test_real_validation_error_from_server(server: CohereServer, waits: list[float]) -> None:
+    reranker = make(server, waits)
+    reranker.max_tokens_per_doc = 0  # the constructor refuses 0; set it afterwards to reach the server's check
+    with pytest.raises(RerankError, match="HTTP 400: invalid request: max_tokens_per_doc must be a positive"):
+        reranker.score_pairs(QUERY, DOCUMENTS)
+    assert len(server.rerank_requests) == 1
+
+
+def test_wrong_key_is_not_retried(server: CohereServer, waits: list[float]) -> None:
+    with pytest.raises(RerankError, match=r"HTTP 401: invalid api token \(check COHERE_API_KEY\)"):
+        make(server, waits, api_key="wrong").score_pairs(QUERY, DOCUMENTS)
+    assert len(server.rerank_requests) == 1
+
+
+def test_connection_refused_is_retried_then_reported(waits: list[float]) -> None:
+    server = CohereServer(api_key=API_KEY).start()
+    url = server.url
+    server.stop()  # nothing listens on the port now
+    reranker = CohereReranker(base_url=url, api_key=API_KEY, max_retries=1, timeout=2.0, sleep=waits.append)
+    with pytest.raises(RerankError, match="failed after 2 attempts: ConnectError"):
+        reranker.score_pairs(QUERY, DOCUMENTS)
+    assert len(waits) == 1
+
+
+def test_missing_api_key_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("COHERE_API_KEY", raising=False)
+    monkeypatch.delenv("CO_API_KEY", raising=False)
+    with pytest.raises(RerankError, match="COHERE_API_KEY") as info:
+        CohereReranker(base_url="http://127.0.0.1:9")
+    message = str(info.value)
+    assert "reranker=local" in message
+    assert "\n" not in message
+
+
+def test_api_key_read_from_environment(
+    server: CohereServer, waits: list[float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COHERE_API_KEY", API_KEY)
+    reranker = CohereReranker(base_url=server.url, sleep=waits.append)
+    np.testing.assert_allclose(reranker.score_pairs(QUERY, DOCUMENTS), EXPECTED)
+
+
+def test_large_pool_split_and_merged_by_score(server: CohereServer, waits: list[float], tmp_path: Path) -> None:
+    query = "alpha beta gamma delta epsilon zeta eta theta"
+    words = query.split()
+    # Document i holds the first (i + 1) query words, so relevance rises with i; shuffle to test the merge.
+    order = [5, 0, 7, 2, 6, 1, 3, 4]
+    documents = [" ".join(words[: i + 1]) + f" filler {i}" for i in order]
+    expected = np.array([word_overlap(query, document) for document in documents])
+
+    counter = RerankCounter()
+    small = make(server, waits, max_documents_per_request=3)
+    with Cache(tmp_path / "split.sqlite") as cache:
+        merged = rerank_scores(small, query, documents, cache, counter)
+    assert server.documents_per_request == [3, 3, 2]
+    assert counter.requests == {"rerank-v3.5": 3}
+    assert counter.pairs_scored == {"rerank-v3.5": 8}
+
+    server.reset()
+    with Cache(tmp_path / "single.sqlite") as cache:
+        single = rerank_scores(make(server, waits), query, documents, cache)
+    assert server.documents_per_request == [8]
+    np.testing.assert_allclose(merged, single)
+    np.testing.assert_allclose(merged, expected)
+    ranking = [order[i] for i in np.argsort(-merged, kind="stable")]
+    assert ranking == [7, 6, 5, 4, 3, 2, 1, 0]
+
+
+def test_cache_hit_sends_no_request(server: CohereServer, waits: list[float], tmp_path: Path) -> None:
+    reranker = make(server, waits)
+    counter = RerankCounter()
+    with Cache(tmp_path / "cache.sqlite") as cache:
+        first = rerank_scores(reranker, QUERY, DOCUMENTS, cache, counter)
+        assert len(server.rerank_requests) == 1
+        second = rerank_scores(reranker, QUERY, DOCUMENTS, cache, counter)
+    assert len(server.rerank_requests) == 1
+    np.testing.assert_array_equal(first, second)
+    assert counter.requests == {"rerank-v3.5": 1}
+    # A reopened cache file serves too: a re-run a quarter later pays nothing.
+    with Cache(tmp_path / "cache.sqlite") as cache:
+        rerank_scores(make(server, waits), QUERY, DOCUMENTS, cache)
+    assert len(server.rerank_requests) == 1
+
+
+def test_cache_key_depends_on_truncation(server: CohereServer, waits: list[float]) -> None:
+    a = make(server, waits, max_tokens_per_doc=512)
+    b = make(server, waits, max_tokens_per_doc=4096)
+    assert a.key(QUERY, DOCUMENTS[0]) != b.key(QUERY, DOCUMENTS[0])
+    assert a.identity == "rerank-v3.5@rerank-v3.5"
+
+
+def test_too_many_documents_for_one_call(server: CohereServer, waits: list[float]) -> None:
+    with pytest.raises(RerankError, match="max_documents_per_request=3"):
+        make(server, waits, max_documents_per_request=3).score_pairs(QUERY, DOCUMENTS)
+    assert server.rerank_requests == []
+
+
+def test_empty_pool_sends_nothing(server: CohereServer, waits: list[float]) -> None:
+    assert make(server, waits).score_pairs(QUERY, []).shape == (0,)
+    assert server.rerank_requests == []
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        (None, None),
+        ({}, None),
+        ({"retry-after": "3"}, 3.0),
+        ({"Retry-After": " 1.5 "}, 1.5),
+        ({"retry-after": "-4"}, 0.0),
+        ({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, 0.0),  # a date in the past: no wait
+        ({"retry-after": "soon"}, None),
+    ],
+)
+def test_retry_after_parsing(headers: dict[str, str] | None, expected: float | None) -> None:
+    assert _retry_after_seconds(headers) == expected
