@@ -722,7 +722,7 @@ def markdown_chunks(doc: Document, spec: ChunkingSpec) -> tuple[Chunk, ...]:
     text, size = doc.text, spec.chunk_size
     headings, blocks = _parse_markdown(text)
     grid = _markdown_grid(text, size, headings, blocks)
-    labels = _Labels(headings, blocks, [0] + [h.start for h in headings], _heading_paths(headings))
+    labels = _Labels.of(headings, blocks)
     chunks = []
     for start, end, whole in _plan(_outline(text, size, headings), len(headings)):
         if whole:
@@ -746,6 +746,14 @@ class _Labels:
     """0, then each heading's start: section ``i`` (0 is the text before any heading)."""
     paths: list[tuple[str, ...]]
     """Heading path of each section in ``section_starts``."""
+    bodies: list[int]
+    """Where each block's body begins."""
+
+    @classmethod
+    def of(cls, headings: list[_Heading], blocks: list[_Block]) -> _Labels:
+        """Labels for a text with these headings and blocks."""
+        starts = [0] + [h.start for h in headings]
+        return cls(headings, blocks, starts, _heading_paths(headings), [b.body for b in blocks])
 
     def path(self, start: int, end: int) -> tuple[str, ...]:
         """The heading path every section the chunk touches shares."""
@@ -758,7 +766,7 @@ class _Labels:
         low = bisect_right(self.section_starts, start) - 1
         at_heading = low > 0 and self.headings[low - 1].marker == start and self.paths[low] == path
         crumb = "" if at_heading or not path else " > ".join(path) + "\n"
-        b = bisect_right([block.body for block in self.blocks], start) - 1
+        b = bisect_right(self.bodies, start) - 1
         head = self.blocks[b].head if b >= 0 and start < self.blocks[b].end else ""
         return crumb + "\n" + head if crumb and head else crumb or head
 

@@ -241,7 +241,7 @@ TAUS = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     units=st.lists(spans(), max_size=25),
     evidence=st.lists(spans(max_len=30), max_size=4),
