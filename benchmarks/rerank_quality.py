@@ -85,8 +85,10 @@ def evaluate_set(name: str, args: argparse.Namespace) -> dict:
     questions = answerable + unanswerable
     started = time.perf_counter()
     pools = bm25_pools(units, questions, args.pool)
-    print(f"\n## {name}: {len(units)} chunks of {args.chunk_size}, {len(answerable)} answerable + "
-          f"{len(unanswerable)} unanswerable questions, BM25 pool {args.pool} ({time.perf_counter() - started:.1f} s)")
+    print(
+        f"\n## {name}: {len(units)} chunks of {args.chunk_size}, {len(answerable)} answerable + "
+        f"{len(unanswerable)} unanswerable questions, BM25 pool {args.pool} ({time.perf_counter() - started:.1f} s)"
+    )
     relevance = [[is_relevant(units[i].span, q) for i in pool] for q, pool in zip(questions, pools)]
     in_pool = np.mean([any(rel) for rel in relevance[: len(answerable)]])
     print(f"answer chunk in pool: {in_pool:.3f}")
@@ -127,8 +129,10 @@ def evaluate_set(name: str, args: argparse.Namespace) -> dict:
             "min": min(irrelevant_scores + relevant_scores),
             "max": max(irrelevant_scores + relevant_scores),
         }
-        print(f"{arm}: {pairs} pairs in {elapsed:.1f} s = {pairs / elapsed:.0f} pairs/s; "
-              f"scores in [{report['arms'][arm]['min']:.4f}, {report['arms'][arm]['max']:.4f}]")
+        print(
+            f"{arm}: {pairs} pairs in {elapsed:.1f} s = {pairs / elapsed:.0f} pairs/s; "
+            f"scores in [{report['arms'][arm]['min']:.4f}, {report['arms'][arm]['max']:.4f}]"
+        )
         print(f"  percentiles {PERCENTILES}")
         print(f"  best, answerable:   {describe(best_answerable)}")
         print(f"  best, unanswerable: {describe(best_unanswerable)}")

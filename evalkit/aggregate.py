@@ -10,7 +10,17 @@ from __future__ import annotations
 import pandas as pd
 
 METRIC_COLUMNS = ("recall", "hit", "precision", "recall_trec", "context_precision", "mrr", "ndcg")
-CONFIG_COLUMNS = ("config_id", "chunking", "chunker", "chunk_size", "chunk_overlap", "retriever", "top_k", "threshold")
+CONFIG_COLUMNS = (
+    "config_id",
+    "chunking",
+    "chunker",
+    "chunk_size",
+    "chunk_overlap",
+    "retriever",
+    "reranker",
+    "top_k",
+    "threshold",
+)
 
 
 def summarise(rows: pd.DataFrame, chunking_info: pd.DataFrame) -> pd.DataFrame:

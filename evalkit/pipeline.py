@@ -24,11 +24,13 @@ from evalkit import relevance
 from evalkit.aggregate import summarise
 from evalkit.bm25 import BM25Index, BM25Params
 from evalkit.cache import Cache
+from evalkit.calibration import best_scores, calibrate_by_class
 from evalkit.chunking import chunk_corpus
 from evalkit.embedding.base import EmbedCounter, Embedder, embed_texts
 from evalkit.labelset import LabelSet
 from evalkit.plan import SweepPlan
 from evalkit.records import Chunk, ChunkingSpec, Question, Span, span_id
+from evalkit.rerank.base import RerankCounter, Reranker, rerank_scores
 from evalkit.results import RunFolder, write_json, write_table
 from evalkit.retrieval import (
     CandidatePool,
@@ -52,6 +54,8 @@ class Units:
     doc_ids: np.ndarray
     starts: np.ndarray
     ends: np.ndarray
+    texts: tuple[str, ...]
+    """What a reranker reads: the chunk's embed text (with its prefix), or the parent's text."""
 
     @property
     def stored_chars(self) -> int:
@@ -66,13 +70,14 @@ class RunStats:
     """Counters a sweep reports about itself (embedding calls, timings)."""
 
     embed: EmbedCounter = field(default_factory=EmbedCounter)
+    rerank: RerankCounter = field(default_factory=RerankCounter)
     seconds: dict[str, float] = field(default_factory=dict)
 
     def add_time(self, stage: str, seconds: float) -> None:
         self.seconds[stage] = self.seconds.get(stage, 0.0) + seconds
 
 
-def units_of(chunks: Sequence[Chunk]) -> tuple[Units, np.ndarray | None]:
+def units_of(chunks: Sequence[Chunk], labelset: LabelSet) -> tuple[Units, np.ndarray | None]:
     """Returned units and, for parent-child, the child -> parent index map."""
     if chunks and chunks[0].parent is not None:
         parent_ids: dict[str, int] = {}
@@ -85,17 +90,19 @@ def units_of(chunks: Sequence[Chunk]) -> tuple[Units, np.ndarray | None]:
                 parent_ids[pid] = len(spans)
                 spans.append(parent)
             child_to_parent[i] = parent_ids[pid]
-        return _units(tuple(parent_ids), spans), child_to_parent
+        texts = tuple(labelset.document(s.doc_id).text[s.start : s.end] for s in spans)
+        return _units(tuple(parent_ids), spans, texts), child_to_parent
     spans = [Span(c.doc_id, c.start, c.end) for c in chunks]
-    return _units(tuple(c.chunk_id for c in chunks), spans), None
+    return _units(tuple(c.chunk_id for c in chunks), spans, tuple(c.embed_text for c in chunks)), None
 
 
-def _units(ids: tuple[str, ...], spans: Sequence[Span]) -> Units:
+def _units(ids: tuple[str, ...], spans: Sequence[Span], texts: tuple[str, ...]) -> Units:
     return Units(
         ids=ids,
         doc_ids=np.array([s.doc_id for s in spans], dtype=object),
         starts=np.array([s.start for s in spans], dtype=np.int64),
         ends=np.array([s.end for s in spans], dtype=np.int64),
+        texts=texts,
     )
 
 
@@ -182,6 +189,35 @@ def retrieve(
     return pool
 
 
+def rerank_pool(
+    pool: CandidatePool,
+    units: Units,
+    questions: Sequence[Question],
+    reranker: Reranker,
+    cache: Cache,
+    stats: RunStats,
+    progress: bool = False,
+) -> CandidatePool:
+    """Rerank every question's whole pool once; every threshold is then a slice of these scores."""
+    from tqdm.auto import tqdm
+
+    started = time.perf_counter()
+    indices = np.full_like(pool.indices, -1)
+    scores = np.full(pool.scores.shape, np.nan)
+    rows = tqdm(range(len(questions)), desc="rerank", unit="question", leave=False, disable=not progress)
+    for row in rows:
+        members = pool.indices[row][pool.indices[row] >= 0]
+        if members.size == 0:
+            continue
+        texts = [units.texts[int(i)] for i in members]
+        member_scores = rerank_scores(reranker, questions[row].question, texts, cache, stats.rerank)
+        order = np.argsort(-member_scores, kind="stable")  # ties keep the retriever's order
+        indices[row, : members.size] = members[order]
+        scores[row, : members.size] = member_scores[order]
+    stats.add_time("rerank", time.perf_counter() - started)
+    return CandidatePool(indices, scores, "rerank")
+
+
 def score_chunking(
     plan: SweepPlan,
     spec: ChunkingSpec,
@@ -192,6 +228,7 @@ def score_chunking(
 ) -> pd.DataFrame:
     """Rows for every (top_k, threshold) x question of one chunking (slices of one pool)."""
     best = best_score(pool.scores)
+    best_relevant, best_irrelevant = best_scores(pool.scores, judgement.relevant)
     first_relevant = np.where(judgement.relevant.any(axis=1), judgement.relevant.argmax(axis=1) + 1, 0)
     answerable = np.array([q.evidence_mode != "none" for q in questions])
     multi_hop = [i for i, q in enumerate(questions) if q.evidence_mode == "all"]
@@ -201,6 +238,8 @@ def score_chunking(
         "evidence_mode": [q.evidence_mode for q in questions],
         "answerable": answerable,
         "best_score": best,
+        "best_relevant_score": best_relevant,
+        "best_irrelevant_score": best_irrelevant,
         "gold_rank_in_pool": first_relevant,
         "n_relevant_units": judgement.n_relevant,
     }
@@ -221,6 +260,7 @@ def score_chunking(
                         "chunk_size": spec.chunk_size,
                         "chunk_overlap": spec.chunk_overlap,
                         "retriever": plan.retriever.name,
+                        "reranker": plan.reranker.name,
                         "top_k": k,
                         "threshold": threshold,
                         "recall": recall * na,
@@ -241,11 +281,13 @@ def score_chunking(
 
 
 def config_ids(rows: pd.DataFrame) -> pd.Series:
-    """A readable id per grid point, e.g. ``recursive-s512-o64|hybrid|k5|t0.3``."""
+    """A readable id per grid point, e.g. ``recursive-s512-o64|hybrid|none|k5|t0.3``."""
     return (
         rows["chunking"]
         + "|"
         + rows["retriever"]
+        + "|"
+        + rows["reranker"]
         + "|k"
         + rows["top_k"].astype(str)
         + "|t"
@@ -279,19 +321,26 @@ def run_chunking(
     embedder: Embedder,
     cache: Cache,
     stats: RunStats,
+    reranker: Reranker | None = None,
+    progress: bool = False,
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
-    """Chunk, retrieve and score one chunking; returns rows, pool and its info record."""
+    """Chunk, retrieve (and rerank) and score one chunking; returns rows, pool and its info record."""
     started = time.perf_counter()
     chunks = chunk_corpus(labelset.documents, spec)
-    units, child_to_parent = units_of(chunks)
+    units, child_to_parent = units_of(chunks, labelset)
     stats.add_time("chunk", time.perf_counter() - started)
     embed_before = stats.embed.total_texts
     pool = retrieve(plan, [c.embed_text for c in chunks], questions, embedder, cache, stats)
     if child_to_parent is not None:
         pool = collapse_to_parents(pool, child_to_parent)
+    if reranker is not None:
+        pool = rerank_pool(pool, units, questions, reranker, cache, stats, progress)
     started = time.perf_counter()
     judgement = judge(questions, pool, units, plan.relevance_tau)
     rows = score_chunking(plan, spec, questions, pool, units, judgement)
+    classes = [str(q.tags.get(plan.calibration_tag, "untagged")) for q in questions]
+    answerable = np.array([q.evidence_mode != "none" for q in questions])
+    calibrations = calibrate_by_class(spec.key, pool.source, classes, pool.scores, judgement.relevant, answerable)
     stats.add_time("score", time.perf_counter() - started)
     info = {
         "chunking": spec.key,
@@ -301,6 +350,7 @@ def run_chunking(
         "indexed_chars": int(sum(len(c.embed_text) for c in chunks)),
         "gold_cut_share": gold_cut_share(questions, units),
         "texts_embedded": stats.embed.total_texts - embed_before,
+        "calibration": [c.to_dict() for c in calibrations],
     }
     return rows, pool_table(questions, pool, units, judgement.relevant), info
 
@@ -325,6 +375,7 @@ def run_sweep(
     config: dict[str, Any],
     progress: bool = True,
     stats: RunStats | None = None,
+    reranker: Reranker | None = None,
 ) -> pd.DataFrame:
     """Run (or resume) a whole sweep; returns the per-config summary."""
     from tqdm.auto import tqdm
@@ -347,6 +398,7 @@ def run_sweep(
                 "questions": len(questions),
             },
             "embedder": {"identity": embedder.identity, "dim": embedder.dim},
+            "reranker": {"name": plan.reranker.name, "identity": reranker.identity if reranker else None},
             "grid": {
                 "chunkings": [c.key for c in plan.chunkings],
                 "top_k": list(plan.top_ks),
@@ -366,7 +418,7 @@ def run_sweep(
             all_rows.append(folder.load_rows(spec.key))
             infos.append(folder.load_info(spec.key))
             continue
-        rows, pool, info = run_chunking(plan, spec, labelset, questions, embedder, cache, stats)
+        rows, pool, info = run_chunking(plan, spec, labelset, questions, embedder, cache, stats, reranker, progress)
         info |= {"plan_fingerprint": fingerprint}
         folder.save_chunking(spec.key, rows, pool, info)
         all_rows.append(rows)
@@ -375,4 +427,16 @@ def run_sweep(
     summary = summarise(results, pd.DataFrame(infos))
     write_table(run_dir / "results.parquet", results, csv=True)
     write_table(run_dir / "summary.parquet", summary, csv=True)
+    calibration = [dict(c) for info in infos for c in info.get("calibration", [])]
+    write_table(run_dir / "calibration.parquet", pd.DataFrame(calibration), csv=True)
+    write_json(
+        run_dir / "run_stats.json",
+        {
+            "seconds": stats.seconds,
+            "texts_embedded": stats.embed.texts_sent,
+            "rerank_pairs_scored": stats.rerank.pairs_scored,
+            "rerank_requests": stats.rerank.requests,
+            "rerank_search_units": stats.rerank.search_units,
+        },
+    )
     return summary

@@ -20,6 +20,8 @@ from evalkit.records import ChunkingSpec
 RETRIEVERS = ("dense", "bm25", "hybrid")
 FUSIONS = ("rrf", "max")
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+TRANSPORT_KEYS = frozenset({"base_url", "max_retries", "timeout_s", "retry_base_delay_s", "api_key_env"})
+"""Backend settings that change how a call is made, never its result: kept out of the run id."""
 
 
 class ConfigError(ValueError):
@@ -40,6 +42,15 @@ class RetrieverSpec:
 
 
 @dataclass(frozen=True)
+class RerankerSpec:
+    """The rerank stage: ``none``, or a backend name and its parameters."""
+
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    """Everything else in the reranker config (model, batching, base_url, ...)."""
+
+
+@dataclass(frozen=True)
 class SweepPlan:
     """Everything that determines a sweep's results, and nothing that does not."""
 
@@ -49,11 +60,14 @@ class SweepPlan:
     """Outermost loop: one candidate pool per chunking."""
     embedder: str
     retriever: RetrieverSpec
+    reranker: RerankerSpec
     pool_size: int
     top_ks: tuple[int, ...]
     thresholds: tuple[float, ...]
     relevance_tau: float
     seed: int
+    calibration_tag: str = "lang"
+    """Question tag whose values are the classes thresholds are calibrated for."""
     baseline: Mapping[str, Any] = field(default_factory=dict)
     """The production config's grid point (chunk_size, chunk_overlap, top_k, threshold)."""
 
@@ -64,6 +78,7 @@ class SweepPlan:
         another folder computes the same id.
         """
         plan = asdict(self) | {"labelset_path": labelset_fingerprint}
+        plan["reranker"]["params"] = {k: v for k, v in self.reranker.params.items() if k not in TRANSPORT_KEYS}
         payload = json.dumps(plan, sort_keys=True, default=str)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:10]
 
@@ -117,7 +132,12 @@ def resolve_path(path: str) -> Path:
     return bundled if bundled.exists() else candidate
 
 
-def build_plan(cfg: Mapping[str, Any], known_chunkers: Sequence[str], known_embedders: Sequence[str]) -> SweepPlan:
+def build_plan(
+    cfg: Mapping[str, Any],
+    known_chunkers: Sequence[str],
+    known_embedders: Sequence[str],
+    known_rerankers: Sequence[str] = (),
+) -> SweepPlan:
     """Validate a plain-dict config and expand its grid; raise ConfigError on the first bad key."""
     labelset = cfg.get("labelset") or {}
     path = labelset.get("path")
@@ -160,12 +180,24 @@ def build_plan(cfg: Mapping[str, Any], known_chunkers: Sequence[str], known_embe
     if retriever.fusion not in FUSIONS:
         raise ConfigError(f"retriever.fusion: {retriever.fusion!r} is not one of {', '.join(FUSIONS)}")
 
+    reranker_cfg = dict(cfg.get("reranker") or {"name": "none"})
+    reranker_name = str(reranker_cfg.pop("name", "none"))
+    reranker_thresholds = reranker_cfg.pop("thresholds", None)
+    if reranker_name != "none" and reranker_name not in known_rerankers:
+        known = ", ".join(["none", *known_rerankers])
+        raise ConfigError(f"reranker.name: unknown reranker {reranker_name!r}; known: {known}")
+    reranker = RerankerSpec(reranker_name, reranker_cfg)
+
     top_ks = _ints(cfg.get("top_k"), "top_k", 1)
     pool_size = int(cfg.get("pool_size") or 50)
     if pool_size < max(top_ks):
         raise ConfigError(f"pool_size: {pool_size} is smaller than the largest top_k {max(top_ks)}")
+    if not 1 <= pool_size <= 1000:
+        raise ConfigError(f"pool_size: {pool_size} must be between 1 and 1000")
+    # Thresholds apply to the last stage's score: the reranker's when there is one.
+    stage_thresholds = reranker_thresholds if reranker.name != "none" else retriever_cfg.get("thresholds")
     threshold = cfg.get("threshold")
-    thresholds = _floats(threshold if threshold is not None else retriever_cfg.get("thresholds"), "threshold")
+    thresholds = _floats(threshold if threshold is not None else stage_thresholds, "threshold")
     tau = float(cfg.get("relevance_tau", 1.0))
     if not 0.0 < tau <= 1.0:
         raise ConfigError(f"relevance_tau: {tau} must be in (0, 1]")
@@ -175,10 +207,12 @@ def build_plan(cfg: Mapping[str, Any], known_chunkers: Sequence[str], known_embe
         chunkings=chunkings,
         embedder=str(embedder),
         retriever=retriever,
+        reranker=reranker,
         pool_size=pool_size,
         top_ks=tuple(sorted(top_ks)),
         thresholds=thresholds,
         relevance_tau=tau,
         seed=int(cfg.get("seed", 0)),
+        calibration_tag=str((cfg.get("calibration") or {}).get("class_tag", "lang")),
         baseline=dict(cfg.get("baseline") or {}),
     )

@@ -21,6 +21,8 @@ from evalkit.embedding.local import EMBEDDERS
 from evalkit.labelset import LabelsetError, load_labelset
 from evalkit.pipeline import run_sweep
 from evalkit.plan import ConfigError, build_plan, resolve_path
+from evalkit.rerank.base import RerankError
+from evalkit.rerank.factory import RERANKER_NAMES, make_reranker
 
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 
@@ -38,7 +40,7 @@ def sweep(cfg: DictConfig) -> Path:
     except Exception as exc:  # omegaconf raises many types for a bad interpolation
         fail([f"config: {exc}".splitlines()[0]])
     try:
-        plan = build_plan(plain, tuple(CHUNKERS), tuple(EMBEDDERS))
+        plan = build_plan(plain, tuple(CHUNKERS), tuple(EMBEDDERS), RERANKER_NAMES)
         for spec in plan.chunkings:
             validate_spec(spec)
         labelset = load_labelset(plan.labelset_path)
@@ -63,9 +65,13 @@ def sweep(cfg: DictConfig) -> Path:
     )
     try:
         with Cache(cache_path) as cache:
-            summary = run_sweep(plan, labelset, embedder, cache, run_dir, plain, progress=bool(plain.get("progress")))
-    except EmbeddingError as exc:
-        fail([str(exc)])
+            reranker = make_reranker(plan.reranker, cache)
+            summary = run_sweep(
+                plan, labelset, embedder, cache, run_dir, plain, progress=bool(plain.get("progress")), reranker=reranker
+            )
+    except (EmbeddingError, RerankError) as exc:
+        # What finished is on disk and every paid-for score is cached: the same command resumes.
+        fail([f"{exc} (finished chunkings are kept; run the same command again to resume)"])
     print(f"evalkit: wrote {len(summary)} configs to {run_dir}/summary.csv", file=sys.stderr)
     return run_dir
 

@@ -90,3 +90,43 @@ def tiny_set(tmp_path: Path) -> Path:
         },
     ]
     return write_set(tmp_path / "tiny", TINY_DOCS, questions)
+
+
+def demo_subset(root: Path, n_docs: int = 12) -> Path:
+    """A smaller labelled set cut from the bundled demo set: its first documents and the questions they answer.
+
+    Real documents and labels, few enough chunks that a sweep test embeds them in seconds.
+    """
+    import json as _json
+
+    lines = (DEMO / "docs.jsonl").read_text(encoding="utf-8").splitlines()
+    docs = [_json.loads(line) for line in lines if line.strip()]
+    en = [d for d in docs if d.get("meta", {}).get("lang") == "en"][: n_docs // 2]
+    zh = [d for d in docs if d.get("meta", {}).get("lang") != "en"][: n_docs - len(en)]
+    kept = {d["doc_id"]: d for d in en + zh}
+    (root / "docs").mkdir(parents=True, exist_ok=True)
+    for doc in kept.values():
+        target = root / doc["path"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes((DEMO / doc["path"]).read_bytes())
+    (root / "docs.jsonl").write_text(
+        "".join(_json.dumps(d, ensure_ascii=False) + "\n" for d in kept.values()), encoding="utf-8"
+    )
+    questions = []
+    for line in (DEMO / "questions.jsonl").read_text(encoding="utf-8").splitlines():
+        question = _json.loads(line)
+        cited = {e["doc_id"] for e in question["evidence"] + question.get("source_passage", [])}
+        if cited and cited <= kept.keys():
+            questions.append(question)
+        elif not question["evidence"] and len(questions) % 5 == 0:
+            question["source_passage"] = []
+            questions.append(question)
+    (root / "questions.jsonl").write_text(
+        "".join(_json.dumps(q, ensure_ascii=False) + "\n" for q in questions), encoding="utf-8"
+    )
+    return root
+
+
+@pytest.fixture(scope="session")
+def small_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return demo_subset(tmp_path_factory.mktemp("demo-subset"))

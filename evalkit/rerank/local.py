@@ -213,7 +213,10 @@ class EmbeddingReranker(Reranker):
             raise RerankError(f"reranker {self.model_id}: {exc}") from exc
         if counter is not None:
             counter.add(self.model_id, len(documents))
-        return passage_vectors.astype(np.float64) @ query_vector.astype(np.float64)
+        # Row-wise multiply-and-sum rather than a BLAS matrix-vector product: BLAS may sum in a
+        # different order for a different number of rows, which would make a score depend (in the
+        # last bit) on the other documents of the call.
+        return (passage_vectors.astype(np.float64) * query_vector.astype(np.float64)).sum(axis=1)
 
 
 class E5Reranker(EmbeddingReranker):

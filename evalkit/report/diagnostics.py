@@ -1,0 +1,234 @@
+"""Plain-word diagnostics: rules applied where the data supports them, each stating its arithmetic.
+
+Every rule is a pure function of the run's frames (and the paired comparisons
+it asks :mod:`evalkit.report.analysis` for) returning :class:`Finding` records.
+A rule that fires gives advice; one that does not still shows its numbers, so
+a reviewer sees what was checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evalkit import stats
+from evalkit.report import fmt
+from evalkit.report.analysis import Objective, Step, find_config, steps
+from evalkit.report.experiments import PositionSummary
+from evalkit.report.measures import matrix, measure
+
+MIN_CHUNK_GROWTH = 0.05
+"""Overlap rule: below this growth in chunk count, overlap costs too little to flag."""
+MAX_GOLD_CUT = 0.05
+"""Gold-cut rule: flag a chunking whose boundaries split more than this share of answer spans."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One rule applied to the run."""
+
+    rule: str
+    """overlap, top_k, threshold, position or gold_cut."""
+    fired: bool
+    """True when the rule recommends a change."""
+    title: str
+    """What the data shows, in plain words."""
+    arithmetic: str
+    """The numbers behind it."""
+    advice: str = ""
+    """What to do (empty when the rule did not fire)."""
+
+
+def _k_label(metric: str, k: int) -> str:
+    return measure(metric).label.replace("@k", f"@{k}")
+
+
+def overlap_rule(
+    results: pd.DataFrame, summary: pd.DataFrame, chunkings: pd.DataFrame, rec: Mapping[str, Any], objective: Objective
+) -> tuple[Finding, ...]:
+    """More overlap means more chunks; flag it when the objective gains no more than the noise."""
+    m = measure(objective.metric)
+    k, t = int(rec["top_k"]), float(rec["threshold"])
+    counts = dict(zip(chunkings["chunking"], chunkings.get("n_chunks", pd.Series(dtype=float)), strict=False))
+    findings = []
+    for size, group in summary.groupby("chunk_size", sort=True):
+        overlaps = sorted(group["chunk_overlap"].unique())
+        if len(overlaps) < 2:
+            continue
+        keys = group.drop_duplicates("chunk_overlap").set_index("chunk_overlap")["chunking"]
+        low = overlaps[0]
+        for high in overlaps[1:]:
+            lo_id = find_config(summary, keys[low], k, t)
+            hi_id = find_config(summary, keys[high], k, t)
+            n_lo, n_hi = counts.get(keys[low]), counts.get(keys[high])
+            if lo_id is None or hi_id is None or not n_lo or n_hi is None:
+                continue
+            wide = matrix(results, m, [lo_id, hi_id])
+            c = stats.paired_bootstrap(
+                wide[lo_id].to_numpy(), wide[hi_id].to_numpy(), level=objective.level,
+                n_resamples=objective.n_resamples, seed=objective.seed, metric=m.name,
+            )
+            growth = n_hi / n_lo - 1
+            arithmetic = (
+                f"chunk_size {size}: overlap {low} → {high} takes the index from {fmt.count(n_lo)} to "
+                f"{fmt.count(n_hi)} chunks ({growth:+.0%}); {_k_label(m.name, k)} changes by {fmt.delta(c)}"
+            )
+            no_gain = c.delta_low <= 0.0
+            if growth >= MIN_CHUNK_GROWTH and no_gain:
+                findings.append(Finding(
+                    "overlap", True,
+                    f"overlap {high} adds {growth:.0%} chunks for {fmt.signed_points(c.delta)} points "
+                    f"{_k_label(m.name, k)}, within noise",
+                    arithmetic,
+                    f"lower the overlap to {low} at chunk_size {size}: a {1 - n_lo / n_hi:.0%} smaller index "
+                    "for the same recall",
+                ))
+            else:
+                why = "the gain is beyond the noise" if not no_gain else "the index barely grows"
+                findings.append(Finding("overlap", False, f"overlap {high} at chunk_size {size}: {why}", arithmetic))
+    if not findings:
+        findings.append(Finding("overlap", False, "not applicable: the grid has one overlap per chunk size", ""))
+    return tuple(findings)
+
+
+def top_k_rule(k_steps: tuple[Step, ...], summary: pd.DataFrame, metric: str) -> tuple[Finding, ...]:
+    """A larger top_k that gains no more than the noise only lengthens the prompt."""
+    mean_returned = dict(zip(summary["config_id"], summary["mean_returned"], strict=True))
+    findings = []
+    for s in k_steps:
+        before, after = mean_returned.get(s.from_id, np.nan), mean_returned.get(s.to_id, np.nan)
+        growth = after / before - 1 if before else np.nan
+        arithmetic = (
+            f"top_k {s.frm:g} → {s.to:g}: {fmt.num(before, 1)} → {fmt.num(after, 1)} chunks returned per question "
+            f"({growth:+.0%} context); {measure(metric).label} {fmt.delta(s.comparison)}"
+        )
+        if s.comparison.delta_low <= 0.0:
+            findings.append(Finding(
+                "top_k", True,
+                f"top_k {s.frm:g} → {s.to:g} adds {growth:.0%} context for {fmt.signed_points(s.comparison.delta)} "
+                "points, within noise",
+                arithmetic,
+                f"cut the input budget back to top_k {s.frm:g}",
+            ))
+        else:
+            findings.append(Finding("top_k", False, f"top_k {s.frm:g} → {s.to:g} still gains beyond the noise",
+                                    arithmetic))
+    if not findings:
+        findings.append(Finding("top_k", False, "not applicable: the grid has one top_k", ""))
+    return tuple(findings)
+
+
+def threshold_rule(
+    results: pd.DataFrame,
+    summary: pd.DataFrame,
+    rec: Mapping[str, Any],
+    objective: Objective,
+    calibrated: float | None,
+) -> tuple[Finding, ...]:
+    """A higher threshold that raises zero-hit on answerable questions and gains no recall."""
+    chunking, k = str(rec["chunking"]), int(rec["top_k"])
+    zero = steps(results, summary, measure("zero_hit_answerable"), chunking, "threshold", k, objective)
+    gain = {s.to_id: s for s in steps(results, summary, measure(objective.metric), chunking, "threshold", k, objective)}
+    abstain = {s.to_id: s for s in steps(results, summary, measure("zero_hit_unanswerable"), chunking, "threshold", k,
+                                         objective)}
+    findings = []
+    if calibrated is not None:
+        fix = f"set the threshold at the calibrated value {calibrated:g} (calibration.json)"
+    else:
+        fix = ("widen the candidate pool or lower the threshold; calibrate it with "
+               "`python -m evalkit.sweep reranker=local`")
+    for s in zero:
+        g, a = gain.get(s.to_id), abstain.get(s.to_id)
+        c = s.comparison
+        arithmetic = (
+            f"threshold {s.frm:g} → {s.to:g} (chunking {chunking}, top_k {k}): zero-hit on answerable questions "
+            f"{fmt.pct(c.baseline_mean)} → {fmt.pct(c.candidate_mean)} ({fmt.delta(c)})"
+            + (f"; {measure(objective.metric).label} {fmt.delta(g.comparison)}" if g else "")
+            + (f"; correct abstentions on unanswerable questions {fmt.pct(a.comparison.baseline_mean)} → "
+               f"{fmt.pct(a.comparison.candidate_mean)}" if a else "")
+        )
+        rose = c.delta_low > 0.0
+        no_gain = g is None or g.comparison.delta_low <= 0.0
+        if rose and no_gain:
+            findings.append(Finding(
+                "threshold", True,
+                f"threshold {s.to:g} raised zero-hit on answerable questions by {fmt.signed_points(c.delta)} points "
+                "without a recall gain", arithmetic, fix,
+            ))
+        else:
+            findings.append(Finding("threshold", False, f"threshold {s.frm:g} → {s.to:g}: no significant rise in misses",
+                                    arithmetic))
+    if not findings:
+        findings.append(Finding("threshold", False, "not applicable: the grid has one threshold", ""))
+    return tuple(findings)
+
+
+def position_rule(position: PositionSummary | None) -> tuple[Finding, ...]:
+    """Wrong answers concentrated in the middle of the context point at placement, not chunk_size."""
+    if position is None:
+        return (Finding("position", False, "no position data in this run", ""),)
+    if not {"head", "mid", "tail"} <= set(position.buckets):
+        return (Finding("position", False, "position data lacks head/mid/tail buckets", ""),)
+    i = {b: position.buckets.index(b) for b in ("head", "mid", "tail")}
+    findings = []
+    for arm, cis in position.accuracy.items():
+        head, mid, tail = cis[i["head"]], cis[i["mid"]], cis[i["tail"]]
+        if head is None or mid is None or tail is None:
+            continue
+        arithmetic = (f"arm {arm}: accuracy head {fmt.interval(head)}, mid {fmt.interval(mid)}, "
+                      f"tail {fmt.interval(tail)}")
+        edge = max(head.mean, tail.mean)
+        if mid.mean < min(head.mean, tail.mean) and mid.high < edge:
+            findings.append(Finding(
+                "position", True,
+                f"arm {arm}: wrong answers concentrate where the gold sits in the middle "
+                f"({fmt.pct(mid.mean)} vs {fmt.pct(edge)} at the better edge)",
+                arithmetic,
+                "fix placement and rerank (strongest chunks first and last), not chunk_size",
+            ))
+        else:
+            findings.append(Finding("position", False, f"arm {arm}: no lost-in-the-middle dip beyond the noise",
+                                    arithmetic))
+    return tuple(findings)
+
+
+def gold_cut_rule(chunkings: pd.DataFrame) -> tuple[Finding, ...]:
+    """Chunk boundaries that split answer spans make them unretrievable whole."""
+    if "gold_cut_share" not in chunkings.columns:
+        return ()
+    findings = []
+    for row in chunkings.sort_values("chunking").itertuples(index=False):
+        share = float(row.gold_cut_share) if row.gold_cut_share is not None else np.nan
+        if np.isfinite(share) and share > MAX_GOLD_CUT:
+            findings.append(Finding(
+                "gold_cut", True,
+                f"{row.chunking}: {fmt.pct(share)} of answer spans are cut by a chunk boundary",
+                f"gold_cut_share = {share:.3f} (answerable questions whose span no single chunk holds whole)",
+                "raise the overlap (or chunk_size) so answers are not split",
+            ))
+    return tuple(findings)
+
+
+def diagnose(
+    results: pd.DataFrame,
+    summary: pd.DataFrame,
+    chunkings: pd.DataFrame,
+    rec: Mapping[str, Any],
+    objective: Objective,
+    k_steps: tuple[Step, ...],
+    calibrated: float | None,
+    position: PositionSummary | None,
+) -> tuple[Finding, ...]:
+    """Every rule, fired findings first."""
+    found = (
+        overlap_rule(results, summary, chunkings, rec, objective)
+        + top_k_rule(k_steps, summary, objective.metric)
+        + threshold_rule(results, summary, rec, objective, calibrated)
+        + gold_cut_rule(chunkings)
+        + position_rule(position)
+    )
+    return tuple(sorted(found, key=lambda f: not f.fired))

@@ -1,0 +1,77 @@
+"""Numbers as the report prints them (pure string formatting)."""
+
+from __future__ import annotations
+
+import math
+
+from evalkit import stats
+
+MINUS = "\u2212"
+
+
+def _finite(x: float | None) -> bool:
+    return x is not None and not math.isnan(x) and not math.isinf(x)
+
+
+def pct(x: float | None, digits: int = 1) -> str:
+    """0.7241 -> ``72.4%``."""
+    return f"{100 * x:.{digits}f}%" if _finite(x) else "n/a"
+
+
+def num(x: float | None, digits: int = 3) -> str:
+    if not _finite(x):
+        return "n/a"
+    return f"{x:,.{digits}f}".replace("-", MINUS)
+
+
+def signed_points(x: float | None, digits: int = 1) -> str:
+    """A difference of proportions in percentage points: 0.012 -> ``+1.2``."""
+    if not _finite(x):
+        return "n/a"
+    return f"{100 * x:+.{digits}f}".replace("-", MINUS)
+
+
+def count(n: float | int | None) -> str:
+    return "n/a" if n is None or (isinstance(n, float) and not _finite(n)) else f"{int(n):,}"
+
+
+def value(x: float | None, proportion: bool) -> str:
+    return pct(x) if proportion else money(x)
+
+
+def money(x: float | None) -> str:
+    if not _finite(x):
+        return "n/a"
+    return f"${x:,.4f}" if abs(x) < 1 else f"${x:,.2f}"
+
+
+def interval(ci: stats.Interval | None, proportion: bool = True) -> str:
+    """``72.4% [68.1, 76.5]`` (a 95% CI, bounds in the same unit)."""
+    if ci is None:
+        return "n/a"
+    if proportion:
+        return f"{pct(ci.mean)} [{100 * ci.low:.1f}, {100 * ci.high:.1f}]"
+    return f"{money(ci.mean)} [{money(ci.low)}, {money(ci.high)}]"
+
+
+def delta(c: stats.PairedComparison | None, proportion: bool = True) -> str:
+    """``+1.2 points [−0.8, +3.1]`` for proportions, dollars otherwise."""
+    if c is None:
+        return "n/a"
+    if proportion:
+        return f"{signed_points(c.delta)} points [{signed_points(c.delta_low)}, {signed_points(c.delta_high)}]"
+    return f"{_signed_money(c.delta)} [{_signed_money(c.delta_low)}, {_signed_money(c.delta_high)}]"
+
+
+def _signed_money(x: float) -> str:
+    return ("+" if x >= 0 else MINUS) + money(abs(x))
+
+
+def p_value(p: float | None) -> str:
+    if p is None or not _finite(p):
+        return "n/a"
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def threshold(t: float) -> str:
+    return f"{t:g}"

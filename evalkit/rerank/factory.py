@@ -1,0 +1,37 @@
+"""Build the configured reranker (the only place that maps config names to backends)."""
+
+from __future__ import annotations
+
+from evalkit.cache import Cache
+from evalkit.plan import RerankerSpec
+from evalkit.rerank.base import Reranker
+
+RERANKER_NAMES = ("local", "e5", "cohere")
+"""Config names of ``reranker=...`` besides ``none``."""
+
+
+def make_reranker(spec: RerankerSpec, cache: Cache) -> Reranker | None:
+    """The reranker for ``spec``, or None for ``reranker=none``; constructing it sends no request."""
+    if spec.name == "none":
+        return None
+    if spec.name == "local":
+        from evalkit.rerank.local import NanoReranker
+
+        return NanoReranker()
+    if spec.name == "e5":
+        from evalkit.rerank.local import E5Reranker
+
+        return E5Reranker(cache=cache)
+    if spec.name == "cohere":
+        from evalkit.rerank.cohere import CohereReranker
+
+        params = dict(spec.params)
+        return CohereReranker(
+            model=str(params.get("model", "rerank-v3.5")),
+            max_documents_per_request=int(params.get("max_documents_per_request", 1000)),
+            max_tokens_per_doc=int(params.get("max_tokens_per_doc", 4096)),
+            base_url=params.get("base_url"),
+            max_retries=int(params.get("max_retries", 4)),
+            timeout=float(params.get("timeout_s", 60.0)),
+        )
+    raise ValueError(f"unknown reranker {spec.name!r}; known: none, {', '.join(RERANKER_NAMES)}")

@@ -1,0 +1,104 @@
+"""The sweep end to end through Hydra, on the real demo set and real models.
+
+Kept small (a slice of the demo set, two chunkings) so the suite stays fast;
+the full default grid is what the README's first command runs.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hydra import compose, initialize_config_dir
+
+from evalkit.sweep import sweep
+from tests.conftest import REPO
+
+SMALL = ["chunk_size=[256,512]", "chunk_overlap=[0]", "top_k=[1,5]", "progress=false"]
+
+
+def run_in_process(overrides: list[str]) -> Path:
+    with initialize_config_dir(version_base="1.3", config_dir=str(REPO / "conf")):
+        return sweep(compose(config_name="config", overrides=overrides))
+
+
+def test_every_grid_point_has_results(tmp_path: Path, small_demo: Path) -> None:
+    run_dir = run_in_process([*SMALL, f"labelset.path={small_demo}", f"reports_dir={tmp_path}", "retriever=bm25"])
+    summary = pd.read_csv(run_dir / "summary.csv")
+    assert len(summary) == 2 * 2 * 4  # chunkings x top_k x bm25's four thresholds
+    results = pd.read_parquet(run_dir / "results.parquet")
+    assert len(results) == len(summary) * len(pd.read_json(small_demo / "questions.jsonl", lines=True))
+    assert (run_dir / "manifest.json").exists() and len(list((run_dir / "pools").iterdir())) == 2
+    lowest = summary[summary["threshold"] == summary["threshold"].min()]
+    # More context can only find more: hit@5 >= hit@1 for the same chunking.
+    for chunking, group in lowest.groupby("chunking"):
+        by_k = group.set_index("top_k")["hit"]
+        assert by_k[5] >= by_k[1], chunking
+    assert summary["zero_hit_unanswerable"].notna().all()
+
+
+def test_overrides_and_bad_configs(tmp_path: Path) -> None:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "evalkit.sweep", f"reports_dir={tmp_path}", *args],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=300,
+        )
+
+    bad = {
+        ("chunk_size=64", "chunk_overlap=64"): "chunk_overlap: must be smaller than chunk_size",
+        ("chunker.name=semantic",): "unknown chunker 'semantic'",
+        ("labelset.path=does/not/exist",): "labelset.path: 'does/not/exist' is not a folder",
+        ("retriever.name=splade",): "unknown retriever 'splade'",
+        ("top_k=0",): "top_k: 0 is below the minimum 1",
+    }
+    for args, message in bad.items():
+        result = run(*args)
+        assert result.returncode == 2, (args, result.stderr)
+        assert message in result.stderr and "Traceback" not in result.stderr
+    assert not any(tmp_path.glob("*/chunkings/*.json")), "a bad config must stop before any work"
+
+
+def test_killed_sweep_resumes_to_identical_results(tmp_path: Path, small_demo: Path) -> None:
+    # One cache for all three runs: the resumed and the clean run re-use what the killed one paid for.
+    cache = f"cache_path={tmp_path / 'cache.sqlite'}"
+    args = [
+        *SMALL,
+        f"labelset.path={small_demo}",
+        "chunk_size=[200,300,400]",
+        "retriever=hybrid",
+        "run_id=resume",
+        cache,
+    ]
+    env = os.environ | {"PYTHONUNBUFFERED": "1"}
+    interrupted = tmp_path / "interrupted"
+    command = [sys.executable, "-m", "evalkit.sweep", f"reports_dir={interrupted}", *args]
+    process = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    markers = interrupted / "resume" / "chunkings"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and process.poll() is None and not any(markers.glob("*.json")):
+        time.sleep(0.05)
+    if process.poll() is not None:
+        pytest.fail("the sweep finished before it could be interrupted; make the test grid larger")
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    done_before = {p.name: p.stat().st_mtime_ns for p in markers.glob("*.json")}
+    assert 1 <= len(done_before) < 3 and not (interrupted / "resume" / "summary.parquet").exists()
+
+    resumed = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    uninterrupted = run_in_process([*args, f"reports_dir={tmp_path / 'clean'}"])
+
+    left = pd.read_parquet(interrupted / "resume" / "results.parquet")
+    right = pd.read_parquet(uninterrupted / "results.parquet")
+    pd.testing.assert_frame_equal(left, right)
+    for name, mtime in done_before.items():  # finished chunkings were read back, not recomputed
+        assert (markers / name).stat().st_mtime_ns == mtime
