@@ -35,6 +35,8 @@ def summarise(rows: pd.DataFrame, chunking_info: pd.DataFrame) -> pd.DataFrame:
     summary["zero_hit_unanswerable"] = unanswerable
     summary["zero_hit"] = grouped["zero_hit"].mean()
     summary["mean_returned"] = grouped["n_returned"].mean()
+    summary["mean_returned_tokens"] = grouped["returned_tokens"].mean()
+    summary["mean_question_tokens"] = grouped["question_tokens"].mean()
     summary = summary.reset_index()
     keep = ["chunking", "n_chunks", "stored_chars", "indexed_chars", "gold_cut_share", "texts_embedded"]
     info = chunking_info[[c for c in keep if c in chunking_info.columns]]

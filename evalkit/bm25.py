@@ -22,8 +22,12 @@ class BM25Index:
     """A BM25 index of unit texts; ``score_rows`` gives full score rows for query blocks."""
 
     def __init__(self, texts: Sequence[str], params: BM25Params = BM25Params()) -> None:
+        import logging
+
         import bm25s
 
+        # bm25s logs every index build at INFO; a sweep builds one per chunking.
+        logging.getLogger("bm25s").setLevel(logging.WARNING)
         self.params = params
         self._retriever = bm25s.BM25(k1=params.k1, b=params.b, method="lucene")
         self._retriever.index(tokenize_many(texts), show_progress=False)

@@ -23,12 +23,16 @@ import pandas as pd
 from evalkit import relevance
 from evalkit.aggregate import summarise
 from evalkit.bm25 import BM25Index, BM25Params
+from evalkit.budget import SpendGuard
 from evalkit.cache import Cache
 from evalkit.calibration import best_scores, calibrate_by_class
 from evalkit.chunking import chunk_corpus
+from evalkit.costing import CostSettings, price_configs, returned_tokens, stuffing_decision, unit_token_counts
+from evalkit.costs import estimate_tokens
 from evalkit.embedding.base import EmbedCounter, Embedder, embed_texts
 from evalkit.labelset import LabelSet
 from evalkit.plan import SweepPlan
+from evalkit.pricing import PriceTable, load_price_table
 from evalkit.records import Chunk, ChunkingSpec, Question, Span, span_id
 from evalkit.rerank.base import RerankCounter, Reranker, rerank_scores
 from evalkit.results import RunFolder, write_json, write_table
@@ -71,6 +75,8 @@ class RunStats:
 
     embed: EmbedCounter = field(default_factory=EmbedCounter)
     rerank: RerankCounter = field(default_factory=RerankCounter)
+    spend: SpendGuard = field(default_factory=SpendGuard)
+    """Dollars spent on paid calls in this invocation, against ``budget_usd``."""
     seconds: dict[str, float] = field(default_factory=dict)
 
     def add_time(self, stage: str, seconds: float) -> None:
@@ -210,7 +216,7 @@ def rerank_pool(
         if members.size == 0:
             continue
         texts = [units.texts[int(i)] for i in members]
-        member_scores = rerank_scores(reranker, questions[row].question, texts, cache, stats.rerank)
+        member_scores = rerank_scores(reranker, questions[row].question, texts, cache, stats.rerank, stats.spend)
         order = np.argsort(-member_scores, kind="stable")  # ties keep the retriever's order
         indices[row, : members.size] = members[order]
         scores[row, : members.size] = member_scores[order]
@@ -225,8 +231,10 @@ def score_chunking(
     pool: CandidatePool,
     units: Units,
     judgement: PoolJudgement,
+    token_family: str,
 ) -> pd.DataFrame:
     """Rows for every (top_k, threshold) x question of one chunking (slices of one pool)."""
+    unit_tokens = unit_token_counts(units.texts, token_family)
     best = best_score(pool.scores)
     best_relevant, best_irrelevant = best_scores(pool.scores, judgement.relevant)
     first_relevant = np.where(judgement.relevant.any(axis=1), judgement.relevant.argmax(axis=1) + 1, 0)
@@ -242,6 +250,7 @@ def score_chunking(
         "best_irrelevant_score": best_irrelevant,
         "gold_rank_in_pool": first_relevant,
         "n_relevant_units": judgement.n_relevant,
+        "question_tokens": [estimate_tokens(q.question, token_family) for q in questions],
     }
     frames = []
     for k in plan.top_ks:
@@ -272,6 +281,7 @@ def score_chunking(
                         "ndcg": sliced.ndcg * na,
                         "zero_hit": sliced.zero_hit,
                         "n_returned": sliced.n_returned,
+                        "returned_tokens": returned_tokens(sliced.returned, pool.indices, unit_tokens),
                     }
                 )
             )
@@ -337,7 +347,7 @@ def run_chunking(
         pool = rerank_pool(pool, units, questions, reranker, cache, stats, progress)
     started = time.perf_counter()
     judgement = judge(questions, pool, units, plan.relevance_tau)
-    rows = score_chunking(plan, spec, questions, pool, units, judgement)
+    rows = score_chunking(plan, spec, questions, pool, units, judgement, token_family(plan))
     classes = [str(q.tags.get(plan.calibration_tag, "untagged")) for q in questions]
     answerable = np.array([q.evidence_mode != "none" for q in questions])
     calibrations = calibrate_by_class(spec.key, pool.source, classes, pool.scores, judgement.relevant, answerable)
@@ -353,6 +363,18 @@ def run_chunking(
         "calibration": [c.to_dict() for c in calibrations],
     }
     return rows, pool_table(questions, pool, units, judgement.relevant), info
+
+
+def price_table(plan: SweepPlan) -> PriceTable:
+    from evalkit.plan import resolve_path
+
+    return load_price_table(resolve_path(CostSettings.from_config(plan.cost).pricing_dir))
+
+
+def token_family(plan: SweepPlan) -> str:
+    """Tokenizer family of the target model: token estimates are per model, never reused across models."""
+    settings = CostSettings.from_config(plan.cost)
+    return price_table(plan).model(settings.model).tokenizer_family
 
 
 def package_versions() -> dict[str, str]:
@@ -425,6 +447,15 @@ def run_sweep(
         infos.append(info)
     results = pd.concat(all_rows, ignore_index=True)
     summary = summarise(results, pd.DataFrame(infos))
+    settings = CostSettings.from_config(plan.cost)
+    prices = price_table(plan)
+    rerank_model = str(plan.reranker.params.get("model")) if plan.reranker.name == "cohere" else None
+    summary = price_configs(summary, settings, prices, rerank_model, plan.pool_size)
+    family = prices.model(settings.model).tokenizer_family
+    corpus_tokens = sum(estimate_tokens(doc.text, family) for doc in labelset.documents)
+    baseline_k = int(plan.baseline.get("top_k") or plan.top_ks[0])
+    chunk_tokens = float(results["returned_tokens"].sum() / max(results["n_returned"].sum(), 1))
+    write_json(run_dir / "costs.json", stuffing_decision(corpus_tokens, chunk_tokens, baseline_k, settings, prices))
     write_table(run_dir / "results.parquet", results, csv=True)
     write_table(run_dir / "summary.parquet", summary, csv=True)
     calibration = [dict(c) for info in infos for c in info.get("calibration", [])]
@@ -437,6 +468,8 @@ def run_sweep(
             "rerank_pairs_scored": stats.rerank.pairs_scored,
             "rerank_requests": stats.rerank.requests,
             "rerank_search_units": stats.rerank.search_units,
+            "spent_usd": stats.spend.spent_usd,
+            "budget_usd": stats.spend.limit_usd,
         },
     )
     return summary

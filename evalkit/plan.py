@@ -66,6 +66,8 @@ class SweepPlan:
     thresholds: tuple[float, ...]
     relevance_tau: float
     seed: int
+    cost: Mapping[str, Any] = field(default_factory=dict)
+    """The cost settings (target model, queries per day, ...): see :class:`evalkit.costing.CostSettings`."""
     calibration_tag: str = "lang"
     """Question tag whose values are the classes thresholds are calibrated for."""
     baseline: Mapping[str, Any] = field(default_factory=dict)
@@ -214,5 +216,6 @@ def build_plan(
         relevance_tau=tau,
         seed=int(cfg.get("seed", 0)),
         calibration_tag=str((cfg.get("calibration") or {}).get("class_tag", "lang")),
+        cost=dict(cfg.get("cost") or {}),
         baseline=dict(cfg.get("baseline") or {}),
     )

@@ -14,12 +14,13 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from evalkit.budget import BudgetExceeded, SpendGuard
 from evalkit.cache import Cache
 from evalkit.chunking import CHUNKERS, ChunkingError, validate_spec
 from evalkit.embedding.base import EmbeddingError
 from evalkit.embedding.local import EMBEDDERS
 from evalkit.labelset import LabelsetError, load_labelset
-from evalkit.pipeline import run_sweep
+from evalkit.pipeline import RunStats, run_sweep
 from evalkit.plan import ConfigError, build_plan, resolve_path
 from evalkit.rerank.base import RerankError
 from evalkit.rerank.factory import RERANKER_NAMES, make_reranker
@@ -66,9 +67,27 @@ def sweep(cfg: DictConfig) -> Path:
     try:
         with Cache(cache_path) as cache:
             reranker = make_reranker(plan.reranker, cache)
+            if plain.get("dry_run"):
+                from evalkit.dryrun import describe_plan
+
+                print(describe_plan(plan, labelset, embedder, reranker, cache))
+                return run_dir
+            budget = plain.get("budget_usd")
+            stats = RunStats(spend=SpendGuard(float(budget) if budget is not None else None))
             summary = run_sweep(
-                plan, labelset, embedder, cache, run_dir, plain, progress=bool(plain.get("progress")), reranker=reranker
+                plan,
+                labelset,
+                embedder,
+                cache,
+                run_dir,
+                plain,
+                progress=bool(plain.get("progress")),
+                stats=stats,
+                reranker=reranker,
             )
+    except BudgetExceeded as exc:
+        print(f"evalkit: stopped: {exc}", file=sys.stderr)
+        sys.exit(3)
     except (EmbeddingError, RerankError) as exc:
         # What finished is on disk and every paid-for score is cached: the same command resumes.
         fail([f"{exc} (finished chunkings are kept; run the same command again to resume)"])

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from evalkit.budget import SpendGuard
 from evalkit.cache import Cache, cache_key, decode_json, encode_json, text_hash
 
 
@@ -53,6 +54,10 @@ class Reranker(ABC):
     def key(self, query: str, document: str) -> str:
         return cache_key("rerank", self.identity, text_hash(query), text_hash(document))
 
+    def request_cost_usd(self, n_documents: int) -> float:
+        """Dollars one request with ``n_documents`` costs (0 for local models; paid backends override)."""
+        return 0.0
+
 
 def rerank_scores(
     reranker: Reranker,
@@ -60,8 +65,12 @@ def rerank_scores(
     documents: Sequence[str],
     cache: Cache,
     counter: RerankCounter | None = None,
+    guard: SpendGuard | None = None,
 ) -> np.ndarray:
-    """Scores for every document, computing only uncached distinct (query, document) pairs."""
+    """Scores for every document, computing only uncached distinct (query, document) pairs.
+
+    With a ``guard``, each request is priced and checked against the budget before it is sent.
+    """
     if not documents:
         return np.zeros(0, dtype=np.float64)
     keys = [reranker.key(query, doc) for doc in documents]
@@ -71,6 +80,8 @@ def rerank_scores(
     step = reranker.max_documents_per_request
     for offset in range(0, len(missing), step):
         batch = missing[offset : offset + step]
+        if guard is not None:
+            guard.charge(reranker.request_cost_usd(len(batch)), f"rerank:{reranker.identity}")
         computed = np.asarray(reranker.score_pairs(query, [doc for _, doc in batch], counter), dtype=np.float64)
         if computed.shape != (len(batch),):
             raise RerankError(f"{reranker.identity} returned {computed.shape} scores for {len(batch)} documents")
