@@ -19,7 +19,7 @@ from typing import Any
 from evalkit.labelset import LabelsetError, _jsonl, _load_documents, _question, read_text
 from evalkit.records import Document, Question
 
-__all__ = ["TolerantSet", "read_documents", "tolerant_load"]
+__all__ = ["TolerantSet", "parse_question", "read_documents", "tolerant_load"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,19 @@ def read_documents(path: str | Path) -> tuple[Document, ...]:
     return tuple(documents_list)
 
 
+def parse_question(
+    record: dict[str, Any], number: int, source: str | Path, documents: Mapping[str, Document]
+) -> tuple[Question | None, list[str]]:
+    """Check one ``questions.jsonl``-shaped record exactly as the loader does.
+
+    Returns the question (``None`` if it has problems) and the problem lines,
+    each ``source:number: field ...``.
+    """
+    problems: list[str] = []
+    question = _question(number, record, Path(source), documents, problems)
+    return question, problems
+
+
 def _stale_free(record: dict[str, Any], documents: Mapping[str, Document]) -> dict[str, Any]:
     """``record`` without the spans whose ``text`` does not match their document (a new dict)."""
 
@@ -98,9 +111,9 @@ def tolerant_load(path: str | Path) -> TolerantSet:
         raise LabelsetError([f"{questions_path}: missing (a labelled set needs questions.jsonl)"])
     problems: list[str] = []
     warnings: list[str] = []
-    documents = _load_documents(root, problems, warnings) if (root / "docs.jsonl").is_file() or (
-        root / "docs"
-    ).is_dir() else {}
+    documents = (
+        _load_documents(root, problems, warnings) if (root / "docs.jsonl").is_file() or (root / "docs").is_dir() else {}
+    )
     stale: list[str] = []
     questions: list[Question] = []
     seen: dict[str, int] = {}

@@ -99,6 +99,5 @@ def write_labelset(
         with open(target, "w", encoding="utf-8", newline="") as handle:
             handle.write(doc.text)
     (root / "docs.jsonl").write_text(_jsonl(records), encoding="utf-8", newline="")
-    (root / "questions.jsonl").write_text(_jsonl([question_record(q) for q in questions]), encoding="utf-8",
-                                          newline="")
+    (root / "questions.jsonl").write_text(_jsonl([question_record(q) for q in questions]), encoding="utf-8", newline="")
     return root
