@@ -30,6 +30,7 @@ from evalkit.chunking import chunk_corpus
 from evalkit.costing import CostSettings, price_configs, returned_tokens, stuffing_decision, unit_token_counts
 from evalkit.costs import estimate_tokens
 from evalkit.embedding.base import EmbedCounter, Embedder, embed_texts
+from evalkit.health import chunk_health
 from evalkit.labelset import LabelSet
 from evalkit.plan import SweepPlan
 from evalkit.pricing import PriceTable, load_price_table
@@ -361,6 +362,7 @@ def run_chunking(
         "gold_cut_share": gold_cut_share(questions, units),
         "texts_embedded": stats.embed.total_texts - embed_before,
         "calibration": [c.to_dict() for c in calibrations],
+        "chunk_health": chunk_health(labelset.documents, chunks).findings(spec.key),
     }
     return rows, pool_table(questions, pool, units, judgement.relevant), info
 
@@ -458,6 +460,7 @@ def run_sweep(
     write_json(run_dir / "costs.json", stuffing_decision(corpus_tokens, chunk_tokens, baseline_k, settings, prices))
     write_table(run_dir / "results.parquet", results, csv=True)
     write_table(run_dir / "summary.parquet", summary, csv=True)
+    write_json(run_dir / "chunk_health.json", {"findings": [f for info in infos for f in info.get("chunk_health", [])]})
     calibration = [dict(c) for info in infos for c in info.get("calibration", [])]
     write_table(run_dir / "calibration.parquet", pd.DataFrame(calibration), csv=True)
     write_json(

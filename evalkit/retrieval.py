@@ -81,17 +81,31 @@ def check_same_model(index: DenseIndex, queries: QueryVectors) -> None:
 
 
 def top_n(scores: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, the n best columns (ties broken by lower column) and their scores."""
+    """Per row, the n best columns (best first; equal scores by lower column) and their scores.
+
+    A partial partition finds the n best in linear time; only those n are sorted.
+    """
     n_rows, n_cols = scores.shape
     depth = min(n, n_cols)
     indices = np.full((n_rows, n), -1, dtype=np.int64)
     values = np.full((n_rows, n), np.nan, dtype=np.float64)
-    if depth == 0:
+    if depth == 0 or n_rows == 0:
         return indices, values
-    # Sorting by (-score, column) gives a deterministic order for equal scores.
-    order = np.lexsort((np.broadcast_to(np.arange(n_cols), scores.shape), -scores), axis=1)[:, :depth]
-    indices[:, :depth] = order
-    values[:, :depth] = np.take_along_axis(scores, order, axis=1)
+    if depth < n_cols:
+        candidates = np.argpartition(-scores, depth - 1, axis=1)[:, :depth]
+        # Equal scores at the cut: keep the lowest columns, so the pool never depends on the partition's order.
+        kth = np.take_along_axis(scores, candidates, axis=1).min(axis=1, keepdims=True)
+        above = scores > kth
+        needed = depth - above.sum(axis=1, keepdims=True)
+        ties = (scores == kth) & (np.cumsum(scores == kth, axis=1) <= needed)
+        chosen = above | ties
+        candidates = np.nonzero(chosen)[1].reshape(n_rows, depth)
+    else:
+        candidates = np.broadcast_to(np.arange(n_cols), (n_rows, n_cols))
+    chosen_scores = np.take_along_axis(scores, candidates, axis=1)
+    order = np.lexsort((candidates, -chosen_scores), axis=1)
+    indices[:, :depth] = np.take_along_axis(candidates, order, axis=1)
+    values[:, :depth] = np.take_along_axis(chosen_scores, order, axis=1)
     return indices, values
 
 
