@@ -36,6 +36,11 @@ def summarise(rows: pd.DataFrame, chunking_info: pd.DataFrame) -> pd.DataFrame:
     summary["zero_hit"] = grouped["zero_hit"].mean()
     summary["mean_returned"] = grouped["n_returned"].mean()
     summary["mean_returned_tokens"] = grouped["returned_tokens"].mean()
+    # Leakage: returned chunks the question's role may not see, or from versions not in effect at its date.
+    summary["leaked_units"] = grouped["leaked_units"].sum()
+    summary["leaked_questions"] = grouped["leaked_units"].apply(lambda s: float((s > 0).mean()))
+    summary["outdated_units"] = grouped["outdated_units"].sum()
+    summary["outdated_questions"] = grouped["outdated_units"].apply(lambda s: float((s > 0).mean()))
     summary["mean_question_tokens"] = grouped["question_tokens"].mean()
     summary = summary.reset_index()
     keep = ["chunking", "n_chunks", "stored_chars", "indexed_chars", "gold_cut_share", "texts_embedded"]

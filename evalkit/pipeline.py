@@ -30,8 +30,10 @@ from evalkit.chunking import chunk_corpus
 from evalkit.costing import CostSettings, price_configs, returned_tokens, stuffing_decision, unit_token_counts
 from evalkit.costs import estimate_tokens
 from evalkit.embedding.base import EmbedCounter, Embedder, embed_texts
+from evalkit.filters import Access, FilterSettings, access, leaked
+from evalkit.freshness import FINGERPRINTS, compare, latest_earlier_run, read_fingerprints
 from evalkit.health import chunk_health
-from evalkit.labelset import LabelSet
+from evalkit.labelset import LabelSet, document_fingerprints
 from evalkit.plan import SweepPlan
 from evalkit.pricing import PriceTable, load_price_table
 from evalkit.records import Chunk, ChunkingSpec, Question, Span, span_id
@@ -166,6 +168,7 @@ def retrieve(
     embedder: Embedder,
     cache: Cache,
     stats: RunStats,
+    allowed: np.ndarray | None = None,
 ) -> CandidatePool:
     """One candidate pool of ``plan.pool_size`` per question for this chunking."""
     retriever = plan.retriever
@@ -185,13 +188,13 @@ def retrieve(
         bm25.set_queries([q.question for q in questions])
     if retriever.name == "dense":
         assert index is not None and queries is not None
-        pool = dense_pool(index, queries, plan.pool_size)
+        pool = dense_pool(index, queries, plan.pool_size, allowed)
     elif retriever.name == "bm25":
         assert bm25 is not None
-        pool = bm25_pool(bm25.score_rows, n_queries, plan.pool_size)
+        pool = bm25_pool(bm25.score_rows, n_queries, plan.pool_size, allowed)
     else:
         assert index is not None and queries is not None and bm25 is not None
-        pool = hybrid_pool(index, queries, bm25.score_rows, plan.pool_size, retriever.fusion, retriever.rrf_k)
+        pool = hybrid_pool(index, queries, bm25.score_rows, plan.pool_size, retriever.fusion, retriever.rrf_k, allowed)
     stats.add_time("retrieve", time.perf_counter() - started)
     return pool
 
@@ -233,6 +236,7 @@ def score_chunking(
     units: Units,
     judgement: PoolJudgement,
     token_family: str,
+    unit_access: Access,
 ) -> pd.DataFrame:
     """Rows for every (top_k, threshold) x question of one chunking (slices of one pool)."""
     unit_tokens = unit_token_counts(units.texts, token_family)
@@ -283,6 +287,8 @@ def score_chunking(
                         "zero_hit": sliced.zero_hit,
                         "n_returned": sliced.n_returned,
                         "returned_tokens": returned_tokens(sliced.returned, pool.indices, unit_tokens),
+                        "leaked_units": leaked(sliced.returned, pool.indices, unit_access.visible),
+                        "outdated_units": leaked(sliced.returned, pool.indices, unit_access.current),
                     }
                 )
             )
@@ -339,16 +345,20 @@ def run_chunking(
     started = time.perf_counter()
     chunks = chunk_corpus(labelset.documents, spec)
     units, child_to_parent = units_of(chunks, labelset)
+    filters = FilterSettings.from_config(plan.filters)
+    chunk_doc_ids = np.array([c.doc_id for c in chunks], dtype=object)
+    allowed = access(questions, chunk_doc_ids, labelset.documents, filters).allowed if filters.enabled else None
+    unit_access = access(questions, units.doc_ids, labelset.documents, filters)
     stats.add_time("chunk", time.perf_counter() - started)
     embed_before = stats.embed.total_texts
-    pool = retrieve(plan, [c.embed_text for c in chunks], questions, embedder, cache, stats)
+    pool = retrieve(plan, [c.embed_text for c in chunks], questions, embedder, cache, stats, allowed)
     if child_to_parent is not None:
         pool = collapse_to_parents(pool, child_to_parent)
     if reranker is not None:
         pool = rerank_pool(pool, units, questions, reranker, cache, stats, progress)
     started = time.perf_counter()
     judgement = judge(questions, pool, units, plan.relevance_tau)
-    rows = score_chunking(plan, spec, questions, pool, units, judgement, token_family(plan))
+    rows = score_chunking(plan, spec, questions, pool, units, judgement, token_family(plan), unit_access)
     classes = [str(q.tags.get(plan.calibration_tag, "untagged")) for q in questions]
     answerable = np.array([q.evidence_mode != "none" for q in questions])
     calibrations = calibrate_by_class(spec.key, pool.source, classes, pool.scores, judgement.relevant, answerable)
@@ -434,6 +444,19 @@ def run_sweep(
             "argv": sys.argv,
         },
     )
+    fingerprints = document_fingerprints(labelset)
+    earlier = latest_earlier_run(run_dir.parent, labelset.name, run_dir)
+    if earlier is not None and not (run_dir / FINGERPRINTS).exists():
+        freshness = compare(earlier.name, read_fingerprints(earlier), fingerprints)
+        write_json(run_dir / "freshness.json", freshness.to_dict())
+        if progress or freshness.dirty or freshness.new:
+            print(
+                f"evalkit: since run {earlier.name}: {len(freshness.dirty)} documents changed, "
+                f"{len(freshness.new)} new, {len(freshness.removed)} removed, {freshness.unchanged} unchanged "
+                "(only changed chunks are embedded again)",
+                file=sys.stderr,
+            )
+    write_json(run_dir / FINGERPRINTS, {"labelset": labelset.name, "documents": fingerprints})
     all_rows, infos = [], []
     bar = tqdm(plan.chunkings, desc="chunkings", unit="chunking", disable=not progress, file=sys.stderr)
     for spec in bar:
@@ -460,6 +483,11 @@ def run_sweep(
     write_json(run_dir / "costs.json", stuffing_decision(corpus_tokens, chunk_tokens, baseline_k, settings, prices))
     write_table(run_dir / "results.parquet", results, csv=True)
     write_table(run_dir / "summary.parquet", summary, csv=True)
+    if progress:
+        print(
+            f"evalkit: {stats.embed.total_texts} texts embedded by this command (the rest came from the cache)",
+            file=sys.stderr,
+        )
     write_json(run_dir / "chunk_health.json", {"findings": [f for info in infos for f in info.get("chunk_health", [])]})
     calibration = [dict(c) for info in infos for c in info.get("calibration", [])]
     write_table(run_dir / "calibration.parquet", pd.DataFrame(calibration), csv=True)

@@ -66,6 +66,8 @@ class SweepPlan:
     thresholds: tuple[float, ...]
     relevance_tau: float
     seed: int
+    filters: Mapping[str, Any] = field(default_factory=dict)
+    """Metadata filters before retrieval: see :class:`evalkit.filters.FilterSettings`."""
     cost: Mapping[str, Any] = field(default_factory=dict)
     """The cost settings (target model, queries per day, ...): see :class:`evalkit.costing.CostSettings`."""
     calibration_tag: str = "lang"
@@ -217,5 +219,6 @@ def build_plan(
         seed=int(cfg.get("seed", 0)),
         calibration_tag=str((cfg.get("calibration") or {}).get("class_tag", "lang")),
         cost=dict(cfg.get("cost") or {}),
+        filters=dict(cfg.get("filters") or {}),
         baseline=dict(cfg.get("baseline") or {}),
     )

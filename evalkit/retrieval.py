@@ -113,18 +113,33 @@ def _blocks(n_rows: int) -> list[slice]:
     return [slice(i, min(i + _QUERY_BLOCK, n_rows)) for i in range(0, n_rows, _QUERY_BLOCK)]
 
 
-def dense_pool(index: DenseIndex, queries: QueryVectors, n: int) -> CandidatePool:
-    """Exact cosine top-n for every query."""
+def _filtered(scores: np.ndarray, allowed: np.ndarray | None, rows: slice) -> np.ndarray:
+    """Scores with the units a question may not retrieve (metadata filters) set to -inf."""
+    return scores if allowed is None else np.where(allowed[rows], scores, -np.inf)
+
+
+def _drop_excluded(indices: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    excluded = np.isneginf(values)
+    return np.where(excluded, -1, indices), np.where(excluded, np.nan, values)
+
+
+def dense_pool(index: DenseIndex, queries: QueryVectors, n: int, allowed: np.ndarray | None = None) -> CandidatePool:
+    """Exact cosine top-n for every query (``allowed``: per-question unit mask from metadata filters)."""
     check_same_model(index, queries)
-    parts = [top_n(queries.vectors[rows] @ index.vectors.T, n) for rows in _blocks(len(queries.vectors))]
+    parts = [
+        _drop_excluded(*top_n(_filtered(queries.vectors[rows] @ index.vectors.T, allowed, rows), n))
+        for rows in _blocks(len(queries.vectors))
+    ]
     return _concat(parts, "dense")
 
 
-def bm25_pool(score_rows: Callable[[slice], np.ndarray], n_queries: int, n: int) -> CandidatePool:
+def bm25_pool(
+    score_rows: Callable[[slice], np.ndarray], n_queries: int, n: int, allowed: np.ndarray | None = None
+) -> CandidatePool:
     """BM25 top-n; a unit that shares no term with the query (score 0) is not a candidate."""
     parts = []
     for rows in _blocks(n_queries):
-        indices, values = top_n(score_rows(rows), n)
+        indices, values = top_n(_filtered(score_rows(rows), allowed, rows), n)
         empty = ~(values > 0)
         indices[empty] = -1
         values[empty] = np.nan
@@ -139,6 +154,7 @@ def hybrid_pool(
     n: int,
     method: FusionMethod = "rrf",
     rrf_k: int = 60,
+    allowed: np.ndarray | None = None,
 ) -> CandidatePool:
     """Fuse dense and BM25 top-n lists; each unit appears once; never sums raw scores.
 
@@ -150,8 +166,8 @@ def hybrid_pool(
     parts = []
     for rows in _blocks(len(queries.vectors)):
         cosine = queries.vectors[rows] @ index.vectors.T
-        bm25 = bm25_score_rows(rows)
-        dense_idx, dense_val = top_n(cosine, n)
+        bm25 = _filtered(bm25_score_rows(rows), allowed, rows)
+        dense_idx, dense_val = _drop_excluded(*top_n(_filtered(cosine, allowed, rows), n))
         sparse_idx, sparse_val = top_n(bm25, n)
         sparse_idx[~(sparse_val > 0)] = -1
         fused = np.zeros_like(cosine, dtype=np.float64)

@@ -1,0 +1,63 @@
+"""Metadata filters before retrieval, leakage counts, and re-embedding only what changed."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+from evalkit.chunking import chunk_corpus
+from evalkit.filters import in_effect, visible_to
+from evalkit.labelset import load_labelset
+from evalkit.records import ChunkingSpec
+from tests.test_sweep import run_in_process
+
+
+def test_version_in_effect_and_acl_rules() -> None:
+    v3_start = {"v3": dt.date(2025, 7, 1)}
+    v2 = {"effective_date": "2024-01-01", "expires": "2025-06-30", "superseded_by": "v3"}
+    assert in_effect(v2, dt.date(2025, 3, 1), v3_start)
+    assert not in_effect(v2, dt.date(2026, 1, 15), v3_start)
+    assert not in_effect({"effective_date": "2025-07-01"}, dt.date(2025, 6, 30), {})
+    assert visible_to({"acl": ["all"]}, None) and visible_to({}, "employee")
+    assert visible_to({"acl": ["hr"]}, "hr") and not visible_to({"acl": ["hr"]}, "employee")
+    assert not visible_to({"acl": ["security", "exec"]}, None)
+
+
+def test_demo_leakage_is_zero_with_filters_and_counted_without(tmp_path: Path) -> None:
+    common = ["retriever=bm25", "sweep=quick", "threshold=0", "progress=false", f"reports_dir={tmp_path}"]
+    on_run = run_in_process([*common, "filters.enabled=true"])
+    on = pd.read_csv(on_run / "summary.csv")
+    off = pd.read_csv(run_in_process([*common, "filters.enabled=false"]) / "summary.csv")
+    assert on["leaked_units"].sum() == 0 and on["outdated_units"].sum() == 0
+    assert off["leaked_units"].sum() > 0, "the demo set has questions a restricted document would answer"
+    assert off["outdated_units"].sum() > 0, "and questions the outdated policy version would answer"
+    # Per question too: with filters on, no question got a restricted or outdated chunk.
+    results = pd.read_parquet(on_run / "results.parquet")
+    assert (results["leaked_units"] == 0).all() and (results["outdated_units"] == 0).all()
+
+
+def test_changing_some_documents_reembeds_only_their_chunks(tmp_path: Path, small_demo: Path) -> None:
+    corpus = tmp_path / "set"
+    shutil.copytree(small_demo, corpus)
+    reports = tmp_path / "reports"
+    args = [f"labelset.path={corpus}", "retriever=dense", "sweep=quick", "progress=false", f"reports_dir={reports}"]
+    first = run_in_process(args)
+    spec = ChunkingSpec("recursive", 512, 64)
+    before = {c.embed_text for c in chunk_corpus(load_labelset(corpus).documents, spec)}
+
+    docs = [json.loads(line) for line in (corpus / "docs.jsonl").read_text(encoding="utf-8").splitlines()]
+    changed = docs[0]  # one of 12 documents: about 8% of the corpus
+    path = corpus / changed["path"]
+    path.write_text(path.read_text(encoding="utf-8") + "\nAppendix: reviewed again in 2026.\n", encoding="utf-8")
+
+    second = run_in_process(args)
+    assert second != first, "a changed corpus is a new plan, so a new run"
+    freshness = json.loads((second / "freshness.json").read_text(encoding="utf-8"))
+    assert freshness["dirty"] == [changed["doc_id"]] and freshness["previous_run"] == first.name
+    after = {c.embed_text for c in chunk_corpus(load_labelset(corpus).documents, spec)}
+    stats = json.loads((second / "run_stats.json").read_text(encoding="utf-8"))
+    assert sum(stats["texts_embedded"].values()) == len(after - before) > 0
