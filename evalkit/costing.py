@@ -63,32 +63,38 @@ def returned_tokens(returned: np.ndarray, pool_indices: np.ndarray, unit_tokens:
     return (tokens * returned).sum(axis=1)
 
 
-def price_configs(
-    summary: pd.DataFrame, settings: CostSettings, prices: PriceTable, rerank_model: str | None, pool_size: int
-) -> pd.DataFrame:
-    """Add $/query, $/day and index growth columns to a per-config summary."""
+def rerank_cost_per_query(prices: PriceTable, rerank_model: str | None, pool_size: int) -> Cost:
+    """Search units of one question's pool, for a paid reranker (0 for local ones)."""
+    if rerank_model is None or rerank_model not in prices.rerankers:
+        return Cost(0.0, estimated=False)
+    rerank = prices.reranker(rerank_model)
+    units = rerank_search_units(pool_size, rerank.documents_per_search)
+    return Cost(units * rerank.per_1000_searches / 1000, estimated=False)
+
+
+def question_costs(rows: pd.DataFrame, settings: CostSettings, prices: PriceTable, rerank: Cost) -> np.ndarray:
+    """Dollars per (config, question): system prompt + question + returned chunks in, an answer out.
+
+    Prices are linear in tokens, so the per-token rates are taken from :func:`call_cost` itself
+    (one million tokens of each kind) rather than restated here.
+    """
     price = prices.model(settings.model)
-    rerank_per_query = Cost(0.0, estimated=False)
-    if rerank_model is not None and rerank_model in prices.rerankers:
-        rerank = prices.reranker(rerank_model)
-        units = rerank_search_units(pool_size, rerank.documents_per_search)
-        rerank_per_query = Cost(units * rerank.per_1000_searches / 1000, estimated=False)
-    per_query = []
-    for _, row in summary.iterrows():
-        prompt = settings.system_tokens + round(row["mean_question_tokens"]) + round(row["mean_returned_tokens"])
-        usage = TokenUsage(prompt, settings.output_tokens, estimated=True)
-        per_query.append(call_cost(usage, price, batch=settings.batch) + rerank_per_query)
+    per_input = call_cost(TokenUsage(1_000_000, 0, estimated=True), price, batch=settings.batch).usd / 1e6
+    answer = call_cost(TokenUsage(0, settings.output_tokens, estimated=True), price, batch=settings.batch).usd
+    prompt = settings.system_tokens + rows["question_tokens"].to_numpy() + rows["returned_tokens"].to_numpy()
+    return prompt * per_input + answer + rerank.usd
+
+
+def price_configs(summary: pd.DataFrame, rows: pd.DataFrame, settings: CostSettings) -> pd.DataFrame:
+    """Add $/query (mean over questions), $/day and index growth columns to a per-config summary."""
     out = summary.copy()
+    per_config = rows.groupby("config_id", sort=False)["cost_per_query_usd"].mean()
     out["cost_model"] = settings.model
-    out["cost_per_query_usd"] = [c.usd for c in per_query]
-    out["cost_per_day_usd"] = [c.usd * settings.queries_per_day for c in per_query]
-    out["cost_estimated"] = [c.estimated for c in per_query]
+    out["cost_per_query_usd"] = out["config_id"].map(per_config)
+    out["cost_per_day_usd"] = out["cost_per_query_usd"] * settings.queries_per_day
+    out["cost_estimated"] = True  # token counts are local estimates
     out["queries_per_day"] = settings.queries_per_day
-    baseline_chunks = (
-        out[out["chunk_overlap"] == 0].groupby("chunk_size")["n_chunks"].first()
-        if "n_chunks" in out.columns
-        else pd.Series(dtype=float)
-    )
+    baseline_chunks = out[out["chunk_overlap"] == 0].groupby("chunk_size")["n_chunks"].first()
     out["index_growth_vs_no_overlap"] = [
         index_growth(int(row["n_chunks"]), int(baseline_chunks[row["chunk_size"]]))
         if row["chunk_size"] in baseline_chunks.index

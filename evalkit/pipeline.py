@@ -27,7 +27,15 @@ from evalkit.budget import SpendGuard
 from evalkit.cache import Cache
 from evalkit.calibration import best_scores, calibrate_by_class
 from evalkit.chunking import chunk_corpus
-from evalkit.costing import CostSettings, price_configs, returned_tokens, stuffing_decision, unit_token_counts
+from evalkit.costing import (
+    CostSettings,
+    price_configs,
+    question_costs,
+    rerank_cost_per_query,
+    returned_tokens,
+    stuffing_decision,
+    unit_token_counts,
+)
 from evalkit.costs import estimate_tokens
 from evalkit.embedding.base import EmbedCounter, Embedder, embed_texts
 from evalkit.filters import Access, FilterSettings, access, leaked
@@ -471,11 +479,12 @@ def run_sweep(
         all_rows.append(rows)
         infos.append(info)
     results = pd.concat(all_rows, ignore_index=True)
-    summary = summarise(results, pd.DataFrame(infos))
     settings = CostSettings.from_config(plan.cost)
     prices = price_table(plan)
     rerank_model = str(plan.reranker.params.get("model")) if plan.reranker.name == "cohere" else None
-    summary = price_configs(summary, settings, prices, rerank_model, plan.pool_size)
+    rerank_cost = rerank_cost_per_query(prices, rerank_model, plan.pool_size)
+    results["cost_per_query_usd"] = question_costs(results, settings, prices, rerank_cost)
+    summary = price_configs(summarise(results, pd.DataFrame(infos)), results, settings)
     family = prices.model(settings.model).tokenizer_family
     corpus_tokens = sum(estimate_tokens(doc.text, family) for doc in labelset.documents)
     baseline_k = int(plan.baseline.get("top_k") or plan.top_ks[0])

@@ -66,7 +66,9 @@ def sweep(cfg: DictConfig) -> Path:
     )
     try:
         with Cache(cache_path) as cache:
-            reranker = make_reranker(plan.reranker, cache)
+            reranker = make_reranker(
+                plan.reranker, cache, str((plain.get("cost") or {}).get("pricing_dir", "conf/pricing"))
+            )
             if plain.get("dry_run"):
                 from evalkit.dryrun import describe_plan
 
@@ -92,6 +94,12 @@ def sweep(cfg: DictConfig) -> Path:
         # What finished is on disk and every paid-for score is cached: the same command resumes.
         fail([f"{exc} (finished chunkings are kept; run the same command again to resume)"])
     print(f"evalkit: wrote {len(summary)} configs to {run_dir}/summary.csv", file=sys.stderr)
+    if plain.get("report", True):
+        from evalkit.report import write_report
+
+        compare = plain.get("compare")
+        html = write_report(run_dir, compare=resolve_path(str(compare)) if compare else None)
+        print(f"evalkit: report {html}", file=sys.stderr)
     return run_dir
 
 

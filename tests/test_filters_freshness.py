@@ -28,7 +28,14 @@ def test_version_in_effect_and_acl_rules() -> None:
 
 
 def test_demo_leakage_is_zero_with_filters_and_counted_without(tmp_path: Path) -> None:
-    common = ["retriever=bm25", "sweep=quick", "threshold=0", "progress=false", f"reports_dir={tmp_path}"]
+    common = [
+        "retriever=bm25",
+        "sweep=quick",
+        "threshold=0",
+        "progress=false",
+        "report=false",
+        f"reports_dir={tmp_path}",
+    ]
     on_run = run_in_process([*common, "filters.enabled=true"])
     on = pd.read_csv(on_run / "summary.csv")
     off = pd.read_csv(run_in_process([*common, "filters.enabled=false"]) / "summary.csv")
@@ -44,7 +51,14 @@ def test_changing_some_documents_reembeds_only_their_chunks(tmp_path: Path, smal
     corpus = tmp_path / "set"
     shutil.copytree(small_demo, corpus)
     reports = tmp_path / "reports"
-    args = [f"labelset.path={corpus}", "retriever=dense", "sweep=quick", "progress=false", f"reports_dir={reports}"]
+    args = [
+        f"labelset.path={corpus}",
+        "retriever=dense",
+        "sweep=quick",
+        "progress=false",
+        "report=false",
+        f"reports_dir={reports}",
+    ]
     first = run_in_process(args)
     spec = ChunkingSpec("recursive", 512, 64)
     before = {c.embed_text for c in chunk_corpus(load_labelset(corpus).documents, spec)}

@@ -8,12 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from evalkit.budget import BudgetExceeded, SpendGuard
 from evalkit.cache import Cache
+from evalkit.pricing import load_price_table
 from evalkit.rerank.base import RerankCounter, RerankError, rerank_scores
 from evalkit.rerank.cohere import CohereReranker, _retry_after_seconds
-from tests.loopback.cohere_server import CohereServer, word_overlap
+from tests.loopback.cohere_server import CohereServer, ScriptedReply, word_overlap
 
 API_KEY = "test-key"
+PRICING = Path(__file__).resolve().parents[1] / "conf" / "pricing" / "cohere.yaml"
 QUERY = "capital city of france"
 DOCUMENTS = [
     "Berlin is the capital of Germany.",  # capital, of: 2/4
@@ -267,3 +270,61 @@ def test_empty_pool_sends_nothing(server: CohereServer, waits: list[float]) -> N
 )
 def test_retry_after_parsing(headers: dict[str, str] | None, expected: float | None) -> None:
     assert _retry_after_seconds(headers) == expected
+
+
+def test_api_key_from_configured_variable(
+    server: CohereServer, waits: list[float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COHERE_API_KEY", raising=False)
+    monkeypatch.delenv("CO_API_KEY", raising=False)
+    with pytest.raises(RerankError, match="set TEAM_COHERE_KEY"):
+        CohereReranker(base_url=server.url, api_key_env="TEAM_COHERE_KEY")
+    monkeypatch.setenv("TEAM_COHERE_KEY", API_KEY)
+    reranker = CohereReranker(base_url=server.url, api_key_env="TEAM_COHERE_KEY", sleep=waits.append)
+    np.testing.assert_allclose(reranker.score_pairs(QUERY, DOCUMENTS), EXPECTED)
+
+
+def test_request_cost_from_price_table(server: CohereServer, waits: list[float]) -> None:
+    price = load_price_table(PRICING).reranker("rerank-v3.5")
+    reranker = make(server, waits, price=price)
+    units = 3  # 250 documents, 100 per search unit
+    assert reranker.request_cost_usd(250) == pytest.approx(units * price.per_1000_searches / 1000)
+    with pytest.raises(RerankError, match=r"no price for rerank-v3\.5"):
+        make(server, waits).request_cost_usd(10)  # never a silent 0 that would bypass a budget cap
+
+
+def test_budget_guard_stops_before_the_request(server: CohereServer, waits: list[float], tmp_path: Path) -> None:
+    price = load_price_table(PRICING).reranker("rerank-v3.5")
+    guard = SpendGuard(limit_usd=price.per_1000_searches / 1000 * 1.5)  # one search unit fits, two do not
+    reranker = make(server, waits, price=price, max_documents_per_request=100)
+    documents = [f"document {i} on the capital" for i in range(150)]
+    with Cache(tmp_path / "cache.sqlite") as cache, pytest.raises(BudgetExceeded):
+        rerank_scores(reranker, QUERY, documents, cache, None, guard)
+    assert server.documents_per_request == [100]  # the second request was never sent
+
+
+def test_non_json_error_body_is_one_line(server: CohereServer, waits: list[float]) -> None:
+    server.script(ScriptedReply(502, b"<html>\n<body>Bad gateway</body>\n</html>"))
+    with pytest.raises(RerankError, match=r"HTTP 502: <html> <body>Bad gateway</body> </html> \(gave up after 1"):
+        make(server, waits, max_retries=0).score_pairs(QUERY, DOCUMENTS)
+    assert [r.status for r in server.rerank_requests] == [502]
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"id": "x"}, "no results list"),
+        ({"results": []}, "no score for 4 of 4"),
+        ({"results": "nope"}, "no results list"),
+        ({"results": [{"index": "x", "relevance_score": 0.5}]}, "malformed result"),
+        ({"results": [{"index": 9, "relevance_score": 0.5}]}, "index 9 for 4 documents"),
+        (b"not json", "HTTP 200: not json"),
+    ],
+)
+def test_malformed_success_reply_is_a_clear_error(
+    server: CohereServer, waits: list[float], body: object, message: str
+) -> None:
+    server.script(ScriptedReply(200, body))
+    with pytest.raises(RerankError, match=message):
+        make(server, waits).score_pairs(QUERY, DOCUMENTS)
+    assert len(server.rerank_requests) == 1

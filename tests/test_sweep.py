@@ -20,7 +20,7 @@ from hydra import compose, initialize_config_dir
 from evalkit.sweep import sweep
 from tests.conftest import REPO
 
-SMALL = ["chunk_size=[256,512]", "chunk_overlap=[0]", "top_k=[1,5]", "progress=false"]
+SMALL = ["chunk_size=[256,512]", "chunk_overlap=[0]", "top_k=[1,5]", "progress=false", "report=false"]
 
 
 def run_in_process(overrides: list[str]) -> Path:
@@ -29,7 +29,10 @@ def run_in_process(overrides: list[str]) -> Path:
 
 
 def test_every_grid_point_has_results(tmp_path: Path, small_demo: Path) -> None:
-    run_dir = run_in_process([*SMALL, f"labelset.path={small_demo}", f"reports_dir={tmp_path}", "retriever=bm25"])
+    run_dir = run_in_process(
+        [*SMALL, f"labelset.path={small_demo}", f"reports_dir={tmp_path}", "retriever=bm25", "report=true"]
+    )
+    assert (run_dir / "index.html").stat().st_size > 10_000, "the sweep writes its review report"
     summary = pd.read_csv(run_dir / "summary.csv")
     assert len(summary) == 2 * 2 * 4  # chunkings x top_k x bm25's four thresholds
     results = pd.read_parquet(run_dir / "results.parquet")

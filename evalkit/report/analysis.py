@@ -111,12 +111,16 @@ class Step:
 
 
 def cost_key(row: Mapping[str, Any]) -> tuple[float, ...]:
-    """Order from cheaper to dearer: $/query (when known), index size, then prompt size."""
+    """Order from cheaper to dearer: index size, then $/query (when priced), then prompt size."""
     cost = row.get(files.COST_PER_QUERY)
     cost = float(cost) if cost is not None and not _isnan(cost) else 0.0
     stored = float(row.get("stored_chars") or 0.0)
-    prompt = float(row.get("mean_returned") or row.get("top_k") or 0.0) * float(row.get("chunk_size") or 0.0)
-    return (cost, stored, prompt, float(row.get("top_k") or 0.0), float(row.get("chunk_size") or 0.0))
+    return (stored, cost, prompt_chars(row), float(row.get("top_k") or 0.0), float(row.get("chunk_size") or 0.0))
+
+
+def prompt_chars(row: Mapping[str, Any]) -> float:
+    """Context characters a config puts in the prompt per question (mean returned chunks x chunk_size)."""
+    return float(row.get("mean_returned") or row.get("top_k") or 0.0) * float(row.get("chunk_size") or 0.0)
 
 
 def _isnan(value: Any) -> bool:
@@ -165,12 +169,12 @@ def _eligible(summary: pd.DataFrame, objective: Objective) -> tuple[pd.Series, i
 
 
 def recommend(summary: pd.DataFrame, results: pd.DataFrame, objective: Objective) -> Recommendation:
-    """The cheapest eligible config whose objective is tied with the best.
+    """The eligible config with the cheapest index whose objective is tied with the best.
 
     Eligible: within the zero-hit cap (and the cost cap, with cost data); when none is, all are.
     Leader: the best mean, exact ties to the cheaper. Tied: mean at most ``tie_tolerance`` below
     the leader and the paired CI of the difference contains 0. Recommended: the cheapest tied
-    config by :func:`cost_key` ($/query, then index size, then prompt size).
+    config by :func:`cost_key` (index size, then $/query, then prompt size).
     """
     m = measure(objective.metric)
     ok, over_zero, over_cost = _eligible(summary, objective)
@@ -264,7 +268,7 @@ def headline(
     results: pd.DataFrame, recommended_id: str, baseline_id: str, objective: Objective
 ) -> tuple[HeadlineRow, ...]:
     """Recommended versus baseline on each headline measure present in the results."""
-    names = HEADLINE + ((files.COST_PER_QUERY,) if files.COST_PER_QUERY in results.columns else ())
+    names = HEADLINE + (("cost_per_query",) if files.COST_PER_QUERY in results.columns else ())
     rows = []
     for m in available(results, names):
         wide = matrix(results, m, [*dict.fromkeys([baseline_id, recommended_id])])
@@ -306,8 +310,13 @@ def mde(results: pd.DataFrame, recommended_id: str, baseline_id: str, objective:
         value = stats.minimum_detectable_effect(n, baseline_rate=rate, alpha=alpha)
         return Mde(value, n, f"paired McNemar, discordance 2p(1-p) from the baseline rate {rate:.1%}")
     sd = float(np.std(rec - base, ddof=1)) if n > 1 else 0.0
-    value = stats.minimum_detectable_effect(n, sd=sd, alpha=alpha)
-    return Mde(value, n, f"paired, standard deviation of the differences {sd:.3f}")
+    if sd > 0:
+        value = stats.minimum_detectable_effect(n, sd=sd, alpha=alpha)
+        return Mde(value, n, f"paired, standard deviation of the differences {sd:.3f}")
+    # The two configs never differ: plan with the baseline's own spread, as if a change were independent.
+    spread = float(np.std(base, ddof=1)) if n > 1 else 0.0
+    value = stats.minimum_detectable_effect(n, sd=spread, alpha=alpha, paired=False)
+    return Mde(value, n, f"the configs never differ; planned from the baseline's standard deviation {spread:.3f}")
 
 
 def compare_with_baseline(
@@ -329,7 +338,13 @@ def compare_with_baseline(
 
 
 def steps(
-    results: pd.DataFrame, summary: pd.DataFrame, m: Measure, chunking: str, axis: str, fixed: float, objective: Objective
+    results: pd.DataFrame,
+    summary: pd.DataFrame,
+    m: Measure,
+    chunking: str,
+    axis: str,
+    fixed: float,
+    objective: Objective,
 ) -> tuple[Step, ...]:
     """Paired gains between consecutive values of ``axis`` (``top_k`` or ``threshold``), the other fixed."""
     rows = summary[summary["chunking"] == chunking]
@@ -360,3 +375,42 @@ def plateau(k_steps: Sequence[Step]) -> float | None:
         if step.comparison.delta_low <= 0.0:
             return step.frm
     return None
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A measure along one grid axis (top_k or threshold) for one chunking, with CIs."""
+
+    chunking: str
+    x: tuple[float, ...]
+    config_ids: tuple[str, ...]
+    means: tuple[float, ...]
+    """Summary means (for context lines)."""
+    intervals: tuple[stats.Interval | None, ...] | None
+    """Bootstrap CIs, when asked for."""
+
+
+def curve(
+    results: pd.DataFrame,
+    summary: pd.DataFrame,
+    m: Measure,
+    chunking: str,
+    axis: str,
+    fixed: float,
+    objective: Objective,
+    with_ci: bool,
+) -> Curve:
+    """``m`` along ``axis`` with the other of top_k/threshold fixed; CIs only when ``with_ci``."""
+    rows = summary[summary["chunking"] == chunking]
+    if axis == "top_k":
+        rows = rows[np.isclose(rows["threshold"].astype(float), fixed, rtol=0, atol=1e-9)]
+    else:
+        rows = rows[rows["top_k"] == int(fixed)]
+    rows = rows.sort_values(axis)
+    ids = tuple(str(c) for c in rows["config_id"])
+    column = m.name if m.name in rows.columns else m.column
+    means = tuple(float(v) for v in rows[column]) if column in rows.columns else ()
+    cis = tuple(config_interval(results, m, cid, objective) for cid in ids) if with_ci else None
+    if not means and cis:
+        means = tuple(c.mean if c else float("nan") for c in cis)
+    return Curve(chunking, tuple(float(v) for v in rows[axis]), ids, means, cis)

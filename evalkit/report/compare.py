@@ -1,4 +1,8 @@
-"""Run over run: the same configs in an earlier run, their metric deltas and flipped questions (pure)."""
+"""Run over run: the same configs in an earlier run, their metric deltas and flipped questions (pure).
+
+Configs are matched by their grid coordinates (chunking, retriever, reranker when both runs record it,
+top_k, threshold), not by the config_id string, so a run made before the id format changed still matches.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import pandas as pd
 from evalkit.report.data import Run
 
 COMPARED = ("recall", "hit", "context_precision", "ndcg", "mrr", "zero_hit_answerable", "zero_hit_unanswerable")
+KEY_COLUMNS = ("chunking", "retriever", "reranker", "top_k", "threshold")
 
 
 @dataclass(frozen=True)
@@ -32,35 +37,49 @@ class RunDelta:
     only_now: int
     only_earlier: int
     deltas: pd.DataFrame
-    """config_id, metric, earlier, now, delta for every matching config and metric."""
+    """config_id (this run's), metric, earlier, now, delta for every matching config and metric."""
     flips: tuple[Flip, ...]
+
+
+def _keys(summary: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
+    """config_id -> grid coordinates (thresholds rounded, never compared with ``==`` as floats)."""
+    parts = [summary[c].round(9).astype(str) if c == "threshold" else summary[c].astype(str) for c in columns]
+    key = parts[0].str.cat(parts[1:], sep="|") if len(parts) > 1 else parts[0]
+    return pd.Series(key.to_numpy(), index=summary["config_id"].astype(str).to_numpy())
+
+
+def match_configs(now: pd.DataFrame, earlier: pd.DataFrame) -> dict[str, str]:
+    """This run's config_id -> the earlier run's config_id at the same grid point."""
+    columns = [c for c in KEY_COLUMNS if c in now.columns and c in earlier.columns]
+    before = {key: cid for cid, key in _keys(earlier, columns).items()}
+    return {cid: before[key] for cid, key in _keys(now, columns).items() if key in before}
 
 
 def compare_runs(now: Run, earlier: Run, focus: Sequence[str]) -> RunDelta:
     """Deltas of summary means for configs present in both runs; hit flips for the ``focus`` configs."""
+    pairs = match_configs(now.summary, earlier.summary)
     metrics = [m for m in COMPARED if m in now.summary.columns and m in earlier.summary.columns]
     left = earlier.summary.set_index("config_id")[metrics]
     right = now.summary.set_index("config_id")[metrics]
-    common = [c for c in right.index if c in left.index]
-    frames = []
-    for metric in metrics:
-        frames.append(
-            pd.DataFrame(
-                {
-                    "config_id": common,
-                    "metric": metric,
-                    "earlier": left.loc[common, metric].to_numpy(dtype=float),
-                    "now": right.loc[common, metric].to_numpy(dtype=float),
-                }
-            )
+    common = list(pairs)
+    frames = [
+        pd.DataFrame(
+            {
+                "config_id": common,
+                "metric": metric,
+                "earlier": left.loc[[pairs[c] for c in common], metric].to_numpy(dtype=float),
+                "now": right.loc[common, metric].to_numpy(dtype=float),
+            }
         )
+        for metric in metrics
+    ]
     deltas = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["config_id", "metric"])
     deltas["delta"] = deltas["now"] - deltas["earlier"]
     flips: list[Flip] = []
     for config_id in dict.fromkeys(focus):
-        if config_id not in common:
+        if config_id not in pairs:
             continue
-        before = _hits(earlier, config_id)
+        before = _hits(earlier, pairs[config_id])
         after = _hits(now, config_id)
         joined = pd.concat([before.rename("before"), after.rename("after")], axis=1, join="inner").dropna()
         changed = joined[joined["before"] != joined["after"]]
@@ -70,7 +89,7 @@ def compare_runs(now: Run, earlier: Run, focus: Sequence[str]) -> RunDelta:
         same_labelset=now.labelset_fingerprint == earlier.labelset_fingerprint,
         n_matching=len(common),
         only_now=len(right.index) - len(common),
-        only_earlier=len(left.index) - len(common),
+        only_earlier=len(left.index) - len(set(pairs.values())),
         deltas=deltas,
         flips=tuple(flips),
     )

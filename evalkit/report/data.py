@@ -53,12 +53,14 @@ class Run:
     """One row per config."""
     chunkings: pd.DataFrame
     """One row per chunking: n_chunks, stored_chars, indexed_chars, gold_cut_share, texts_embedded."""
-    calibration: Mapping[str, Any] | None = None
-    """calibration.json, when a rerank calibration ran."""
-    calibration_curve: pd.DataFrame | None = None
-    """calibration.parquet, when present."""
-    position: pd.DataFrame | None = None
-    """position.parquet (rows with arm, repeat, gold_bucket, correct), when present."""
+    calibration: pd.DataFrame | None = None
+    """calibration.parquet: threshold calibration per chunking and question class, when present."""
+    position_rows: pd.DataFrame | None = None
+    """position/rows.parquet (answers with arm, placement, repeat, gold_bucket, correct), when present."""
+    position_summary: pd.DataFrame | None = None
+    """position/summary.parquet (accuracy with CIs per arm, placement and bucket), when present."""
+    costs: Mapping[str, Any] | None = None
+    """costs.json: stuffing the corpus vs retrieving, when present."""
     chunk_health: Mapping[str, Any] | None = None
     """chunk_health.json, when present."""
     gate: Mapping[str, Any] | None = None
@@ -78,7 +80,12 @@ class Run:
 
     @property
     def has_cost(self) -> bool:
-        return files.COST_PER_QUERY in self.results.columns
+        """Whether configs carry $/query (in the summary, or per question in the results)."""
+        return files.COST_PER_QUERY in self.summary.columns or files.COST_PER_QUERY in self.results.columns
+
+    @property
+    def has_position(self) -> bool:
+        return self.position_rows is not None or self.position_summary is not None
 
     @property
     def config_ids(self) -> tuple[str, ...]:
@@ -153,9 +160,10 @@ def load_run(run_dir: str | Path) -> Run:
         results=results,
         summary=summary,
         chunkings=chunkings,
-        calibration=_optional_json(root / files.CALIBRATION_JSON),
-        calibration_curve=_optional_table(root / files.CALIBRATION_TABLE),
-        position=_optional_table(root / files.POSITION_TABLE),
+        calibration=_optional_table(root / files.CALIBRATION_TABLE),
+        position_rows=_optional_table(root / files.POSITION_ROWS),
+        position_summary=_optional_table(root / files.POSITION_SUMMARY),
+        costs=_optional_json(root / files.COSTS_JSON),
         chunk_health=_optional_json(root / files.CHUNK_HEALTH_JSON),
         gate=_optional_json(root / files.GATE_JSON),
     )

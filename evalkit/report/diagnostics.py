@@ -69,8 +69,12 @@ def overlap_rule(
                 continue
             wide = matrix(results, m, [lo_id, hi_id])
             c = stats.paired_bootstrap(
-                wide[lo_id].to_numpy(), wide[hi_id].to_numpy(), level=objective.level,
-                n_resamples=objective.n_resamples, seed=objective.seed, metric=m.name,
+                wide[lo_id].to_numpy(),
+                wide[hi_id].to_numpy(),
+                level=objective.level,
+                n_resamples=objective.n_resamples,
+                seed=objective.seed,
+                metric=m.name,
             )
             growth = n_hi / n_lo - 1
             arithmetic = (
@@ -79,14 +83,17 @@ def overlap_rule(
             )
             no_gain = c.delta_low <= 0.0
             if growth >= MIN_CHUNK_GROWTH and no_gain:
-                findings.append(Finding(
-                    "overlap", True,
-                    f"overlap {high} adds {growth:.0%} chunks for {fmt.signed_points(c.delta)} points "
-                    f"{_k_label(m.name, k)}, within noise",
-                    arithmetic,
-                    f"lower the overlap to {low} at chunk_size {size}: a {1 - n_lo / n_hi:.0%} smaller index "
-                    "for the same recall",
-                ))
+                findings.append(
+                    Finding(
+                        "overlap",
+                        True,
+                        f"overlap {high} adds {growth:.0%} chunks for {fmt.signed_points(c.delta)} points "
+                        f"{_k_label(m.name, k)}, within noise",
+                        arithmetic,
+                        f"lower the overlap to {low} at chunk_size {size}: a {1 - n_lo / n_hi:.0%} smaller index "
+                        "for the same recall",
+                    )
+                )
             else:
                 why = "the gain is beyond the noise" if not no_gain else "the index barely grows"
                 findings.append(Finding("overlap", False, f"overlap {high} at chunk_size {size}: {why}", arithmetic))
@@ -104,19 +111,23 @@ def top_k_rule(k_steps: tuple[Step, ...], summary: pd.DataFrame, metric: str) ->
         growth = after / before - 1 if before else np.nan
         arithmetic = (
             f"top_k {s.frm:g} → {s.to:g}: {fmt.num(before, 1)} → {fmt.num(after, 1)} chunks returned per question "
-            f"({growth:+.0%} context); {measure(metric).label} {fmt.delta(s.comparison)}"
+            f"({growth:+.0%} context); {measure(metric).label.replace('@k', '')} {fmt.delta(s.comparison)}"
         )
         if s.comparison.delta_low <= 0.0:
-            findings.append(Finding(
-                "top_k", True,
-                f"top_k {s.frm:g} → {s.to:g} adds {growth:.0%} context for {fmt.signed_points(s.comparison.delta)} "
-                "points, within noise",
-                arithmetic,
-                f"cut the input budget back to top_k {s.frm:g}",
-            ))
+            findings.append(
+                Finding(
+                    "top_k",
+                    True,
+                    f"top_k {s.frm:g} → {s.to:g} adds {growth:.0%} context for {fmt.signed_points(s.comparison.delta)} "
+                    "points, within noise",
+                    arithmetic,
+                    f"cut the input budget back to top_k {s.frm:g}",
+                )
+            )
         else:
-            findings.append(Finding("top_k", False, f"top_k {s.frm:g} → {s.to:g} still gains beyond the noise",
-                                    arithmetic))
+            findings.append(
+                Finding("top_k", False, f"top_k {s.frm:g} → {s.to:g} still gains beyond the noise", arithmetic)
+            )
     if not findings:
         findings.append(Finding("top_k", False, "not applicable: the grid has one top_k", ""))
     return tuple(findings)
@@ -133,35 +144,50 @@ def threshold_rule(
     chunking, k = str(rec["chunking"]), int(rec["top_k"])
     zero = steps(results, summary, measure("zero_hit_answerable"), chunking, "threshold", k, objective)
     gain = {s.to_id: s for s in steps(results, summary, measure(objective.metric), chunking, "threshold", k, objective)}
-    abstain = {s.to_id: s for s in steps(results, summary, measure("zero_hit_unanswerable"), chunking, "threshold", k,
-                                         objective)}
+    abstain = {
+        s.to_id: s
+        for s in steps(results, summary, measure("zero_hit_unanswerable"), chunking, "threshold", k, objective)
+    }
     findings = []
     if calibrated is not None:
-        fix = f"set the threshold at the calibrated value {calibrated:g} (calibration.json)"
+        fix = f"set the threshold at the calibrated value {calibrated:.3g} (calibration.parquet, all questions)"
     else:
-        fix = ("widen the candidate pool or lower the threshold; calibrate it with "
-               "`python -m evalkit.sweep reranker=local`")
+        fix = (
+            "widen the candidate pool or lower the threshold; calibrate it with python -m evalkit.sweep reranker=local"
+        )
     for s in zero:
         g, a = gain.get(s.to_id), abstain.get(s.to_id)
         c = s.comparison
         arithmetic = (
             f"threshold {s.frm:g} → {s.to:g} (chunking {chunking}, top_k {k}): zero-hit on answerable questions "
             f"{fmt.pct(c.baseline_mean)} → {fmt.pct(c.candidate_mean)} ({fmt.delta(c)})"
-            + (f"; {measure(objective.metric).label} {fmt.delta(g.comparison)}" if g else "")
-            + (f"; correct abstentions on unanswerable questions {fmt.pct(a.comparison.baseline_mean)} → "
-               f"{fmt.pct(a.comparison.candidate_mean)}" if a else "")
+            + (f"; {_k_label(objective.metric, k)} {fmt.delta(g.comparison)}" if g else "")
+            + (
+                f"; correct abstentions on unanswerable questions {fmt.pct(a.comparison.baseline_mean)} → "
+                f"{fmt.pct(a.comparison.candidate_mean)}"
+                if a
+                else ""
+            )
         )
         rose = c.delta_low > 0.0
         no_gain = g is None or g.comparison.delta_low <= 0.0
         if rose and no_gain:
-            findings.append(Finding(
-                "threshold", True,
-                f"threshold {s.to:g} raised zero-hit on answerable questions by {fmt.signed_points(c.delta)} points "
-                "without a recall gain", arithmetic, fix,
-            ))
+            findings.append(
+                Finding(
+                    "threshold",
+                    True,
+                    f"threshold {s.to:g} raised zero-hit on answerable questions by "
+                    f"{fmt.signed_points(c.delta)} points without a recall gain",
+                    arithmetic,
+                    fix,
+                )
+            )
         else:
-            findings.append(Finding("threshold", False, f"threshold {s.frm:g} → {s.to:g}: no significant rise in misses",
-                                    arithmetic))
+            findings.append(
+                Finding(
+                    "threshold", False, f"threshold {s.frm:g} → {s.to:g}: no significant rise in misses", arithmetic
+                )
+            )
     if not findings:
         findings.append(Finding("threshold", False, "not applicable: the grid has one threshold", ""))
     return tuple(findings)
@@ -179,20 +205,25 @@ def position_rule(position: PositionSummary | None) -> tuple[Finding, ...]:
         head, mid, tail = cis[i["head"]], cis[i["mid"]], cis[i["tail"]]
         if head is None or mid is None or tail is None:
             continue
-        arithmetic = (f"arm {arm}: accuracy head {fmt.interval(head)}, mid {fmt.interval(mid)}, "
-                      f"tail {fmt.interval(tail)}")
+        arithmetic = (
+            f"arm {arm}: accuracy head {fmt.interval(head)}, mid {fmt.interval(mid)}, tail {fmt.interval(tail)}"
+        )
         edge = max(head.mean, tail.mean)
         if mid.mean < min(head.mean, tail.mean) and mid.high < edge:
-            findings.append(Finding(
-                "position", True,
-                f"arm {arm}: wrong answers concentrate where the gold sits in the middle "
-                f"({fmt.pct(mid.mean)} vs {fmt.pct(edge)} at the better edge)",
-                arithmetic,
-                "fix placement and rerank (strongest chunks first and last), not chunk_size",
-            ))
+            findings.append(
+                Finding(
+                    "position",
+                    True,
+                    f"arm {arm}: wrong answers concentrate where the gold sits in the middle "
+                    f"({fmt.pct(mid.mean)} vs {fmt.pct(edge)} at the better edge)",
+                    arithmetic,
+                    "fix placement and rerank (strongest chunks first and last), not chunk_size",
+                )
+            )
         else:
-            findings.append(Finding("position", False, f"arm {arm}: no lost-in-the-middle dip beyond the noise",
-                                    arithmetic))
+            findings.append(
+                Finding("position", False, f"arm {arm}: no lost-in-the-middle dip beyond the noise", arithmetic)
+            )
     return tuple(findings)
 
 
@@ -204,12 +235,15 @@ def gold_cut_rule(chunkings: pd.DataFrame) -> tuple[Finding, ...]:
     for row in chunkings.sort_values("chunking").itertuples(index=False):
         share = float(row.gold_cut_share) if row.gold_cut_share is not None else np.nan
         if np.isfinite(share) and share > MAX_GOLD_CUT:
-            findings.append(Finding(
-                "gold_cut", True,
-                f"{row.chunking}: {fmt.pct(share)} of answer spans are cut by a chunk boundary",
-                f"gold_cut_share = {share:.3f} (answerable questions whose span no single chunk holds whole)",
-                "raise the overlap (or chunk_size) so answers are not split",
-            ))
+            findings.append(
+                Finding(
+                    "gold_cut",
+                    True,
+                    f"{row.chunking}: {fmt.pct(share)} of answer spans are cut by a chunk boundary",
+                    f"gold_cut_share = {share:.3f} (answerable questions whose span no single chunk holds whole)",
+                    "raise the overlap (or chunk_size) so answers are not split",
+                )
+            )
     return tuple(findings)
 
 

@@ -65,8 +65,9 @@ def select_questions(
 
 def highlight(text: str, offset: int, spans: Sequence[tuple[int, int]]) -> Markup:
     """Escape ``text`` (which starts at document offset ``offset``) with the given spans in ``<mark>``."""
-    cuts = sorted((max(s - offset, 0), min(e - offset, len(text))) for s, e in spans if e > offset and
-                  s < offset + len(text))
+    cuts = sorted(
+        (max(s - offset, 0), min(e - offset, len(text))) for s, e in spans if e > offset and s < offset + len(text)
+    )
     parts: list[str] = []
     at = 0
     for start, end in cuts:
@@ -129,17 +130,22 @@ def chunk_table(chunks: pd.DataFrame, documents: Mapping[str, str], gold: Sequen
             if int(c.end) > end:
                 text = join([text, "…"])
         rows.append(
-            tag("tr", [
-                tag("td", str(int(c.returned_rank)), class_="num"),
-                tag("td", fmt.num(float(c.score), 3), class_="num"),
-                tag("td", _pill(bool(c.relevant), "yes", "no")),
-                tag("td", tag("code", f"{c.doc_id} [{int(c.start)}:{int(c.end)}]")),
-                tag("td", tag("div", text, class_="chunk")),
-            ])
+            tag(
+                "tr",
+                [
+                    tag("td", str(int(c.returned_rank)), class_="num"),
+                    tag("td", fmt.num(float(c.score), 3), class_="num"),
+                    tag("td", _pill(bool(c.relevant), "yes", "no")),
+                    tag("td", tag("code", f"{c.doc_id} [{int(c.start)}:{int(c.end)}]")),
+                    tag("td", tag("div", text, class_="chunk")),
+                ],
+            )
         )
     head = join(tag("th", h) for h in ("rank", "score", "relevant", "document [start:end]", "chunk text"))
-    return Markup(f'<div class="scroll"><table class="data"><thead><tr>{head}</tr></thead>'
-                  f"<tbody>{join(rows)}</tbody></table></div>")
+    return Markup(
+        f'<div class="scroll"><table class="data"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{join(rows)}</tbody></table></div>"
+    )
 
 
 def question_details(
@@ -154,10 +160,17 @@ def question_details(
     """
     text = question.question if question else "(question not found in the labelled set)"
     short = text if len(text) <= 180 else text[:177] + "…"
-    outcomes = join(join([tag("span", f"{label}: ", class_="note"), outcome_pill(row), " "])
-                    for label, _, row, _ in configs)
-    summary = tag("summary", [tag("span", question_id, class_="qid"), tag("span", short, class_="qtext"),
-                              tag("span", outcomes, class_="outcome")])
+    outcomes = join(
+        join([tag("span", f"{label}: ", class_="note"), outcome_pill(row), " "]) for label, _, row, _ in configs
+    )
+    summary = tag(
+        "summary",
+        [
+            tag("span", question_id, class_="qid"),
+            tag("span", short, class_="qtext"),
+            tag("span", outcomes, class_="outcome"),
+        ],
+    )
     body: list[Markup] = [tag("p", [tag("strong", "Question: "), text])]
     if question is not None:
         answers = "; ".join(question.answers) if question.answers else "(none: unanswerable)"

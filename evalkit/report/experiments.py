@@ -1,4 +1,4 @@
-"""Optional data later stages add: the position experiment and cost (pure computations).
+"""Optional data later stages add: the position experiment, cost, calibration (pure computations).
 
 Each function takes the frame as read from the run folder and returns frozen
 records; the report renders them, or a "no data" note when the frame is absent.
@@ -15,56 +15,91 @@ import pandas as pd
 from evalkit import stats
 
 BUCKET_ORDER = ("head", "mid", "tail")
-POSITION_COLUMNS = ("question_id", "arm", "gold_bucket", "correct")
+ROW_COLUMNS = ("question_id", "arm", "gold_bucket", "correct")
+SUMMARY_COLUMNS = ("arm", "placement", "gold_bucket", "accuracy", "accuracy_low", "accuracy_high")
+SHUFFLE = "shuffle"
 
 
 @dataclass(frozen=True)
 class PositionSummary:
-    """Accuracy by where the gold passage sat in the context, per arm, and answer flips across repeats."""
+    """Accuracy by where the gold sat in the context, per arm, and answer flips across shuffled repeats."""
 
     buckets: tuple[str, ...]
     accuracy: Mapping[str, tuple[stats.Interval | None, ...]]
-    """arm -> one interval per bucket (per-question accuracy averaged over repeats)."""
-    flip_rate: Mapping[str, stats.Interval | None]
-    """arm -> share of questions whose correctness changed across shuffled repeats."""
-    n_rows: int
-    config_id: str | None
-    """The config the rows were filtered to, when the table names configs."""
+    """arm -> one interval per bucket, shuffled placements (question-weighted, CI over questions)."""
+    flip_rate: Mapping[str, float]
+    """arm -> share of questions whose correctness changed across repeats (NaN with one repeat)."""
+    controlled: tuple[tuple[str, str, stats.Interval | None], ...]
+    """(arm, placement, accuracy) for deterministic placements such as ``gold_at:mid``."""
+    source: str
+    """Which file the numbers come from."""
 
 
-def position_summary(
-    position: pd.DataFrame, level: float, n_resamples: int, seed: int, config_id: str | None = None
-) -> PositionSummary | None:
-    """Intervals per (arm, bucket) and flip rates; None when required columns are missing."""
-    if not set(POSITION_COLUMNS) <= set(position.columns):
+def _interval(row: Mapping[str, object], level: float) -> stats.Interval | None:
+    mean = float(row["accuracy"])  # type: ignore[arg-type]
+    if np.isnan(mean):
         return None
-    rows = position
-    chosen = None
-    if "config_id" in rows.columns and config_id is not None and (rows["config_id"] == config_id).any():
-        rows, chosen = rows[rows["config_id"] == config_id], config_id
-    rows = rows.assign(correct=rows["correct"].astype(float))
-    present = [str(b) for b in rows["gold_bucket"].dropna().unique()]
-    buckets = tuple([b for b in BUCKET_ORDER if b in present] + sorted(b for b in present if b not in BUCKET_ORDER))
+    n = int(row.get("n_questions", 0) or 0)  # type: ignore[call-overload]
+    low, high = float(row["accuracy_low"]), float(row["accuracy_high"])  # type: ignore[arg-type]
+    return stats.Interval(mean, low, high, n, level, str(row.get("ci_method") or "percentile"))
 
-    def ci(values: np.ndarray) -> stats.Interval | None:
-        values = values[~np.isnan(values)]
-        if values.size == 0:
+
+def _ordered(present: Sequence[str]) -> tuple[str, ...]:
+    kept = [b for b in BUCKET_ORDER if b in present]
+    return tuple(kept + sorted(b for b in present if b not in BUCKET_ORDER and b not in ("all", "none")))
+
+
+def position_from_summary(summary: pd.DataFrame, level: float) -> PositionSummary | None:
+    """The experiment's own summary table read as records (its intervals are already bootstrapped)."""
+    if not set(SUMMARY_COLUMNS) <= set(summary.columns):
+        return None
+    shuffled = summary[summary["placement"] == SHUFFLE]
+    buckets = _ordered([str(b) for b in shuffled["gold_bucket"].unique()])
+    accuracy: dict[str, tuple[stats.Interval | None, ...]] = {}
+    flips: dict[str, float] = {}
+    for arm, group in shuffled.groupby("arm", sort=False):
+        cells = {str(r["gold_bucket"]): r for r in group.to_dict("records")}
+        accuracy[str(arm)] = tuple(_interval(cells[b], level) if b in cells else None for b in buckets)
+        overall = cells.get("all", {})
+        flips[str(arm)] = float(overall.get("flip_rate", np.nan)) if overall else float("nan")
+    controlled = tuple(
+        (str(r["arm"]), str(r["placement"]), _interval(r, level))
+        for r in summary[(summary["placement"] != SHUFFLE) & (summary["gold_bucket"] == "all")].to_dict("records")
+    )
+    return PositionSummary(buckets, accuracy, flips, controlled, "summary")
+
+
+def position_from_rows(rows: pd.DataFrame, level: float, n_resamples: int, seed: int) -> PositionSummary | None:
+    """The same records computed from the answers (when the summary is missing, e.g. an interrupted run)."""
+    if not set(ROW_COLUMNS) <= set(rows.columns):
+        return None
+    scored = rows[rows["correct"].notna()]
+    scored = scored.assign(correct=scored["correct"].astype(bool).astype(float))
+    if "placement" in scored.columns:
+        controlled_rows = scored[scored["placement"] != SHUFFLE]
+        scored = scored[scored["placement"] == SHUFFLE]
+    else:
+        controlled_rows = scored.iloc[0:0]
+    buckets = _ordered([str(b) for b in scored["gold_bucket"].dropna().unique()])
+
+    def ci(frame: pd.DataFrame) -> stats.Interval | None:
+        shares = frame.groupby("question_id")["correct"].mean().to_numpy()
+        if shares.size == 0:
             return None
-        return stats.bootstrap_ci(values, level=level, n_resamples=n_resamples, seed=seed)
+        return stats.bootstrap_ci(shares, level=level, n_resamples=n_resamples, seed=seed)
 
     accuracy: dict[str, tuple[stats.Interval | None, ...]] = {}
-    flips: dict[str, stats.Interval | None] = {}
-    for arm, group in rows.groupby("arm", sort=True):
-        per_q = group.groupby(["gold_bucket", "question_id"])["correct"].mean()
-        accuracy[str(arm)] = tuple(ci(per_q.loc[b].to_numpy()) if b in per_q.index.get_level_values(0) else None
-                                   for b in buckets)
-        if "repeat" in group.columns:
-            spread = group.groupby("question_id")["correct"].agg(["min", "max", "size"])
-            repeated = spread[spread["size"] > 1]
-            flips[str(arm)] = ci((repeated["max"] > repeated["min"]).astype(float).to_numpy())
-        else:
-            flips[str(arm)] = None
-    return PositionSummary(buckets, accuracy, flips, len(rows), chosen)
+    flips: dict[str, float] = {}
+    for arm, group in scored.groupby("arm", sort=False):
+        accuracy[str(arm)] = tuple(ci(group[group["gold_bucket"] == b]) for b in buckets)
+        spread = group.groupby("question_id")["correct"].agg(["min", "max", "size"])
+        repeated = spread[spread["size"] > 1]
+        flips[str(arm)] = float((repeated["max"] > repeated["min"]).mean()) if len(repeated) else float("nan")
+    controlled = tuple(
+        (str(arm), str(placement), ci(group))
+        for (arm, placement), group in controlled_rows.groupby(["arm", "placement"], sort=False)
+    )
+    return PositionSummary(buckets, accuracy, flips, controlled, "rows")
 
 
 def pareto_front(points: pd.DataFrame, cost: str, quality: str) -> tuple[str, ...]:
@@ -80,6 +115,11 @@ def pareto_front(points: pd.DataFrame, cost: str, quality: str) -> tuple[str, ..
     return tuple(front)
 
 
-def numeric_columns(frame: pd.DataFrame, exclude: Sequence[str]) -> tuple[str, ...]:
-    """Numeric columns of a table, for plotting a calibration curve whatever it records."""
-    return tuple(c for c in frame.columns if c not in exclude and pd.api.types.is_numeric_dtype(frame[c]))
+def calibrated_threshold(calibration: pd.DataFrame | None, chunking: str) -> float | None:
+    """The recommended threshold of one chunking for all questions (class ``all``), when calibrated."""
+    if calibration is None or not {"chunking", "question_class", "recommended_threshold"} <= set(calibration.columns):
+        return None
+    rows = calibration[(calibration["chunking"] == chunking) & (calibration["question_class"] == "all")]
+    if rows.empty or pd.isna(rows["recommended_threshold"].iloc[0]):
+        return None
+    return float(rows["recommended_threshold"].iloc[0])

@@ -24,22 +24,28 @@ REPORT_HTML = "index.html"
 GATE_JSON = "gate.json"
 GATE_MD = "gate.md"
 
-# Optional, written by later stages. Expected shapes:
-CALIBRATION_JSON = "calibration.json"
-"""Rerank threshold calibration: ``{"reranker": str, "threshold": float, "method": str, ...}``
-(``threshold`` is the calibrated value; other scalar keys are shown as given)."""
+# Optional: written by later stages, or absent from runs made before them. Expected shapes:
 CALIBRATION_TABLE = "calibration.parquet"
-"""The calibration curve: a ``threshold`` column plus any of ``precision``, ``recall``, ``hit``,
-``zero_hit_answerable``, ``zero_hit_unanswerable``, ``f1`` (one row per threshold)."""
-POSITION_TABLE = "position.parquet"
-"""Position experiment rows: ``question_id``, ``arm``, ``repeat``, ``gold_bucket``
-(``head``/``mid``/``tail``), ``correct`` (bool); optional ``config_id``."""
+"""Threshold calibration per chunking and question class (evalkit/calibration.py ``Calibration``):
+chunking, stage (the score calibrated: retriever's or ``rerank``), question_class (``all`` first),
+n_relevant_best, n_irrelevant_best, overlap_low, overlap_high, separable, recommended_threshold,
+zero_hit_answerable_at_recommended, zero_hit_unanswerable_at_recommended."""
+POSITION_DIR = "position"
+POSITION_ROWS = f"{POSITION_DIR}/rows.parquet"
+"""Position experiment answers: question_id, arm, placement, repeat, gold_bucket (head/mid/tail/none),
+correct (nullable bool; NA = not scored), ... (evalkit/position.py ``ROW_COLUMNS``)."""
+POSITION_SUMMARY = f"{POSITION_DIR}/summary.parquet"
+"""One row per (arm, placement, gold_bucket incl. ``all``): accuracy, accuracy_low, accuracy_high,
+n_questions, flip_rate (on ``all`` rows)."""
 CHUNK_HEALTH_JSON = "chunk_health.json"
-"""Chunk-health findings: ``{"findings": [{"chunking", "rule", "count", "share", "message", "examples"}]}``."""
-COST_PER_QUERY = "cost_per_query"
-"""Column of results/summary: US dollars per query (per question in results, mean in summary)."""
-COST_PER_DAY = "cost_per_day"
-"""Column of results/summary: US dollars per day at the configured query volume."""
+"""Chunk-health findings (evalkit/health.py ``ChunkHealth.findings``): ``{"findings": [{"chunking", "rule",
+"count", "share", "message", "examples": [{"chunk_id", "doc_id", "start", "end", "detail"}]}]}``."""
+COSTS_JSON = "costs.json"
+"""Stuffing the corpus vs retrieving, per query and per day (evalkit/costing.py ``stuffing_decision``)."""
+COST_PER_QUERY = "cost_per_query_usd"
+"""US dollars per query: a summary column (mean per config); also read per question from results when present."""
+COST_PER_DAY = "cost_per_day_usd"
+"""US dollars per day at the configured query volume (summary column)."""
 COST_COLUMNS = (COST_PER_QUERY, COST_PER_DAY)
 
 
@@ -59,25 +65,25 @@ class OptionalSource:
 
 RERANK = OptionalSource(
     "calibration",
-    "Threshold calibration (rerank)",
-    f"{CALIBRATION_JSON} / {CALIBRATION_TABLE}",
+    "Threshold calibration",
+    CALIBRATION_TABLE,
     "python -m evalkit.sweep reranker=local",
 )
 POSITION = OptionalSource(
     "position",
     "Accuracy by gold position",
-    POSITION_TABLE,
-    "python -m evalkit.sweep generator=local experiment=position",
+    f"{POSITION_SUMMARY} / {POSITION_ROWS}",
+    "python -m evalkit.sweep +experiment=position",
 )
 COST = OptionalSource(
     "cost",
     "Cost against quality",
-    f"columns {COST_PER_QUERY}, {COST_PER_DAY} in {RESULTS}",
-    "python -m evalkit.sweep pricing=anthropic",
+    f"column {COST_PER_QUERY} in {SUMMARY}",
+    "python -m evalkit.sweep   (the cost: block of conf/config.yaml prices every config)",
 )
 CHUNK_HEALTH = OptionalSource(
     "chunk-health",
     "Chunk health",
     CHUNK_HEALTH_JSON,
-    "python -m evalkit.sweep chunk_health=true",
+    "python -m evalkit.sweep   (a sweep that writes chunk_health.json)",
 )

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 from evalkit import stats
 
@@ -28,6 +30,8 @@ def signed_points(x: float | None, digits: int = 1) -> str:
     """A difference of proportions in percentage points: 0.012 -> ``+1.2``."""
     if not _finite(x):
         return "n/a"
+    if x != 0 and abs(100 * x) < 0.5 * 10**-digits:
+        digits += 1  # never print a nonzero difference as "-0.0"
     return f"{100 * x:+.{digits}f}".replace("-", MINUS)
 
 
@@ -61,6 +65,22 @@ def delta(c: stats.PairedComparison | None, proportion: bool = True) -> str:
     if proportion:
         return f"{signed_points(c.delta)} points [{signed_points(c.delta_low)}, {signed_points(c.delta_high)}]"
     return f"{_signed_money(c.delta)} [{_signed_money(c.delta_low)}, {_signed_money(c.delta_high)}]"
+
+
+def check_delta(check: Mapping[str, Any]) -> str:
+    """A gate check's difference: points with CI for proportions; dollars and percent otherwise."""
+    if check.get("proportion", True):
+        return (
+            f"{signed_points(check['delta'])} [{signed_points(check['delta_low'])}, "
+            f"{signed_points(check['delta_high'])}] points"
+        )
+    base, delta = check.get("baseline"), check.get("delta")
+    text = _signed_money(delta) if _finite(delta) else "n/a"
+    if _finite(base) and base and _finite(delta):
+        text += f" ({100 * delta / base:+.0f}%)".replace("-", MINUS)
+    if check.get("method") != "point" and _finite(check.get("delta_low")) and _finite(check.get("delta_high")):
+        text += f" [{_signed_money(check['delta_low'])}, {_signed_money(check['delta_high'])}]"
+    return text
 
 
 def _signed_money(x: float) -> str:

@@ -62,6 +62,7 @@ def _candidates() -> list[str]:
     from matplotlib import font_manager
 
     paths = sorted(set(font_manager.findSystemFonts(fontext="ttf")))
+
     def rank(path: str) -> tuple[int, str]:
         name = Path(path).name.lower().replace("-", "").replace("_", "").replace(" ", "")
         hits = [i for i, frag in enumerate(PREFERRED) if frag.replace("-", "") in name]

@@ -19,6 +19,12 @@ class Markup(str):
 
     __slots__ = ()
 
+    def __add__(self, other: object) -> Markup:
+        return Markup(str.__add__(self, esc(other)))
+
+    def __radd__(self, other: object) -> Markup:
+        return Markup(str.__add__(esc(other), self))
+
 
 Cell = str | int | float | Markup | None
 
@@ -40,10 +46,8 @@ def tag(name: str, content: Cell | Iterable[Cell] = "", **attrs: object) -> Mark
     rendered = "".join(
         f' {key.rstrip("_").replace("_", "-")}="{esc(val)}"' for key, val in attrs.items() if val is not None
     )
-    if isinstance(content, str | int | float) or content is None:
-        body = esc(content)
-    else:
-        body = join(esc(c) for c in content)
+    scalar = isinstance(content, str | int | float) or content is None
+    body = esc(content) if scalar else join(esc(c) for c in content)  # type: ignore[union-attr]
     return Markup(f"<{name}{rendered}>{body}</{name}>")
 
 
@@ -90,7 +94,8 @@ body{margin:0;background:var(--bg);color:var(--ink);font:15px/1.5 system-ui,-app
 header.top{background:#1d2433;color:#fff;padding:18px 32px}
 header.top h1{margin:0;font-size:22px;font-weight:600}
 header.top p{margin:4px 0 0;color:#c9d1de;font-size:13px}
-nav.toc{padding:8px 32px;background:#fff;border-bottom:1px solid var(--line);font-size:13px;position:sticky;top:0;z-index:5}
+nav.toc{padding:8px 32px;background:#fff;border-bottom:1px solid var(--line);font-size:13px;position:sticky;top:0;
+z-index:5}
 nav.toc a{color:var(--accent);text-decoration:none;margin-right:14px;white-space:nowrap;display:inline-block}
 main{max-width:1180px;margin:0 auto;padding:20px 24px 60px}
 .card{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:18px 22px;margin:0 0 18px}
@@ -107,7 +112,7 @@ p{margin:6px 0}
 .scroll{overflow-x:auto;max-width:100%}
 table.data{border-collapse:collapse;width:100%;font-size:13px;margin:6px 0 10px}
 table.data th{text-align:left;background:#f0f2f6;border-bottom:1px solid var(--line);padding:5px 8px;white-space:nowrap}
-table.data td{border-bottom:1px solid #eef1f5;padding:4px 8px;vertical-align:top;overflow-wrap:anywhere}
+table.data td{border-bottom:1px solid #eef1f5;padding:4px 8px;vertical-align:top;overflow-wrap:break-word}
 table.data td.num,table.data th.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
 table.data tr.hl td{background:#eef4ff}
 code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px;background:#f0f2f6;
@@ -131,8 +136,9 @@ max-height:260px;overflow:auto;overflow-wrap:anywhere}
 .chunk{white-space:pre-wrap;font-size:12.5px;max-height:180px;overflow:auto;overflow-wrap:anywhere}
 mark{background:var(--mark);padding:0 1px;border-radius:2px}
 .toolbar{display:flex;gap:8px;align-items:center;margin:8px 0;flex-wrap:wrap}
-.toolbar input{padding:5px 8px;border:1px solid var(--line);border-radius:4px;min-width:260px;font:inherit}
-.toolbar button{padding:5px 10px;border:1px solid var(--line);border-radius:4px;background:#fff;cursor:pointer;font:inherit}
+.toolbar input{padding:5px 8px;border:1px solid var(--line);border-radius:4px;min-width:340px;font:inherit}
+.toolbar button{padding:5px 10px;border:1px solid var(--line);border-radius:4px;background:#fff;cursor:pointer;
+font:inherit}
 .kv{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;font-size:13px}
 .kv dt{color:var(--muted)}.kv dd{margin:0;overflow-wrap:anywhere}
 footer{color:var(--muted);font-size:12px;text-align:center;padding:20px}

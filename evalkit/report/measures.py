@@ -48,8 +48,8 @@ MEASURES: dict[str, Measure] = {
         Measure("recall_trec", "recall_trec@k", "recall_trec"),
         Measure("zero_hit_answerable", "zero-hit (answerable: misses)", "zero_hit", "answerable", False),
         Measure("zero_hit_unanswerable", "zero-hit (unanswerable: abstentions)", "zero_hit", "unanswerable", True),
-        Measure(files.COST_PER_QUERY, "$ per query", files.COST_PER_QUERY, "all", False, False),
-        Measure(files.COST_PER_DAY, "$ per day", files.COST_PER_DAY, "all", False, False),
+        Measure("cost_per_query", "$ per query", files.COST_PER_QUERY, "all", False, False),
+        Measure("cost_per_day", "$ per day", files.COST_PER_DAY, "all", False, False),
     )
 }
 
@@ -89,7 +89,11 @@ def matrix(results: pd.DataFrame, m: Measure, config_ids: list[str] | None = Non
     """question_id x config_id values of one measure (NaN where undefined)."""
     rows = results if config_ids is None else results[results["config_id"].isin(config_ids)]
     frame = pd.DataFrame(
-        {"question_id": rows["question_id"].to_numpy(), "config_id": rows["config_id"].to_numpy(), "v": _masked(rows, m)}
+        {
+            "question_id": rows["question_id"].to_numpy(),
+            "config_id": rows["config_id"].to_numpy(),
+            "v": _masked(rows, m),
+        }
     )
     wide = frame.drop_duplicates(["question_id", "config_id"]).set_index(["question_id", "config_id"])["v"].unstack()
     return wide if config_ids is None else wide.reindex(columns=config_ids)

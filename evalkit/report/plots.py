@@ -49,8 +49,7 @@ def series_from_intervals(label: str, x: Sequence[float], cis: Sequence[stats.In
 
 def _style(font: FontStatus) -> dict[str, object]:
     return {
-        "font.family": "sans-serif",
-        "font.sans-serif": font.families,
+        "font.family": font.families,  # a list: matplotlib falls back per glyph (3.6+)
         "font.size": 9,
         "axes.titlesize": 10,
         "axes.labelsize": 9,
@@ -90,6 +89,8 @@ def heatmaps(grids: Mapping[str, pd.DataFrame], marks: Mapping[str, tuple[int, i
     ``grids``: title -> frame (index chunk_size, columns overlap). ``marks``: label -> (size, overlap)
     cell to outline (the recommended and baseline configs).
     """
+    from matplotlib.ticker import MaxNLocator
+
     n = len(grids)
     cols = min(n, 3)
     rows = -(-n // cols)
@@ -99,7 +100,9 @@ def heatmaps(grids: Mapping[str, pd.DataFrame], marks: Mapping[str, tuple[int, i
     for ax, (title, grid) in zip(axes.flat, grids.items(), strict=False):
         data = grid.to_numpy(dtype=float)
         cmap = "viridis_r" if title in lower_better else "viridis"
-        image = ax.imshow(data, cmap=cmap, aspect="auto", vmin=np.nanmin(data), vmax=np.nanmax(data) + 1e-12)
+        low, high = float(np.nanmin(data)), float(np.nanmax(data))
+        flat = high - low < 1e-12  # every cell equal: a neutral scale, dark text
+        image = ax.imshow(data, cmap=cmap, aspect="auto", vmin=low, vmax=high + 0.01 * flat)
         ax.set_xticks(range(grid.shape[1]), [str(c) for c in grid.columns])
         ax.set_yticks(range(grid.shape[0]), [str(i) for i in grid.index])
         ax.set_xlabel("chunk_overlap")
@@ -109,14 +112,18 @@ def heatmaps(grids: Mapping[str, pd.DataFrame], marks: Mapping[str, tuple[int, i
         mid = (np.nanmin(data) + np.nanmax(data)) / 2
         for (i, j), v in np.ndenumerate(data):
             if np.isfinite(v):
-                dark = (v < mid) != (title in lower_better)
-                ax.text(j, i, f"{100 * v:.1f}", ha="center", va="center", fontsize=8, color="white" if dark else "black")
+                dark = not flat and (v < mid) != (title in lower_better)
+                ax.text(
+                    j, i, f"{100 * v:.1f}", ha="center", va="center", fontsize=8, color="white" if dark else "black"
+                )
         for m, (label, (size, overlap)) in enumerate(marks.items()):
             if size in grid.index and overlap in grid.columns:
                 i, j = list(grid.index).index(size), list(grid.columns).index(overlap)
                 line, color = styles.get(m, ("-", GREY))
                 ax.add_patch(_box(j, i, line, color, label))
-        fig.colorbar(image, ax=ax, shrink=0.8, format=lambda v, _: f"{100 * v:.0f}%")  # type: ignore[attr-defined]
+        bar = fig.colorbar(image, ax=ax, shrink=0.8, format=lambda v, _: f"{100 * v:.1f}%")  # type: ignore[attr-defined]
+        bar.locator = MaxNLocator(4)
+        bar.update_ticks()
     for ax in list(axes.flat)[n:]:
         ax.set_visible(False)
     if marks:
@@ -163,8 +170,15 @@ def lines(
         if vlines and title in vlines:
             at, label = vlines[title]
             ax.axvline(at, color=RED, ls="--", lw=1.2)
-            ax.annotate(label, (at, 0.02), xycoords=("data", "axes fraction"), xytext=(4, 0),
-                        textcoords="offset points", color=RED, fontsize=8)
+            ax.annotate(
+                label,
+                (at, 0.02),
+                xycoords=("data", "axes fraction"),
+                xytext=(4, 0),
+                textcoords="offset points",
+                color=RED,
+                fontsize=8,
+            )
         if log_x:
             ax.set_xscale("log", base=2)
         xs = sorted({v for s in group for v in s.x})
@@ -185,10 +199,14 @@ def lines(
 def bars(panels: Mapping[str, Mapping[str, float]]) -> object:
     """Horizontal bar counts, one panel per breakdown (labels may be Chinese)."""
     n = len(panels)
-    height = max(2.2, 0.28 * max((len(v) for v in panels.values()), default=1) + 0.9)
-    fig = _figure(3.3 * n, height)
-    axes = fig.subplots(1, n, squeeze=False)[0]  # type: ignore[attr-defined]
-    for ax, (title, counts) in zip(axes, panels.items(), strict=True):
+    cols = min(n, 3)
+    rows = -(-n // cols)
+    height = max(1.9, 0.26 * max((len(v) for v in panels.values()), default=1) + 0.8)
+    fig = _figure(3.6 * cols, height * rows)
+    axes = list(fig.subplots(rows, cols, squeeze=False).flat)  # type: ignore[attr-defined]
+    for ax in list(axes)[n:]:
+        ax.set_visible(False)
+    for ax, (title, counts) in zip(axes, panels.items(), strict=False):
         labels = list(counts)[::-1]
         values = [counts[k] for k in labels]
         ax.barh(range(len(labels)), values, color=BLUE, height=0.6)
@@ -233,9 +251,37 @@ def pareto(points: pd.DataFrame, front: Sequence[str], x: str, y: str, highlight
         row = points[points["config_id"] == config_id]
         if not row.empty:
             ax.scatter(row[x], 100 * row[y], s=60, facecolors="none", edgecolors=RED, lw=1.5)
-            ax.annotate(label, (float(row[x].iloc[0]), 100 * float(row[y].iloc[0])), xytext=(5, 5),
-                        textcoords="offset points", fontsize=8, color=RED)
+            ax.annotate(
+                label,
+                (float(row[x].iloc[0]), 100 * float(row[y].iloc[0])),
+                xytext=(5, 5),
+                textcoords="offset points",
+                fontsize=8,
+                color=RED,
+            )
     ax.set_xlabel(x)
     ax.set_ylabel(f"{y} %")
     ax.legend(loc="lower right")
+    return fig
+
+
+def score_histograms(
+    relevant: Sequence[float], irrelevant: Sequence[float], thresholds: Sequence[float], calibrated: float | None
+) -> object:
+    """Per question: the best relevant candidate's score against the best irrelevant one's."""
+    fig = _figure(6.0, 3.0)
+    ax = fig.add_subplot()  # type: ignore[attr-defined]
+    rel, irr = np.asarray(relevant, dtype=float), np.asarray(irrelevant, dtype=float)
+    rel, irr = rel[np.isfinite(rel)], irr[np.isfinite(irr)]
+    both = np.concatenate([rel, irr]) if rel.size + irr.size else np.zeros(1)
+    bins = np.linspace(float(both.min()), float(both.max()) + 1e-9, 31)
+    ax.hist(irr, bins=bins, alpha=0.55, color=ORANGE, label=f"best irrelevant (n={irr.size})")
+    ax.hist(rel, bins=bins, alpha=0.55, color=BLUE, label=f"best relevant (n={rel.size})")
+    for t in thresholds:
+        ax.axvline(t, color=GREY, ls=":", lw=1)
+    if calibrated is not None:
+        ax.axvline(calibrated, color=RED, ls="--", lw=1.4, label=f"calibrated {calibrated:.3g}")
+    ax.set_xlabel("score (dotted: the grid's thresholds)")
+    ax.set_ylabel("questions")
+    ax.legend(loc="upper right")
     return fig

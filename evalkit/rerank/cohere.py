@@ -27,15 +27,19 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from evalkit.cache import cache_key, text_hash
 from evalkit.rerank.base import RerankCounter, Reranker, RerankError
 
-API_KEY_VARIABLES = ("COHERE_API_KEY", "CO_API_KEY")
-"""Environment variables read for the key, in order (the SDK documents ``CO_API_KEY``)."""
+if TYPE_CHECKING:
+    from evalkit.pricing import RerankPrice
+
+DEFAULT_API_KEY_ENV = "COHERE_API_KEY"
+SDK_API_KEY_ENV = "CO_API_KEY"
+"""The variable the SDK itself documents; read when ``api_key_env`` is unset."""
 
 DEFAULT_MODEL = "rerank-v3.5"
 DEFAULT_MAX_TOKENS_PER_DOC = 4096
@@ -62,6 +66,8 @@ class CohereReranker(Reranker):
         max_tokens_per_doc: int = DEFAULT_MAX_TOKENS_PER_DOC,
         base_url: str | None = None,
         api_key: str | None = None,
+        api_key_env: str = DEFAULT_API_KEY_ENV,
+        price: RerankPrice | None = None,
         timeout: float = 60.0,
         max_retries: int = 4,
         retry_base_delay: float = 1.0,
@@ -76,7 +82,10 @@ class CohereReranker(Reranker):
                 ``rerank_scores`` splits larger pools. A multiple of 100 wastes no search unit.
             max_tokens_per_doc: truncation length; part of the cache key since it changes scores.
             base_url: API root; None keeps the SDK default (``CO_API_URL`` or api.cohere.com).
-            api_key: the key; None reads ``COHERE_API_KEY`` then ``CO_API_KEY``.
+            api_key: the key; None reads the variable ``api_key_env`` (then ``CO_API_KEY``).
+            api_key_env: environment variable holding the key.
+            price: the model's price (``conf/pricing/cohere.yaml``), so a budget guard can price
+                each request before it is sent; without it :meth:`request_cost_usd` raises.
             timeout: seconds per HTTP request.
             max_retries: retries of a 429/5xx/timeout after the first attempt.
             retry_base_delay: first backoff in seconds; doubles each retry, with full jitter.
@@ -97,8 +106,22 @@ class CohereReranker(Reranker):
         self.retry_base_delay = retry_base_delay
         self.retry_max_delay = retry_max_delay
         self.timeout = timeout
+        self.price = price
+        self.api_key_env = api_key_env
         self._sleep = sleep
-        self._client = _make_client(_resolve_api_key(api_key), base_url, timeout)
+        self._client = _make_client(_resolve_api_key(api_key, api_key_env), base_url, timeout)
+
+    def request_cost_usd(self, n_documents: int) -> float:
+        """Dollars for one request: search units (one per ``documents_per_search`` documents) times the price."""
+        if self.price is None:
+            # Returning 0 would let a budget-capped sweep spend without limit; refuse instead.
+            raise RerankError(
+                f"reranker=cohere has no price for {self.model_id}: pass price=load_price_table(...)"
+                f".reranker({self.model_id!r}) (conf/pricing/cohere.yaml) so the budget guard can price requests"
+            )
+        from evalkit.costs import rerank_cost
+
+        return rerank_cost(1, n_documents, self.price).usd
 
     def key(self, query: str, document: str) -> str:
         """Cache key; includes ``max_tokens_per_doc`` because truncation changes the score."""
@@ -130,6 +153,7 @@ class CohereReranker(Reranker):
     def _send(self, query: str, documents: list[str], counter: RerankCounter | None) -> tuple[Any, int]:
         """The response and the number of HTTP requests it took."""
         from cohere.core.api_error import ApiError
+        from cohere.core.parse_error import ParsingError
         from httpx import TransportError
 
         for attempt in range(self.max_retries + 1):
@@ -150,13 +174,18 @@ class CohereReranker(Reranker):
                 retryable = status in _RETRYABLE_STATUS
                 if not retryable or attempt == self.max_retries:
                     self._count_failure(counter, attempt + 1)
-                    raise RerankError(_describe(exc, self.model_id, attempt + 1, retryable)) from exc
+                    raise RerankError(_describe(exc, self.model_id, attempt + 1, retryable, self.api_key_env)) from exc
                 self._sleep(self._delay(attempt, exc.headers))
+            except ParsingError as exc:  # a reply of the wrong shape: retrying will not change it
+                self._count_failure(counter, attempt + 1)
+                raise RerankError(
+                    f"Cohere rerank ({self.model_id}) returned an unexpected response (HTTP {exc.status_code}): {exc}"
+                ) from exc
             except TransportError as exc:  # connection refused/reset, timeouts: transient
                 if attempt == self.max_retries:
                     self._count_failure(counter, attempt + 1)
                     raise RerankError(
-                        f"Cohere rerank ({self.model_id}) failed after {attempt + 1} attempts: "
+                        f"Cohere rerank ({self.model_id}) failed after {_attempts(attempt + 1)}: "
                         f"{type(exc).__name__}: {exc}"
                     ) from exc
                 self._sleep(self._delay(attempt, None))
@@ -178,16 +207,16 @@ class CohereReranker(Reranker):
         return random.uniform(0.0, ceiling)
 
 
-def _resolve_api_key(api_key: str | None) -> str:
+def _resolve_api_key(api_key: str | None, api_key_env: str) -> str:
     if api_key:
         return api_key
-    for name in API_KEY_VARIABLES:
+    for name in dict.fromkeys((api_key_env, SDK_API_KEY_ENV)):
         value = os.environ.get(name, "").strip()
         if value:
             return value
     raise RerankError(
-        "reranker=cohere needs an API key: set COHERE_API_KEY (or CO_API_KEY), "
-        "or use the offline reranker with reranker=local"
+        f"reranker=cohere needs an API key: set {api_key_env} (or {SDK_API_KEY_ENV}), "
+        "or rerank offline with reranker=local (or reranker=e5)"
     )
 
 
@@ -205,11 +234,17 @@ def _make_client(api_key: str, base_url: str | None, timeout: float) -> Any:
 
 def _scores_in_input_order(response: Any, n_documents: int) -> np.ndarray:
     scores = np.full(n_documents, np.nan, dtype=np.float64)
-    for result in response.results or []:
-        index = int(result.index)
+    results = getattr(response, "results", None)
+    if not isinstance(results, list):
+        raise RerankError(f"Cohere rerank returned no results list (got {type(results).__name__})")
+    for result in results:
+        try:
+            index, score = int(result.index), float(result.relevance_score)
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise RerankError(f"Cohere rerank returned a malformed result: {result!r}") from exc
         if not 0 <= index < n_documents:
             raise RerankError(f"Cohere rerank returned index {index} for {n_documents} documents")
-        scores[index] = float(result.relevance_score)
+        scores[index] = score
     missing = int(np.isnan(scores).sum())
     if missing:
         # top_n is len(documents), so every document must come back; a silent gap would rank as -inf.
@@ -248,15 +283,20 @@ def _retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
-def _describe(exc: Any, model: str, attempts: int, retryable: bool) -> str:
+def _attempts(n: int) -> str:
+    return f"{n} attempt" if n == 1 else f"{n} attempts"
+
+
+def _describe(exc: Any, model: str, attempts: int, retryable: bool, api_key_env: str) -> str:
     """One line: status, the server's message, and what to do about it."""
     status = exc.status_code
     body = exc.body
     message = body.get("message") if isinstance(body, Mapping) else body
-    text = str(message).strip() if message not in (None, "") else "(no message)"
+    # One line, bounded: a proxy's 502 may carry a whole HTML page.
+    text = " ".join(str(message).split())[:300] if message not in (None, "") else "(no message)"
     hint = ""
     if status in (401, 498):
-        hint = " (check COHERE_API_KEY)"
+        hint = f" (check {api_key_env})"
     elif retryable:
-        hint = f" (gave up after {attempts} attempts)"
+        hint = f" (gave up after {_attempts(attempts)})"
     return f"Cohere rerank ({model}) failed: HTTP {status}: {text}{hint}"

@@ -2,8 +2,8 @@
 
 :class:`NanoReranker` runs ``nanoranker``'s bundled scorer (a small ONNX net
 over USE-multilingual + hashed character n-gram features of the query and the
-document; not a cross-encoder). :class:`EmbeddingReranker` rescoring by
-embedding cosine (:class:`E5Reranker`: multilingual-e5-small with e5's
+document; not a cross-encoder). :class:`EmbeddingReranker` rescores by
+embedding cosine; :class:`E5Reranker` (multilingual-e5-small with e5's
 query/passage prefixes) is the comparison arm.
 
 Both return absolute scores: a pair's score never depends on the other
@@ -26,6 +26,8 @@ from evalkit.embedding.base import Embedder, EmbeddingError, embed_texts
 from evalkit.rerank.base import RerankCounter, Reranker, RerankError
 
 NANORANKER_INSTALL = "pip install nanoranker onnxruntime-extensions"
+_MAX_MEMO = 200_000
+"""Feature vectors kept in memory (576 floats each: about 0.9 GB at the cap)."""
 
 
 def _package_version(distribution: str) -> str:
@@ -40,18 +42,24 @@ class NanoReranker(Reranker):
 
     ``nanoranker.rank`` divides each score by the sum over the call's
     documents; that makes a score depend on its neighbours, so it is not used.
-    The scorer's own output is a sigmoid in [0, 1]. Measured on 512-character
-    chunks of squad2-en / cmrc2018-zh, the best BM25-pool score per question
-    lies mostly in 0.99-1.0, so useful thresholds sit very close to 1 (see
-    ``conf/reranker/local.yaml``).
+    The scorer's own output lies in [0, 1]. Measured on BM25 top-50 pools of
+    512-character chunks (squad2-en / cmrc2018-zh, 300 answerable and 100
+    unanswerable questions each): scores 0.003-0.99; relevant chunks median
+    0.67 / 0.77, irrelevant 0.18 / 0.15; the best score per question, p10-p90,
+    0.48-0.91 / 0.61-0.95 when answerable and 0.47-0.90 / 0.53-0.92 when not.
+
+    Quality: on those pools it ranks worse than BM25 itself (hit@5 0.64 vs
+    0.86 on squad2-en, 0.67 vs 0.99 on cmrc2018-zh; benchmarks/rerank_quality.py),
+    so it is not a good default; it is kept as the fast offline arm.
 
     Documents are embedded one at a time on purpose: the bundled USE graph
     pads a batch without masking, so a batched embedding shifts with the
-    longest neighbour (measured up to 0.007 per component) and batching was
-    also slower (0.5 s vs 0.18 s for 100 chunks). The character n-gram features
-    are computed here with a vectorised MurmurHash3 that is bit-identical to
-    ``nanoranker.textual_embed`` and about 10x faster (that pure-Python hash was
-    two thirds of the time).
+    longest neighbour (measured up to 0.007 per component), which would make
+    a score depend on the rest of the pool; batching was also slower
+    (0.51 s vs 0.18 s for 100 chunks, single-threaded session). The character
+    n-gram features are computed here with a vectorised MurmurHash3 that is
+    bit-identical to ``nanoranker.textual_embed`` and ~10x faster (its
+    pure-Python hash took about half of the time per 512-character chunk).
 
     Threads: nanoranker sizes its ONNX sessions at import to
     ``max(1, cpu_count() // 4)`` threads. The ``// 4`` alone would be 0 on a
@@ -67,6 +75,9 @@ class NanoReranker(Reranker):
     def __init__(self) -> None:
         self.version = _package_version("nanoranker")
         self._module: Any = None
+        # A text's features do not depend on the query, and each chunk sits in many questions'
+        # pools: computing them once per text (not once per pair) makes a sweep several times faster.
+        self._features: dict[str, np.ndarray] = {}
 
     def _load(self) -> Any:
         # nanoranker builds two ONNX sessions (125 MB) when imported: import on first use only.
@@ -81,10 +92,17 @@ class NanoReranker(Reranker):
         return self._module
 
     def embed(self, text: str) -> np.ndarray:
-        """nanoranker's feature vector of one text: 512 USE dims + 64 hashed char n-gram dims."""
+        """nanoranker's feature vector of one text: 512 USE dims + 64 hashed char n-gram dims (memoised)."""
+        found = self._features.get(text)
+        if found is not None:
+            return found
         module = self._load()
         semantic = module.embedding_model.run(output_names=["outputs"], input_feed={"inputs": [text]})[0][0]
-        return np.concatenate([semantic, hashed_char_ngrams(text)])
+        features = np.concatenate([semantic, hashed_char_ngrams(text)])
+        if len(self._features) >= _MAX_MEMO:
+            self._features.clear()  # bounded memory; a cleared memo only costs recomputation
+        self._features[text] = features
+        return features
 
     def score_pairs(self, query: str, documents: Sequence[str], counter: RerankCounter | None = None) -> np.ndarray:
         """Raw scorer output in [0, 1] per document, in input order."""

@@ -1393,7 +1393,7 @@ def build() -> dict[str, bytes]:
         if answerable and (not spec["answer"] or spec["answer"] in ("",)):
             raise BuildError(f"{qid}: empty answer")
         if answerable and spec["answer"] not in answers:
-            answers = [spec["answer"]] + answers
+            answers = [spec["answer"], *answers]
         out_questions.append({
             "id": qid, "question": spec["question"], "answer": spec["answer"], "answers": answers,
             "answerable": answerable, "evidence": evidence, "evidence_mode": mode,
@@ -1403,7 +1403,10 @@ def build() -> dict[str, bytes]:
     if errors:
         raise BuildError(f"{len(errors)} problem(s):\n" + "\n".join(errors))
     stats = make_stats(doc_lines, texts, out_questions)
-    dump = lambda rows: "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
+
+    def dump(rows: list) -> bytes:
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
+
     return {
         "docs.jsonl": dump(doc_lines),
         "questions.jsonl": dump(out_questions),

@@ -48,7 +48,8 @@ class ScriptedReply:
     """A reply given to the next request instead of its route's answer."""
 
     status: int
-    body: JSON = None
+    body: JSON | bytes = None
+    """JSON to encode, or raw bytes sent as they are (a non-JSON error page)."""
     headers: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -177,9 +178,12 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
             headers = {name.lower(): value for name, value in self.headers.items()}
             path = self.path.split("?", 1)[0]
             status, reply, extra = server.dispatch(self.command, path, headers, raw)
-            payload = b"" if reply is None else json.dumps(reply).encode("utf-8")
+            if isinstance(reply, bytes):  # a raw body, e.g. a proxy's HTML error page
+                payload, content_type = reply, "text/html"
+            else:
+                payload, content_type = b"" if reply is None else json.dumps(reply).encode("utf-8"), "application/json"
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(payload)))
             for name, value in extra.items():
                 self.send_header(name, value)

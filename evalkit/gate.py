@@ -1,0 +1,408 @@
+"""``python -m evalkit.gate``: is a candidate config non-inferior to production on the same labelled set?
+
+Two results folders (``--baseline reports/A --candidate reports/B``) or one
+folder and two of its grid points (``--run reports/X --baseline-config ID
+--candidate-config ID``). Each check in the margins file (``conf/gate/
+default.yaml``) pairs the two configs' per-question values, takes the paired
+bootstrap CI of the difference and asks :func:`evalkit.stats.non_inferior`
+whether its bad-side bound stays within the margin. Writes ``gate.json`` and
+``gate.md`` to the candidate folder (or ``--out``).
+
+Exit codes: 0 every check passed, 1 a check failed, 2 bad input (one line on
+stderr: different labelled sets, unknown config, broken margins file, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+import numpy as np
+import yaml
+
+from evalkit import stats
+from evalkit.report import files, fmt
+from evalkit.report.data import Run, RunError, load_run
+from evalkit.report.measures import MEASURES, Measure, per_question
+
+GATE_CONF = Path(__file__).resolve().parents[1] / "conf" / "gate"
+MARGIN_KINDS = {"max_drop": True, "max_drop_pct": True, "max_rise": False, "max_rise_pct": False}
+"""Margin key -> whether it belongs to a higher-is-better metric."""
+
+
+class GateError(ValueError):
+    """Bad input to the gate; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Margin:
+    """One check of the margins file."""
+
+    metric: str
+    kind: str
+    """max_drop, max_drop_pct, max_rise or max_rise_pct."""
+    amount: float
+
+    @property
+    def relative(self) -> bool:
+        return self.kind.endswith("_pct")
+
+    def absolute(self, baseline_mean: float) -> float:
+        """The margin in the metric's units (a percentage applies to the baseline mean)."""
+        return abs(baseline_mean) * self.amount / 100.0 if self.relative else self.amount
+
+    def describe(self, m: Measure) -> str:
+        word = "drop" if MARGIN_KINDS[self.kind] else "rise"
+        if self.relative:
+            return f"{word} ≤ {self.amount:g}%"
+        return f"{word} ≤ {100 * self.amount:g} points" if m.proportion else f"{word} ≤ {self.amount:g}"
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """The margins file, validated."""
+
+    confidence: float
+    n_resamples: int
+    seed: int
+    margins: tuple[Margin, ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class Check:
+    """One metric's verdict (a row of gate.json)."""
+
+    metric: str
+    label: str
+    higher_is_better: bool
+    proportion: bool
+    baseline: float
+    candidate: float
+    delta: float
+    delta_low: float
+    delta_high: float
+    margin: float
+    """Absolute margin in the metric's units."""
+    margin_kind: str
+    margin_text: str
+    n: int
+    n_missing: int
+    p_value: float
+    passed: bool
+    method: str = "paired bootstrap"
+    """``paired bootstrap`` over questions, or ``point`` (per-config means: no per-question values)."""
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of the comparison: a run folder and one of its configs."""
+
+    run: Run
+    config_id: str
+
+    def describe(self) -> dict[str, str]:
+        return {"run": str(self.run.root), "run_id": self.run.run_id, "config_id": self.config_id}
+
+
+def load_gate_config(name_or_path: str) -> GateConfig:
+    """Read and validate a margins file (a path, or a name under conf/gate/)."""
+    path = Path(name_or_path)
+    if not path.is_file():
+        path = GATE_CONF / f"{name_or_path}.yaml"
+    if not path.is_file():
+        raise GateError(f"margins: {name_or_path!r} is neither a file nor a name in {GATE_CONF}")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise GateError(f"{path}: invalid YAML ({str(exc).splitlines()[0]})") from exc
+    if not isinstance(raw, dict) or not isinstance(raw.get("checks"), dict) or not raw["checks"]:
+        raise GateError(f"{path}: expected a mapping with a non-empty 'checks' mapping")
+    confidence = float(raw.get("confidence", 0.95))
+    if not 0.5 <= confidence < 1.0:
+        raise GateError(f"{path}: confidence {confidence} must lie in [0.5, 1)")
+    margins = []
+    for metric, spec in raw["checks"].items():
+        if metric not in MEASURES:
+            raise GateError(f"{path}: checks.{metric}: unknown metric; known: {', '.join(MEASURES)}")
+        if not isinstance(spec, dict) or len(spec) != 1 or next(iter(spec)) not in MARGIN_KINDS:
+            raise GateError(f"{path}: checks.{metric}: give exactly one of {', '.join(MARGIN_KINDS)}")
+        kind, amount = next(iter(spec.items()))
+        if MARGIN_KINDS[kind] != MEASURES[metric].higher_is_better:
+            better = "higher" if MEASURES[metric].higher_is_better else "lower"
+            raise GateError(f"{path}: checks.{metric}: {kind} does not fit a metric where {better} is better")
+        try:
+            amount = float(amount)
+        except (TypeError, ValueError):
+            raise GateError(f"{path}: checks.{metric}.{kind}: {amount!r} is not a number") from None
+        if not (math.isfinite(amount) and amount >= 0):
+            raise GateError(f"{path}: checks.{metric}.{kind}: must be a non-negative number")
+        margins.append(Margin(str(metric), str(kind), amount))
+    return GateConfig(
+        confidence, int(raw.get("n_resamples", 10000)), int(raw.get("seed", 0)), tuple(margins), str(path)
+    )
+
+
+def _baseline_config(run: Run) -> str:
+    """The run's only config, else its manifest's production grid point."""
+    if len(run.summary) == 1:
+        return str(run.summary["config_id"].iloc[0])
+    point = run.baseline_point()
+    if point is not None:
+        threshold = float(run.summary["threshold"].min()) if point.threshold is None else point.threshold
+        match = run.summary[
+            (run.summary["chunk_size"] == point.chunk_size)
+            & (run.summary["chunk_overlap"] == point.chunk_overlap)
+            & (run.summary["top_k"] == point.top_k)
+            & np.isclose(run.summary["threshold"].astype(float), threshold, rtol=0, atol=1e-9)
+        ]
+        if not match.empty:
+            return str(match["config_id"].iloc[0])
+    raise GateError(
+        f"{run.root}: {len(run.summary)} configs and none is the manifest's baseline; choose one with --baseline-config"
+    )
+
+
+def _choose(run: Run, config_id: str | None, flag: str, fallback_to_baseline: bool) -> str:
+    if config_id is not None:
+        if config_id not in set(run.summary["config_id"]):
+            examples = ", ".join(list(run.summary["config_id"])[:3])
+            raise GateError(f"{run.root}: no config {config_id!r} (e.g. {examples})")
+        return config_id
+    if len(run.summary) == 1:
+        return str(run.summary["config_id"].iloc[0])
+    if fallback_to_baseline:
+        return _baseline_config(run)
+    raise GateError(f"{run.root}: {len(run.summary)} configs; choose one with {flag}")
+
+
+def check_same_labelset(baseline: Run, candidate: Run) -> None:
+    """Raise GateError unless both runs scored the same labelled set."""
+    a, b = baseline.labelset_fingerprint, candidate.labelset_fingerprint
+    if not a or not b:
+        raise GateError("a manifest has no labelled-set fingerprint; cannot tell the two runs used the same set")
+    if a != b:
+        raise GateError(
+            f"different labelled sets: baseline {baseline.labelset_name} ({a[:12]}) vs candidate "
+            f"{candidate.labelset_name} ({b[:12]}); the gate compares configs on the same questions"
+        )
+
+
+def paired_values(baseline: Side, candidate: Side, m: Measure) -> tuple[np.ndarray, np.ndarray]:
+    """Both configs' values of ``m`` on the same questions, in the same order."""
+    base = per_question(baseline.run.results, m, baseline.config_id)
+    cand = per_question(candidate.run.results, m, candidate.config_id)
+    if set(base.index) != set(cand.index):
+        raise GateError(f"the runs scored different questions ({len(base)} vs {len(cand)}; same labelset.limit?)")
+    return base.to_numpy(dtype=float), cand.reindex(base.index).to_numpy(dtype=float)
+
+
+def point_comparison(baseline: Side, candidate: Side, m: Measure) -> stats.PairedComparison:
+    """Per-config means from the summaries when the results hold no per-question values (e.g. cost).
+
+    The interval is the point itself: the gate then compares the observed difference with the margin.
+    """
+    base = float(baseline.run.config_row(baseline.config_id)[m.column])
+    cand = float(candidate.run.config_row(candidate.config_id)[m.column])
+    n = int(candidate.run.config_row(candidate.config_id).get("n_questions") or 0)
+    return stats.PairedComparison(m.name, base, cand, cand - base, cand - base, cand - base, math.nan, n, "point")
+
+
+def evaluate(
+    baseline: Side, candidate: Side, config: GateConfig
+) -> tuple[tuple[Check, ...], tuple[dict[str, str], ...]]:
+    """Every check of the margins file; checks whose data is absent are returned as skipped."""
+    checks: list[Check] = []
+    skipped: list[dict[str, str]] = []
+    for margin in config.margins:
+        m = MEASURES[margin.metric]
+        sides = (("baseline", baseline), ("candidate", candidate))
+        missing = [s for s, side in sides if m.column not in side.run.results.columns]
+        method = "paired bootstrap"
+        if missing and all(m.column in side.run.summary.columns for _, side in sides):
+            c = point_comparison(baseline, candidate, m)
+            method = "point"
+        elif missing:
+            if m.column in files.COST_COLUMNS:
+                skipped.append({"metric": m.name, "reason": f"no {m.column} in the {' or '.join(missing)} run"})
+                continue
+            raise GateError(f"{m.name}: column {m.column!r} missing from the {' and '.join(missing)} results")
+        else:
+            base, cand = paired_values(baseline, candidate, m)
+            if not (~(np.isnan(base) | np.isnan(cand))).any():
+                skipped.append({"metric": m.name, "reason": "no question where both values are defined"})
+                continue
+            c = stats.paired_bootstrap(
+                base, cand, level=config.confidence, n_resamples=config.n_resamples, seed=config.seed, metric=m.name
+            )
+        absolute = margin.absolute(c.baseline_mean)
+        checks.append(
+            Check(
+                metric=m.name,
+                label=m.label,
+                higher_is_better=m.higher_is_better,
+                proportion=m.proportion,
+                baseline=c.baseline_mean,
+                candidate=c.candidate_mean,
+                delta=c.delta,
+                delta_low=c.delta_low,
+                delta_high=c.delta_high,
+                margin=absolute,
+                margin_kind=margin.kind,
+                margin_text=margin.describe(m),
+                n=c.n,
+                n_missing=c.n_missing,
+                p_value=c.p_value,
+                passed=stats.non_inferior(c, absolute, higher_is_better=m.higher_is_better),
+                method=method,
+            )
+        )
+    return tuple(checks), tuple(skipped)
+
+
+def report_payload(
+    baseline: Side, candidate: Side, config: GateConfig, checks: Sequence[Check], skipped: Sequence[Mapping[str, str]]
+) -> dict[str, Any]:
+    """The content of gate.json."""
+    passed = all(c.passed for c in checks)
+    return {
+        "passed": passed,
+        "verdict": "pass" if passed else "fail",
+        "confidence": config.confidence,
+        "n_resamples": config.n_resamples,
+        "seed": config.seed,
+        "margins_file": config.source,
+        "labelset": {"name": candidate.run.labelset_name, "fingerprint": candidate.run.labelset_fingerprint},
+        "n_questions": int(
+            candidate.run.results[candidate.run.results["config_id"] == candidate.config_id]["question_id"].nunique()
+        ),
+        "baseline": baseline.describe(),
+        "candidate": candidate.describe(),
+        "checks": [_finite_or_none(asdict(c)) for c in checks],
+        "skipped": [dict(s) for s in skipped],
+    }
+
+
+def _finite_or_none(record: dict[str, Any]) -> dict[str, Any]:
+    """NaN and infinities as null, so gate.json is strict JSON."""
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in record.items()}
+
+
+def _md_delta(check: Mapping[str, Any]) -> str:
+    return fmt.check_delta(check).replace(" points", " pts")
+
+
+def markdown(payload: Mapping[str, Any]) -> str:
+    """gate.md: a short summary for a pull request."""
+    ok = payload["passed"]
+    base, cand = payload["baseline"], payload["candidate"]
+    lines = [
+        f"## evalkit gate: {'✅ PASS' if ok else '❌ FAIL'}",
+        "",
+        f"Candidate `{cand['config_id']}` ({cand['run_id']}) against production `{base['config_id']}` "
+        f"({base['run_id']}) on labelled set **{payload['labelset']['name']}** ({payload['n_questions']} questions). "
+        f"Non-inferiority at {payload['confidence']:.0%} confidence: paired bootstrap over questions, "
+        f"{payload['n_resamples']} resamples.",
+        "",
+        "| metric | baseline | candidate | Δ [CI] | margin | result |",
+        "|---|---:|---:|---:|---|---|",
+    ]
+    for c in payload["checks"]:
+        lines.append(
+            f"| {c['label']} | {fmt.value(c['baseline'], c['proportion'])} | "
+            f"{fmt.value(c['candidate'], c['proportion'])} | {_md_delta(c)} | {c['margin_text']} | "
+            f"{'pass' if c['passed'] else '**FAIL**'} |"
+        )
+    for c in payload["checks"]:
+        if c.get("method") == "point":
+            lines.append(f"\n{c['label']}: per-config means (the results hold no per-question values), no interval.")
+    for s in payload["skipped"]:
+        lines.append(f"\nSkipped {s['metric']}: {s['reason']}.")
+    failed = [c["label"] for c in payload["checks"] if not c["passed"]]
+    if failed:
+        lines.append(f"\nWorse than production beyond the margin (or not shown to be within it): {', '.join(failed)}.")
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(payload: Mapping[str, Any], out: Path) -> tuple[Path, Path]:
+    """Write gate.json and gate.md into ``out``."""
+    from evalkit.results import write_json
+
+    out.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = out / files.GATE_JSON, out / files.GATE_MD
+    write_json(json_path, payload)
+    md_path.write_text(markdown(payload), encoding="utf-8")
+    return json_path, md_path
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        print(f"evalkit.gate: error: {message} (see --help)", file=sys.stderr)
+        sys.exit(2)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = _Parser(prog="python -m evalkit.gate", description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", metavar="RUN", help="results folder of the production config")
+    parser.add_argument("--candidate", metavar="RUN", help="results folder of the candidate config")
+    parser.add_argument("--run", metavar="RUN", help="one results folder holding both configs")
+    parser.add_argument(
+        "--baseline-config",
+        metavar="CONFIG_ID",
+        help="default: the folder's only config, else its manifest's baseline grid point",
+    )
+    parser.add_argument("--candidate-config", metavar="CONFIG_ID", help="default: the folder's only config")
+    parser.add_argument("--margins", default="default", help="a file, or a name in conf/gate/ (default: default)")
+    parser.add_argument("--out", metavar="DIR", help="where to write gate.json and gate.md (default: candidate folder)")
+    return parser.parse_args(argv)
+
+
+def gate(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
+    """Run the gate for parsed arguments; returns gate.json's content and the output folder."""
+    if args.run and (args.baseline or args.candidate):
+        raise GateError("give either --run or --baseline and --candidate, not both")
+    if args.run:
+        if not args.candidate_config:
+            raise GateError("--run needs --candidate-config (and optionally --baseline-config)")
+        run = load_run(args.run)
+        baseline = Side(run, _choose(run, args.baseline_config, "--baseline-config", True))
+        candidate = Side(run, _choose(run, args.candidate_config, "--candidate-config", False))
+    elif args.baseline and args.candidate:
+        base_run, cand_run = load_run(args.baseline), load_run(args.candidate)
+        check_same_labelset(base_run, cand_run)
+        baseline = Side(base_run, _choose(base_run, args.baseline_config, "--baseline-config", True))
+        candidate = Side(cand_run, _choose(cand_run, args.candidate_config, "--candidate-config", False))
+    else:
+        raise GateError("give --baseline RUN --candidate RUN, or --run RUN --candidate-config ID")
+    config = load_gate_config(args.margins)
+    checks, skipped = evaluate(baseline, candidate, config)
+    if not checks:
+        raise GateError("no check could run (every metric of the margins file lacks data)")
+    payload = report_payload(baseline, candidate, config, checks, skipped)
+    return payload, Path(args.out) if args.out else candidate.run.root
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        payload, out = gate(args)
+    except (GateError, RunError) as exc:
+        print(f"evalkit.gate: error: {exc}", file=sys.stderr)
+        return 2
+    json_path, _ = write_outputs(payload, out)
+    for c in payload["checks"]:
+        print(
+            f"{'pass' if c['passed'] else 'FAIL'}  {c['metric']}: {_md_delta(c)} (margin {c['margin_text']})",
+            file=sys.stderr,
+        )
+    print(f"evalkit.gate: {payload['verdict'].upper()} -> {json_path}", file=sys.stderr)
+    return 0 if payload["passed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

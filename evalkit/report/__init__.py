@@ -1,0 +1,13 @@
+"""The review report: one self-contained HTML file per run folder.
+
+``write_report(run_dir)`` reads only the files of ``reports/<run_id>/`` (and
+the labelled set it names) and imports nothing from the sweep pipeline.
+"""
+
+from __future__ import annotations
+
+from evalkit.report.analysis import Objective
+from evalkit.report.build import write_report
+from evalkit.report.data import RunError
+
+__all__ = ["Objective", "RunError", "write_report"]
