@@ -105,3 +105,10 @@ def test_killed_sweep_resumes_to_identical_results(tmp_path: Path, small_demo: P
     pd.testing.assert_frame_equal(left, right)
     for name, mtime in done_before.items():  # finished chunkings were read back, not recomputed
         assert (markers / name).stat().st_mtime_ns == mtime
+
+
+def test_a_one_config_sweep_reports_the_baseline_as_its_recommendation(tmp_path: Path, small_demo: Path) -> None:
+    one = ["sweep=quick", "chunk_size=512", "chunk_overlap=64", "top_k=5", "threshold=0", "retriever=bm25"]
+    run_dir = run_in_process([*one, f"labelset.path={small_demo}", f"reports_dir={tmp_path}", "progress=false"])
+    html = (run_dir / "index.html").read_text(encoding="utf-8")
+    assert "recursive-s512-o64|bm25|none|k5|t0" in html

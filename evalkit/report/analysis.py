@@ -293,8 +293,8 @@ def mde(results: pd.DataFrame, recommended_id: str, baseline_id: str, objective:
     baseline rate). Continuous values: the standard deviation of the per-question differences.
     """
     m = measure(objective.metric)
-    wide = matrix(results, m, [*dict.fromkeys([baseline_id, recommended_id])])
-    both = wide[[baseline_id, recommended_id]].dropna()
+    ids = [*dict.fromkeys([baseline_id, recommended_id])]  # the same config may be both
+    both = matrix(results, m, ids).dropna()
     if both.empty:
         return None
     base = both[baseline_id].to_numpy()
