@@ -32,7 +32,7 @@ def _compose(overrides: list[str]):  # type: ignore[no-untyped-def]
         return compose(config_name="config", overrides=overrides)
 
 
-def run_phase(phase: str, labelset: str, work: Path, embedder: str) -> dict[str, float]:
+def run_phase(phase: str, labelset: str, work: Path, embedder: str, reranker: str) -> dict[str, float]:
     """One phase in this process; returns its figures."""
     from omegaconf import OmegaConf
 
@@ -43,8 +43,9 @@ def run_phase(phase: str, labelset: str, work: Path, embedder: str) -> dict[str,
     from evalkit.labelset import load_labelset
     from evalkit.pipeline import RunStats, run_sweep
     from evalkit.plan import build_plan
+    from evalkit.rerank.factory import RERANKER_NAMES, make_reranker
 
-    base = [f"labelset.path={labelset}", f"embedder={embedder}", "progress=false"]
+    base = [f"labelset.path={labelset}", f"embedder={embedder}", f"reranker={reranker}", "progress=false"]
     overrides = {
         "a": base,
         "a-warm": base,
@@ -54,7 +55,7 @@ def run_phase(phase: str, labelset: str, work: Path, embedder: str) -> dict[str,
     cfg = OmegaConf.to_container(_compose(overrides), resolve=True)
     from evalkit.chunking import CHUNKERS
 
-    plan = build_plan(cfg, tuple(CHUNKERS), tuple(EMBEDDERS))
+    plan = build_plan(cfg, tuple(CHUNKERS), tuple(EMBEDDERS), RERANKER_NAMES)
     labelset_obj = load_labelset(plan.labelset_path)
     cache_name = "cache-a.sqlite" if phase.startswith("a") else f"cache-{phase}.sqlite"
     stats = RunStats()
@@ -69,14 +70,25 @@ def run_phase(phase: str, labelset: str, work: Path, embedder: str) -> dict[str,
             embed_texts(embedder_obj, [q.question for q in labelset_obj.questions], "query", cache, stats.embed)
             grid_points = 0
         else:
+            reranker_obj = make_reranker(plan.reranker, cache)
             summary = run_sweep(
-                plan, labelset_obj, embedder_obj, cache, work / f"run-{phase}", cfg, progress=False, stats=stats
+                plan,
+                labelset_obj,
+                embedder_obj,
+                cache,
+                work / f"run-{phase}",
+                cfg,
+                progress=False,
+                stats=stats,
+                reranker=reranker_obj,
             )
             grid_points = len(summary)
     wall = time.perf_counter() - started
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    pairs = sum(stats.rerank.pairs_scored.values())
     return {
         "wall_s": wall,
+        "rerank_pairs": pairs,
         "texts_embedded": stats.embed.total_texts,
         "peak_rss_mb": peak_mb,
         "grid_points": grid_points,
@@ -88,11 +100,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--labelset", default=str(REPO.parent / "shared" / "labelsets" / "cmrc2018-zh"))
     parser.add_argument("--embedder", default="usem3")
+    parser.add_argument("--reranker", default="none", help="none, local, e5 (cohere needs a key)")
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     parser.add_argument("--work", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:
-        print(json.dumps(run_phase(args.phase, args.labelset, Path(args.work), args.embedder)))
+        print(json.dumps(run_phase(args.phase, args.labelset, Path(args.work), args.embedder, args.reranker)))
         return
     with tempfile.TemporaryDirectory() as tmp:
         figures = {}
@@ -109,6 +122,8 @@ def main() -> None:
                     args.labelset,
                     "--embedder",
                     args.embedder,
+                    "--reranker",
+                    args.reranker,
                 ],
                 capture_output=True,
                 text=True,
@@ -123,7 +138,15 @@ def main() -> None:
                 flush=True,
             )
     a, b, c, warm = (figures[p]["wall_s"] for p in ("a", "b", "c", "a-warm"))
-    print(f"labelset {args.labelset}, embedder {args.embedder}")
+    print(f"labelset {args.labelset}, embedder {args.embedder}, reranker {args.reranker}")
+    for phase in ("a", "a-warm"):
+        f = figures[phase]
+        if f.get("rerank_s"):
+            print(
+                f"rerank ({phase}): {f['rerank_pairs']} pairs scored in {f['rerank_s']:.1f} s = "
+                f"{f['rerank_pairs'] / f['rerank_s']:.0f} pairs/s; "
+                f"{f['rerank_s'] / f['wall_s']:.0%} of the sweep's time"
+            )
     print(
         f"a/b = {a / b:.2f} (target <= 1.2)   a/c = {a / c:.2f} (target <= 1.3)   "
         f"warm/cold = {warm / a:.1%} (target <= 5%)"
