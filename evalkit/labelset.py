@@ -61,7 +61,7 @@ def read_text(path: Path) -> str:
         return handle.read()
 
 
-def _jsonl(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+def read_jsonl(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     with open(path, encoding="utf-8", newline="") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -77,7 +77,7 @@ def _jsonl(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str, Any
             yield number, record
 
 
-def _load_documents(root: Path, problems: list[str], warnings: list[str]) -> dict[str, Document]:
+def load_documents(root: Path, problems: list[str], warnings: list[str]) -> dict[str, Document]:
     index = root / "docs.jsonl"
     documents: dict[str, Document] = {}
     if not index.exists():
@@ -87,7 +87,7 @@ def _load_documents(root: Path, problems: list[str], warnings: list[str]) -> dic
             doc_id = path.relative_to(docs_dir).with_suffix("").as_posix()
             documents[doc_id] = Document(doc_id, read_text(path), path.relative_to(root).as_posix(), doc_id)
         return documents
-    for number, record in _jsonl(index, problems):
+    for number, record in read_jsonl(index, problems):
         where = f"{index}:{number}"
         doc_id, rel_path = record.get("doc_id"), record.get("path")
         if not isinstance(doc_id, str) or not doc_id:
@@ -160,7 +160,7 @@ def _clip(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _question(
+def parse_record(
     number: int, record: dict[str, Any], path: Path, documents: Mapping[str, Document], problems: list[str]
 ) -> Question | None:
     where = f"{path}:{number}"
@@ -222,11 +222,11 @@ def load_labelset(path: str | Path) -> LabelSet:
         raise LabelsetError([f"{questions_path}: missing (a labelled set needs questions.jsonl)"])
     if not (root / "docs.jsonl").is_file() and not (root / "docs").is_dir():
         raise LabelsetError([f"{root}: missing docs.jsonl and docs/ (no documents)"])
-    documents = _load_documents(root, problems, warnings)
+    documents = load_documents(root, problems, warnings)
     questions: list[Question] = []
     seen: dict[str, int] = {}
-    for number, record in _jsonl(questions_path, problems):
-        question = _question(number, record, questions_path, documents, problems)
+    for number, record in read_jsonl(questions_path, problems):
+        question = parse_record(number, record, questions_path, documents, problems)
         qid = record.get("id")
         if isinstance(qid, str) and qid in seen:
             problems.append(f"{questions_path}:{number}: field 'id': duplicate id {qid!r} (first on line {seen[qid]})")

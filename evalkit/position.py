@@ -41,6 +41,7 @@ questions (repeats of one question are not independent draws).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -61,6 +62,7 @@ from evalkit.budget import SpendGuard
 from evalkit.context import (
     DOES_NOT_FIT,
     PROMPT_TOO_LONG,
+    AssembledContext,
     Budget,
     ContextItem,
     GoldBucket,
@@ -659,7 +661,7 @@ def plan_position(
     from ``count_request`` (the model's own counter) when given and it
     answers, else from the estimate, and are labelled accordingly.
     """
-    count = _memo(lambda text: estimate_tokens(text, tokenizer_family))
+    count = functools.lru_cache(maxsize=256)(lambda text: estimate_tokens(text, tokenizer_family))
     entries: list[PlannedAnswer] = []
     skipped = 0
     for question in questions:
@@ -675,7 +677,7 @@ def plan_position(
                         prompts["system"], fixed, offered, budget, count, placement, seed, overflow=overflow
                     )
                     if placement.policy == "gold_at" and assembled.gold_bucket == "none":
-                        skipped += 1
+                        skipped += 1  # nothing to place: the prompt would only repeat another placement's
                         continue
                     tokens, estimated = 0, False
                     if assembled.fits:
@@ -683,27 +685,8 @@ def plan_position(
                         counted = count_request(request) if count_request is not None else None
                         estimated = counted is None
                         tokens = estimate_request_tokens(request, tokenizer_family) if counted is None else counted
-                    entries.append(
-                        PlannedAnswer(
-                            question_id=question.id,
-                            lang=question.lang,
-                            answerable=question.answerable,
-                            arm=arm.name,
-                            placement=placement.name,
-                            repeat=repeat,
-                            seed=seed,
-                            items=assembled.items,
-                            n_offered=len(offered),
-                            n_dropped=len(assembled.dropped),
-                            gold_bucket=assembled.gold_bucket,
-                            gold_offset=assembled.gold_offset,
-                            context_chars=len(assembled.context_text),
-                            fits=assembled.fits,
-                            reason=assembled.reason,
-                            prompt_tokens=tokens,
-                            tokens_estimated=estimated,
-                        )
-                    )
+                    key = (arm.name, placement.name, repeat, seed, len(offered))
+                    entries.append(_planned(question, key, assembled, tokens, estimated))
     return PositionPlan(
         settings=settings,
         chunking=chunking,
@@ -718,16 +701,30 @@ def plan_position(
     )
 
 
-def _memo(count: Callable[[str], int]) -> Callable[[str], int]:
-    """``count`` remembered by text: the same system prompts and stuffed corpora are counted once."""
-    seen: dict[str, int] = {}
-
-    def counted(text: str) -> int:
-        if text not in seen:
-            seen[text] = count(text)
-        return seen[text]
-
-    return counted
+def _planned(
+    question: Question, key: tuple[str, str, int, int, int], assembled: AssembledContext, tokens: int, estimated: bool
+) -> PlannedAnswer:
+    """A plan entry from its (arm, placement, repeat, seed, items offered) and assembled context."""
+    arm, placement, repeat, seed, n_offered = key
+    return PlannedAnswer(
+        question_id=question.id,
+        lang=question.lang,
+        answerable=question.answerable,
+        arm=arm,
+        placement=placement,
+        repeat=repeat,
+        seed=seed,
+        items=assembled.items,
+        n_offered=n_offered,
+        n_dropped=len(assembled.dropped),
+        gold_bucket=assembled.gold_bucket,
+        gold_offset=assembled.gold_offset,
+        context_chars=len(assembled.context_text),
+        fits=assembled.fits,
+        reason=assembled.reason,
+        prompt_tokens=tokens,
+        tokens_estimated=estimated,
+    )
 
 
 def _thousands(n: float) -> str:

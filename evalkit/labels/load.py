@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.labelset import LabelsetError, _jsonl, _load_documents, _question, read_text
+from evalkit.labelset import LabelsetError, load_documents, parse_record, read_jsonl, read_text
 from evalkit.records import Document, Question
 
 __all__ = ["TolerantSet", "parse_question", "read_documents", "tolerant_load"]
@@ -51,7 +51,7 @@ def read_documents(path: str | Path) -> tuple[Document, ...]:
         raise LabelsetError([f"{root}: documents folder does not exist"])
     if (root / "docs.jsonl").is_file() or (root / "docs").is_dir():
         problems: list[str] = []
-        documents = _load_documents(root, problems, [])
+        documents = load_documents(root, problems, [])
         if problems:
             raise LabelsetError(problems)
         return tuple(documents.values())
@@ -78,7 +78,7 @@ def parse_question(
     each ``source:number: field ...``.
     """
     problems: list[str] = []
-    question = _question(number, record, Path(source), documents, problems)
+    question = parse_record(number, record, Path(source), documents, problems)
     return question, problems
 
 
@@ -112,20 +112,20 @@ def tolerant_load(path: str | Path) -> TolerantSet:
     problems: list[str] = []
     warnings: list[str] = []
     documents = (
-        _load_documents(root, problems, warnings) if (root / "docs.jsonl").is_file() or (root / "docs").is_dir() else {}
+        load_documents(root, problems, warnings) if (root / "docs.jsonl").is_file() or (root / "docs").is_dir() else {}
     )
     stale: list[str] = []
     questions: list[Question] = []
     seen: dict[str, int] = {}
-    for number, record in _jsonl(questions_path, problems):
+    for number, record in read_jsonl(questions_path, problems):
         first: list[str] = []
-        question = _question(number, record, questions_path, documents, first)
+        question = parse_record(number, record, questions_path, documents, first)
         stale_lines = [line for line in first if "stale label" in line]
         stale.extend(stale_lines)
         if question is None:
             again: list[str] = []
             if stale_lines:
-                question = _question(number, _stale_free(record, documents), questions_path, documents, again)
+                question = parse_record(number, _stale_free(record, documents), questions_path, documents, again)
                 again = [f"{line} (after dropping stale spans)" for line in again]
             else:
                 again = first
