@@ -45,7 +45,9 @@ def run_phase(phase: str, labelset: str, work: Path, embedder: str, reranker: st
     from evalkit.plan import build_plan
     from evalkit.rerank.factory import RERANKER_NAMES, make_reranker
 
-    base = [f"labelset.path={labelset}", f"embedder={embedder}", f"reranker={reranker}", "progress=false"]
+    # Hybrid retrieval, so the grid's embedding cost is what is measured (BM25 alone embeds nothing).
+    base = [f"labelset.path={labelset}", "retriever=hybrid", f"embedder={embedder}", f"reranker={reranker}"]
+    base.append("progress=false")
     overrides = {
         "a": base,
         "a-warm": base,

