@@ -492,7 +492,7 @@ def run_sweep(
     write_json(run_dir / "costs.json", stuffing_decision(corpus_tokens, chunk_tokens, baseline_k, settings, prices))
     write_table(run_dir / "results.parquet", results, csv=True)
     write_table(run_dir / "summary.parquet", summary, csv=True)
-    if progress:
+    if progress and plan.retriever.name != "bm25":
         print(
             f"evalkit: {stats.embed.total_texts} texts embedded by this command (the rest came from the cache)",
             file=sys.stderr,
