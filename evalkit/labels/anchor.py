@@ -17,7 +17,7 @@ Two ways in, both checked by the loader's own rules (:func:`parse_question`):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,6 +62,28 @@ class Anchored:
     """Why the row was skipped, one line each (``file:row: field: what``)."""
     notes: tuple[str, ...] = ()
     """Things a user may want to check, the question being imported all the same."""
+
+
+def collect(documents: Sequence[Document], rows: Iterable[tuple[int, Anchored]], source: str | Path) -> ImportResult:
+    """An import's result from its anchored rows (row number, outcome): a repeated id keeps the first row."""
+    questions: list[Question] = []
+    reports: list[str] = []
+    notes: list[str] = []
+    seen: dict[str, int] = {}
+    for number, anchored in rows:
+        reports.extend(anchored.reports)
+        notes.extend(anchored.notes)
+        if anchored.question is None:
+            continue
+        if anchored.question.id in seen:
+            reports.append(
+                f"{source}:{number}: field 'id': duplicate id {anchored.question.id!r} (first in "
+                f"row {seen[anchored.question.id]}); row skipped"
+            )
+            continue
+        seen[anchored.question.id] = number
+        questions.append(anchored.question)
+    return ImportResult(tuple(documents), tuple(questions), tuple(reports), tuple(notes))
 
 
 def _clip(text: str, limit: int = 60) -> str:

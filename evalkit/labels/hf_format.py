@@ -30,7 +30,7 @@ from typing import Any, Literal
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evalkit.labels.anchor import Anchored, GoldAnswer, ImportResult, from_contexts, from_record
+from evalkit.labels.anchor import Anchored, GoldAnswer, ImportResult, collect, from_contexts, from_record
 from evalkit.labels.locate import Locator, build_locator
 from evalkit.labels.ragas_format import ContextChoice, read_rows
 from evalkit.labels.write import safe_name, span_record
@@ -272,22 +272,5 @@ def import_hf(
     corpus = tuple(documents) if documents is not None else _context_documents(rows)
     by_id = {doc.doc_id: doc for doc in corpus}
     locator = build_locator(corpus)
-    questions: list[Question] = []
-    reports: list[str] = []
-    notes: list[str] = []
-    seen: dict[str, int] = {}
-    for number, row in rows:
-        anchored = _row(number, row, source, by_id, locator, lang)
-        reports.extend(anchored.reports)
-        notes.extend(anchored.notes)
-        if anchored.question is None:
-            continue
-        if anchored.question.id in seen:
-            reports.append(
-                f"{source}:{number}: field 'id': duplicate id {anchored.question.id!r} (first in "
-                f"row {seen[anchored.question.id]}); row skipped"
-            )
-            continue
-        seen[anchored.question.id] = number
-        questions.append(anchored.question)
-    return ImportResult(corpus, tuple(questions), tuple(reports), tuple(notes))
+    anchored = ((number, _row(number, row, source, by_id, locator, lang)) for number, row in rows)
+    return collect(corpus, anchored, source)

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from evalkit.labels.anchor import Anchored, GoldAnswer, ImportResult, from_contexts, from_record
+from evalkit.labels.anchor import Anchored, GoldAnswer, ImportResult, collect, from_contexts, from_record
 from evalkit.labels.locate import Locator, build_locator
 from evalkit.labels.write import span_record
 from evalkit.records import Document, Question, Span, span_id
@@ -198,25 +198,14 @@ def import_ragas(path: str | Path, documents: Sequence[Document], lang: str = ""
     source = Path(path)
     by_id = {doc.doc_id: doc for doc in documents}
     locator = build_locator(documents)
-    questions: list[Question] = []
-    reports: list[str] = []
-    notes: list[str] = []
-    seen: dict[str, int] = {}
+    return collect(documents, _anchor_rows(source, by_id, locator, lang), source)
+
+
+def _anchor_rows(
+    source: Path, by_id: Mapping[str, Document], locator: Locator, lang: str
+) -> Iterator[tuple[int, Anchored]]:
     for ordinal, (number, row) in enumerate(read_rows(source), start=1):
         if not isinstance(row, dict):
-            reports.append(f"{source}:{number}: expected an object; row skipped")
+            yield number, Anchored(None, (f"{source}:{number}: expected an object; row skipped",))
             continue
-        anchored = _row(ordinal, number, row, source, by_id, locator, lang)
-        reports.extend(anchored.reports)
-        notes.extend(anchored.notes)
-        if anchored.question is None:
-            continue
-        if anchored.question.id in seen:
-            reports.append(
-                f"{source}:{number}: field 'id': duplicate id {anchored.question.id!r} (first on line "
-                f"{seen[anchored.question.id]}); row skipped"
-            )
-            continue
-        seen[anchored.question.id] = number
-        questions.append(anchored.question)
-    return ImportResult(tuple(documents), tuple(questions), tuple(reports), tuple(notes))
+        yield number, _row(ordinal, number, row, source, by_id, locator, lang)
