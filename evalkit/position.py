@@ -785,7 +785,10 @@ ROW_COLUMNS = (
     "cache_read_input_tokens", "usage_estimated", "cost_usd", "model", "backend", "chunking", "request_key",
     "row_key",
 )  # fmt: skip
-"""Columns of ``position/rows.parquet``, in order."""
+"""Columns of ``position/rows.parquet``, in order. ``sent``: False for a context that cannot fit (``stop_reason``
+``does not fit`` / ``prompt too long``); ``overflow``: the prompt did not fit, unsent or refused by the model's window
+(``stop_reason`` ``overflow``); ``correct`` and the other scores are NA when no answer was scored; ``cost_usd``: what
+the answer cost when generated, NaN when the model is unpriced; ``request_key``: the response cache key."""
 
 _BOOL_COLUMNS = ("correct", "exact", "contains", "refused", "citations_valid", "quotes_valid")
 
@@ -938,7 +941,6 @@ def run_position(
     rows_path = out_dir / "rows.parquet"
     written = _written_rows(rows_path)
     refusals = _refusals(plan)
-    questions = {q.id: q for q in plan.questions}
     rows: dict[str, dict[str, Any]] = {}
     pending: list[tuple[PlannedAnswer, GenerationRequest, str]] = []
     for entry in plan.entries:
@@ -974,7 +976,7 @@ def run_position(
                 workers=plan.settings.workers,
             )
             for (entry, _, key), answer in zip(chunk, answers, strict=True):
-                rows[entry.row_key] = _answer_row(plan, entry, questions[entry.question_id], answer, key, refusals)
+                rows[entry.row_key] = _answer_row(plan, entry, plan.question(entry.question_id), answer, key, refusals)
             bar.update(len(chunk))
             flush()
     finally:
@@ -1057,7 +1059,7 @@ def _cell(cell: pd.DataFrame, n_resamples: int, seed: int) -> dict[str, Any]:
         "refused_share": float(scored["refused"].astype(float).mean()) if len(scored) else math.nan,
         "n_does_not_fit": int((cell["stop_reason"] == DOES_NOT_FIT).sum()),
         "n_prompt_too_long": int((cell["stop_reason"] == PROMPT_TOO_LONG).sum()),
-        "n_overflow": int(cell["overflow"].astype(bool).sum()),
+        "n_overflow": int((cell["stop_reason"] == "overflow").sum()),
         "n_over_budget": int((sent["n_dropped"] > 0).sum()),
         "n_truncated": int(cell["truncated"].astype(bool).sum()),
         "n_errors": int((cell["stop_reason"] == "error").sum()),
@@ -1089,7 +1091,11 @@ def summarise_position(rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 
     (``evalkit.stats.bootstrap_ci``); rows not sent (does not fit) and
     overflow/error answers are not scored and not in it. ``flip_rate`` (on the
     ``all`` row; NaN for a single repeat) is the share of questions whose
-    correctness changes across repeats. Counts and tokens are per cell.
+    correctness changes across repeats. Counts and tokens are per cell:
+    ``n_does_not_fit`` stuffed contexts over the budget and ``n_prompt_too_long``
+    prompts whose fixed parts alone are (neither sent); ``n_overflow`` requests
+    the model's window refused (pre-count or the provider); ``n_over_budget``
+    sent contexts that left whole items out; ``n_truncated`` answers cut short.
     """
     out: list[dict[str, Any]] = []
     arm_order = list(dict.fromkeys(rows["arm"]))

@@ -17,8 +17,10 @@ from omegaconf import DictConfig, OmegaConf
 from evalkit.budget import BudgetExceeded, SpendGuard
 from evalkit.cache import Cache
 from evalkit.chunking import CHUNKERS, ChunkingError, validate_spec
+from evalkit.dryrun import describe_plan
 from evalkit.embedding.base import EmbeddingError
 from evalkit.embedding.local import EMBEDDERS
+from evalkit.generation import GenerationError
 from evalkit.labelset import LabelsetError, load_labelset
 from evalkit.pipeline import RunStats, run_sweep
 from evalkit.plan import ConfigError, build_plan, resolve_path
@@ -44,6 +46,10 @@ def sweep(cfg: DictConfig) -> Path:
         plan = build_plan(plain, tuple(CHUNKERS), tuple(EMBEDDERS), RERANKER_NAMES)
         for spec in plan.chunkings:
             validate_spec(spec)
+        if plain.get("position") is not None:  # +experiment=position: a typo fails before any work
+            from evalkit.position import PositionSettings
+
+            PositionSettings.from_config(plain["position"], seed=plan.seed)
         labelset = load_labelset(plan.labelset_path)
     except (ConfigError, ChunkingError) as exc:
         fail([str(exc)])
@@ -70,9 +76,9 @@ def sweep(cfg: DictConfig) -> Path:
                 plan.reranker, cache, str((plain.get("cost") or {}).get("pricing_dir", "conf/pricing"))
             )
             if plain.get("dry_run"):
-                from evalkit.dryrun import describe_plan
-
                 print(describe_plan(plan, labelset, embedder, reranker, cache))
+                if plain.get("position") is not None:
+                    plan_position_dry_run(plan, plain, labelset, embedder, reranker, cache, run_dir)
                 return run_dir
             budget = plain.get("budget_usd")
             stats = RunStats(spend=SpendGuard(float(budget) if budget is not None else None))
@@ -87,10 +93,19 @@ def sweep(cfg: DictConfig) -> Path:
                 stats=stats,
                 reranker=reranker,
             )
+            if plain.get("position") is not None:
+                from evalkit.position import position_experiment
+
+                position_dir = position_experiment(
+                    run_dir, labelset, plain, cache, progress=bool(plain.get("progress")), spend=stats.spend
+                )
+                print(f"evalkit: position experiment -> {position_dir}", file=sys.stderr)
     except BudgetExceeded as exc:
         print(f"evalkit: stopped: {exc}", file=sys.stderr)
         sys.exit(3)
-    except (EmbeddingError, RerankError) as exc:
+    except ConfigError as exc:  # e.g. position.chunking names a chunking the sweep did not run
+        fail([str(exc)])
+    except (EmbeddingError, RerankError, GenerationError) as exc:
         # What finished is on disk and every paid-for score is cached: the same command resumes.
         fail([f"{exc} (finished chunkings are kept; run the same command again to resume)"])
     print(f"evalkit: wrote {len(summary)} configs to {run_dir}/summary.csv", file=sys.stderr)
@@ -101,6 +116,37 @@ def sweep(cfg: DictConfig) -> Path:
         html = write_report(run_dir, compare=resolve_path(str(compare)) if compare else None)
         print(f"evalkit: report {html}", file=sys.stderr)
     return run_dir
+
+
+def plan_position_dry_run(
+    plan: Any, plain: dict[str, Any], labelset: Any, embedder: Any, reranker: Any, cache: Cache, run_dir: Path
+) -> None:
+    """Print the position experiment's plan (answers, prompt tokens, dollars) without generating anything.
+
+    The plan needs each question's ranked chunks, so the retrieval sweep runs first when it is free
+    (local models only); a paid reranker would be a spend, so then only the retrieval plan is printed.
+    Without an API key no request is sent at all (token counts are estimates); with a key and
+    ``position.count_with_model`` on, only count_tokens requests are (they are free).
+    """
+    import os
+
+    from evalkit.generation import make_generator
+    from evalkit.generation.anthropic import API_KEY_ENV
+    from evalkit.position import position_experiment
+
+    if reranker is not None and reranker.request_cost_usd(plan.pool_size) > 0:
+        print("evalkit dry run: the position plan needs the reranked pools; run without dry_run to build them")
+        return
+    run_sweep(plan, labelset, embedder, cache, run_dir, plain, progress=bool(plain.get("progress")))
+    generator_cfg = dict(plain.get("generator") or {})
+    position_cfg = dict(plain["position"]) | {"dry_run": True}
+    overrides: dict[str, Any] = {}
+    if generator_cfg.get("name") == "anthropic" and not os.environ.get(API_KEY_ENV):
+        # No key: the client is built for its model and window only and is never called.
+        overrides["api_key"] = "dry-run-without-a-key"
+        position_cfg["count_with_model"] = False
+    generator = make_generator(generator_cfg, **overrides)
+    position_experiment(run_dir, labelset, plain | {"position": position_cfg}, cache, generator=generator)
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
