@@ -7,7 +7,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evalkit.tokenize import tokenize_many
+from evalkit.cache import Cache, cache_key, decode_json, encode_json, text_hash
+from evalkit.tokenize import TOKENIZER_VERSION, tokenize_many
+
+
+def tokens_of(texts: Sequence[str], cache: Cache | None = None) -> list[list[str]]:
+    """BM25 tokens of each text; with a cache, each distinct text is segmented once across chunkings and runs.
+
+    Chinese segmentation is the slow part of indexing, and a warm re-run should not pay it again.
+    """
+    if cache is None:
+        return tokenize_many(texts)
+    keys = [cache_key("tokens", TOKENIZER_VERSION, text_hash(text)) for text in texts]
+    found = {key: decode_json(blob) for key, blob in cache.get_many("tokens", keys).items()}
+    missing = {key: text for key, text in zip(keys, texts) if key not in found}
+    fresh = dict(zip(missing, tokenize_many(missing.values())))
+    cache.put_many("tokens", {key: encode_json(tokens) for key, tokens in fresh.items()})
+    found.update(fresh)
+    return [found[key] for key in keys]
 
 
 @dataclass(frozen=True)
@@ -21,7 +38,7 @@ class BM25Params:
 class BM25Index:
     """A BM25 index of unit texts; ``score_rows`` gives full score rows for query blocks."""
 
-    def __init__(self, texts: Sequence[str], params: BM25Params = BM25Params()) -> None:
+    def __init__(self, texts: Sequence[str], params: BM25Params = BM25Params(), cache: Cache | None = None) -> None:
         import logging
 
         import bm25s
@@ -30,7 +47,8 @@ class BM25Index:
         logging.getLogger("bm25s").setLevel(logging.WARNING)
         self.params = params
         self._retriever = bm25s.BM25(k1=params.k1, b=params.b, method="lucene")
-        self._retriever.index(tokenize_many(texts), show_progress=False)
+        self._cache = cache
+        self._retriever.index(tokens_of(texts, cache), show_progress=False)
         self._vocab: dict[str, int] = self._retriever.vocab_dict
         self.n_units = len(texts)
         self._query_ids: list[list[int]] = []

@@ -192,7 +192,7 @@ def retrieve(
     started = time.perf_counter()
     bm25 = None
     if retriever.name in ("bm25", "hybrid"):
-        bm25 = BM25Index(units_text, BM25Params(retriever.bm25_k1, retriever.bm25_b))
+        bm25 = BM25Index(units_text, BM25Params(retriever.bm25_k1, retriever.bm25_b), cache)
         bm25.set_queries([q.question for q in questions])
     if retriever.name == "dense":
         assert index is not None and queries is not None

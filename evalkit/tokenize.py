@@ -59,5 +59,9 @@ def tokenize(text: str, stopwords: frozenset[str] = ENGLISH_STOPWORDS) -> list[s
     return tokens
 
 
+TOKENIZER_VERSION = "1"
+"""Bumped when :func:`tokenize` changes its output, so cached tokens are never reused across versions."""
+
+
 def tokenize_many(texts: Iterable[str]) -> list[list[str]]:
     return [tokenize(text) for text in texts]

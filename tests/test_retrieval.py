@@ -96,3 +96,17 @@ def test_children_collapse_to_parents_at_best_rank() -> None:
     collapsed = collapse_to_parents(pool, parent_of)
     assert collapsed.indices[0].tolist() == [1, 0, -1, -1, -1]
     assert collapsed.scores[0, :2].tolist() == [0.9, 0.8]
+
+
+def test_bm25_tokens_come_from_the_cache_on_a_second_index(tmp_path) -> None:
+    from evalkit.cache import Cache
+
+    texts = ["住宿标准为每晚不超过六百元。", "The RateLimiter allows a burst of 20."]
+    with Cache(tmp_path / "c.sqlite") as cache:
+        first = BM25Index(texts, cache=cache)
+        first.set_queries(["住宿标准", "burst"])
+        assert cache.count("tokens") == 4
+        second = BM25Index(texts, cache=cache)
+        second.set_queries(["住宿标准", "burst"])
+        assert cache.stats.hits["tokens"] == 4
+        assert np.array_equal(first.score_rows(slice(0, 2)), second.score_rows(slice(0, 2)))
