@@ -56,7 +56,8 @@ class BM25Index:
     def set_queries(self, queries: Sequence[str]) -> None:
         """Tokenise the queries once; ``score_rows`` then scores blocks of them."""
         self._query_ids = [
-            [self._vocab[token] for token in tokens if token in self._vocab] for tokens in tokenize_many(queries)
+            [self._vocab[token] for token in tokens if token in self._vocab]
+            for tokens in tokens_of(queries, self._cache)
         ]
 
     def score_rows(self, rows: slice) -> np.ndarray:
