@@ -490,7 +490,9 @@ def run_sweep(
     baseline_k = int(plan.baseline.get("top_k") or plan.top_ks[0])
     chunk_tokens = float(results["returned_tokens"].sum() / max(results["n_returned"].sum(), 1))
     write_json(run_dir / "costs.json", stuffing_decision(corpus_tokens, chunk_tokens, baseline_k, settings, prices))
-    write_table(run_dir / "results.parquet", results, csv=True)
+    # Per-question rows are for tools (parquet); a CSV of them is opt-in: at 6,000 questions x 100
+    # configs it is 600k lines no person reads, and writing it costs more than a warm re-run's scoring.
+    write_table(run_dir / "results.parquet", results, csv=bool(config.get("results_csv", False)))
     write_table(run_dir / "summary.parquet", summary, csv=True)
     if progress and plan.retriever.name != "bm25":
         print(
