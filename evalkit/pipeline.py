@@ -45,7 +45,7 @@ from evalkit.labelset import LabelSet, document_fingerprints
 from evalkit.plan import SweepPlan
 from evalkit.pricing import PriceTable, load_price_table
 from evalkit.records import Chunk, ChunkingSpec, Question, Span, span_id
-from evalkit.rerank.base import RerankCounter, Reranker, rerank_scores
+from evalkit.rerank.base import RerankCounter, Reranker, cached_scores, rerank_scores
 from evalkit.results import RunFolder, write_json, write_table
 from evalkit.retrieval import (
     CandidatePool,
@@ -222,13 +222,19 @@ def rerank_pool(
     started = time.perf_counter()
     indices = np.full_like(pool.indices, -1)
     scores = np.full(pool.scores.shape, np.nan)
+    members_of = [pool.indices[row][pool.indices[row] >= 0] for row in range(len(questions))]
+    texts_of = [[units.texts[int(i)] for i in members] for members in members_of]
+    known = cached_scores(reranker, [(q.question, texts) for q, texts in zip(questions, texts_of)], cache)
     rows = tqdm(range(len(questions)), desc="rerank", unit="question", leave=False, disable=not progress)
     for row in rows:
-        members = pool.indices[row][pool.indices[row] >= 0]
+        members = members_of[row]
         if members.size == 0:
             continue
-        texts = [units.texts[int(i)] for i in members]
-        member_scores = rerank_scores(reranker, questions[row].question, texts, cache, stats.rerank, stats.spend)
+        member_scores = known[row]
+        if member_scores is None:
+            member_scores = rerank_scores(
+                reranker, questions[row].question, texts_of[row], cache, stats.rerank, stats.spend
+            )
         order = np.argsort(-member_scores, kind="stable")  # ties keep the retriever's order
         indices[row, : members.size] = members[order]
         scores[row, : members.size] = member_scores[order]

@@ -59,6 +59,29 @@ class Reranker(ABC):
         return 0.0
 
 
+def rerank_namespace(reranker: Reranker) -> str:
+    """Where a reranker's scores live in the cache."""
+    return f"rerank:{reranker.identity}"
+
+
+def cached_scores(
+    reranker: Reranker, pairs: Sequence[tuple[str, Sequence[str]]], cache: Cache
+) -> list[np.ndarray | None]:
+    """Scores of many queries' documents from one cache lookup; None where any pair is missing.
+
+    A warm sweep asks for every (question, pool member) pair of a chunking: one bulk lookup
+    instead of one per question keeps a re-run cheap.
+    """
+    keys = [[reranker.key(query, doc) for doc in documents] for query, documents in pairs]
+    found = cache.get_many(rerank_namespace(reranker), [key for row in keys for key in row])
+    return [
+        np.array([float(decode_json(found[key])) for key in row], dtype=np.float64)
+        if all(key in found for key in row)
+        else None
+        for row in keys
+    ]
+
+
 def rerank_scores(
     reranker: Reranker,
     query: str,
@@ -74,7 +97,7 @@ def rerank_scores(
     if not documents:
         return np.zeros(0, dtype=np.float64)
     keys = [reranker.key(query, doc) for doc in documents]
-    namespace = f"rerank:{reranker.identity}"
+    namespace = rerank_namespace(reranker)
     scores = {key: float(decode_json(blob)) for key, blob in cache.get_many(namespace, keys).items()}
     missing = list({key: doc for key, doc in zip(keys, documents) if key not in scores}.items())
     step = reranker.max_documents_per_request
