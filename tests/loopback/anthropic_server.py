@@ -36,10 +36,12 @@ import threading
 from collections import Counter, deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
+
+from tests.loopback.threaded import ThreadedLoopback
 
 JSON = Any
 
@@ -91,7 +93,7 @@ class _Batch:
     results: list[dict[str, Any]] | None = None
 
 
-class AnthropicLoopback:
+class AnthropicLoopback(ThreadedLoopback):
     """The fake Anthropic API. Use as a context manager or through the ``anthropic_server`` fixture."""
 
     def __init__(
@@ -115,8 +117,6 @@ class AnthropicLoopback:
         self._prefixes: set[str] = set()
         self._batches: dict[str, _Batch] = {}
         self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     # -- scripting and inspection -----------------------------------------------------------------
 
@@ -138,40 +138,8 @@ class AnthropicLoopback:
         with self._lock:
             return [entry.body for entry in self.log if entry.endpoint == endpoint]
 
-    @property
-    def url(self) -> str:
-        if self._httpd is None:
-            raise RuntimeError("server not started")
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
-    # -- lifecycle ----------------------------------------------------------------------------------
-
-    def start(self) -> AnthropicLoopback:
-        if self._httpd is None:
-            self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-            self._httpd.daemon_threads = True
-            self._thread = threading.Thread(
-                target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="anthropic-loopback", daemon=True
-            )
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is None:
-            return
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._httpd = None
-        self._thread = None
-
-    def __enter__(self) -> AnthropicLoopback:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return _make_handler(self)
 
     # -- dispatch (handler threads) -----------------------------------------------------------------
 

@@ -20,8 +20,10 @@ import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.loopback.threaded import ThreadedLoopback
 
 JSON = Any
 Handler = Callable[[JSON], tuple[int, JSON]]
@@ -53,7 +55,7 @@ class ScriptedReply:
     headers: Mapping[str, str] = field(default_factory=dict)
 
 
-class LoopbackServer:
+class LoopbackServer(ThreadedLoopback):
     """A JSON-over-HTTP server on 127.0.0.1 with a route table, a reply script and a request log."""
 
     def __init__(self, api_key: str | None = None) -> None:
@@ -63,8 +65,6 @@ class LoopbackServer:
         self._script: deque[ScriptedReply] = deque()
         self._requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     # -- configuration ---------------------------------------------------------------------------
 
@@ -101,43 +101,8 @@ class LoopbackServer:
             self._requests.clear()
             self._script.clear()
 
-    @property
-    def url(self) -> str:
-        if self._httpd is None:
-            raise RuntimeError("server not started")
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
-    # -- lifecycle -------------------------------------------------------------------------------
-
-    def start(self) -> LoopbackServer:
-        if self._httpd is not None:
-            return self
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        httpd.daemon_threads = True
-        self._httpd = httpd
-        # A short poll interval keeps stop() (and so each test teardown) quick.
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="loopback-http", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is None:
-            return
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._httpd = None
-        self._thread = None
-
-    def __enter__(self) -> LoopbackServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return _make_handler(self)
 
     # -- dispatch (called from handler threads) ---------------------------------------------------
 
