@@ -355,3 +355,44 @@ def test_config_builds_the_llm_against_a_server(server: ScriptedJudge) -> None:
     llm = config.llm(api_key="test-key", base_url=server.url)
     assert llm.model_args["max_tokens"] == config.max_tokens
     assert [s.score for s in judge_answers([PARIS], llm, config.metric)] == [1.0]
+
+
+# --------------------------------------------------------------------------- in the position experiment
+
+
+def test_position_answers_are_judged_beside_evalkit_scores(
+    tmp_path: Path, small_demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pandas as pd
+
+    from evalkit.labelset import load_labelset
+    from evalkit.position.judging import judge_position
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    labelset = load_labelset(small_demo)
+    first, second = [q for q in labelset.questions if q.answerable][:2]
+    rows = pd.DataFrame(
+        {
+            "row_key": ["a", "b", "c"],
+            "question_id": [first.id, second.id, second.id],
+            "arm": ["retrieve-5"] * 3,
+            "placement": ["shuffle"] * 3,
+            "repeat": [0, 0, 1],
+            "gold_bucket": ["head", "mid", "tail"],
+            "correct": pd.array([True, False, None], dtype="boolean"),
+            "answerable": [True, True, True],
+            "answer": [first.answers[0], "Lyon", None],
+        }
+    )
+    out = tmp_path / "position"
+    out.mkdir()
+    rows.to_parquet(out / "rows.parquet")
+    judge_cfg = {"model": MODEL, "base_url": None, "n_noise_repeats": 3, "max_retries": 0}
+    with ScriptedJudge(correctness_script) as server, Cache(tmp_path / "c.sqlite") as cache:
+        path = judge_position(out, labelset, judge_cfg | {"base_url": server.url}, cache)
+    table = pd.read_parquet(path)
+    assert table["row_key"].tolist() == ["a", "b"], "an unanswered row is not judged"
+    assert table.set_index("row_key")["score"].to_dict() == {"a": 1.0, "b": 0.0}
+    assert table["correct"].tolist() == [True, False], "evalkit's own verdict stays beside the judge's"
+    floor = json.loads((out / "judge_noise.json").read_text(encoding="utf-8"))
+    assert floor["n"] == 3 and floor["spread"] == 0.0

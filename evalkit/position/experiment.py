@@ -157,6 +157,11 @@ def position_experiment(
     write_json(out_dir / "plan.json", _plan_record(plan, text))
     if not settings.dry_run:
         run_position(plan, generator, cache, out_dir, progress, counter=counter, spend=spend)
+        if cfg.get("judge"):  # +judge=claude: advisory ragas scores beside evalkit's own
+            from evalkit.position.judging import judge_position
+
+            judged = judge_position(out_dir, labelset, cfg["judge"], cache)
+            log(f"position: answers judged by {cfg['judge'].get('model')} (advisory) -> {judged}")
     return out_dir
 
 
