@@ -98,18 +98,21 @@ def _as_list(value: Any, key: str) -> list[Any]:
         raise ConfigError(f"{key}: expected a number or a list, got {value!r}") from exc
 
 
+def config_int(value: Any, key: str, minimum: int) -> int:
+    """One whole number from a config value (an int, or a string of one), at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ConfigError(f"{key}: {value!r} is not a whole number")
+    try:
+        number = int(value)
+    except ValueError as exc:
+        raise ConfigError(f"{key}: {value!r} is not a whole number") from exc
+    if number < minimum:
+        raise ConfigError(f"{key}: {number} is below the minimum {minimum}")
+    return number
+
+
 def _ints(value: Any, key: str, minimum: int) -> tuple[int, ...]:
-    out = []
-    for item in _as_list(value, key):
-        if isinstance(item, bool) or not isinstance(item, int | str):
-            raise ConfigError(f"{key}: {item!r} is not a whole number")
-        try:
-            number = int(item)
-        except ValueError as exc:
-            raise ConfigError(f"{key}: {item!r} is not a whole number") from exc
-        if number < minimum:
-            raise ConfigError(f"{key}: {number} is below the minimum {minimum}")
-        out.append(number)
+    out = [config_int(item, key, minimum) for item in _as_list(value, key)]
     if not out:
         raise ConfigError(f"{key}: empty list")
     return tuple(dict.fromkeys(out))

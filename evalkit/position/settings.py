@@ -11,7 +11,7 @@ from evalkit.context import (
     Placement,
     parse_placement,
 )
-from evalkit.plan import ConfigError
+from evalkit.plan import ConfigError, config_int
 
 if TYPE_CHECKING:
     pass
@@ -126,7 +126,7 @@ class PositionSettings:
             "output_tokens_per_s", "expected_output_tokens", "workers", "flush_every", "n_resamples", "dry_run",
         }  # fmt: skip
         _check_keys(cfg, known, "position")
-        files_k = _int(cfg.get("files_top_k", 5), "position.files_top_k", 1)
+        files_k = config_int(cfg.get("files_top_k", 5), "position.files_top_k", 1)
         arms = tuple(parse_arm(a, files_k) for a in _list(cfg.get("arms", DEFAULT_ARMS), "position.arms"))
         if not arms or len({a.name for a in arms}) != len(arms):
             raise ConfigError("position.arms: give at least one arm, each once")
@@ -153,22 +153,22 @@ class PositionSettings:
         if not 0.0 < share <= 1.0:
             raise ConfigError(f"position.budget.context_share: {share} must lie in (0, 1]")
         family = cfg.get("tokenizer_family")
-        run_seed = _int(cfg.get("seed", seed), "position.seed", 0)
+        run_seed = config_int(cfg.get("seed", seed), "position.seed", 0)
         return cls(
             arms=arms,
-            repeats=_int(cfg.get("repeats", 5), "position.repeats", 1),
+            repeats=config_int(cfg.get("repeats", 5), "position.repeats", 1),
             placements=placements,
             controlled_arms=controlled_arms,
             subset=SubsetSpec(
-                size=None if size is None else _int(size, "position.subset.size", 1),
-                unanswerable=_int(subset_cfg.get("unanswerable", 2), "position.subset.unanswerable", 0),
-                seed=_int(subset_cfg.get("seed", run_seed), "position.subset.seed", 0),
+                size=None if size is None else config_int(size, "position.subset.size", 1),
+                unanswerable=config_int(subset_cfg.get("unanswerable", 2), "position.subset.unanswerable", 0),
+                seed=config_int(subset_cfg.get("seed", run_seed), "position.subset.seed", 0),
             ),
             chunking=None if cfg.get("chunking") is None else str(cfg["chunking"]),
             budget=BudgetSpec(
-                window=None if window is None else _int(window, "position.budget.window", 1),
-                max_output=None if max_output is None else _int(max_output, "position.budget.max_output", 1),
-                headroom=_int(budget_cfg.get("headroom", 256), "position.budget.headroom", 0),
+                window=None if window is None else config_int(window, "position.budget.window", 1),
+                max_output=None if max_output is None else config_int(max_output, "position.budget.max_output", 1),
+                headroom=config_int(budget_cfg.get("headroom", 256), "position.budget.headroom", 0),
                 context_share=share,
             ),
             refusals=tuple(str(r) for r in _list(cfg.get("refusals") or (), "position.refusals")),
@@ -177,10 +177,12 @@ class PositionSettings:
             count_with_model=bool(cfg.get("count_with_model", True)),
             prompt_tokens_per_s=_positive(cfg.get("prompt_tokens_per_s", 150.0), "position.prompt_tokens_per_s"),
             output_tokens_per_s=_positive(cfg.get("output_tokens_per_s", 31.0), "position.output_tokens_per_s"),
-            expected_output_tokens=_int(cfg.get("expected_output_tokens", 32), "position.expected_output_tokens", 0),
-            workers=_int(cfg.get("workers", 1), "position.workers", 1),
-            flush_every=_int(cfg.get("flush_every", 8), "position.flush_every", 1),
-            n_resamples=_int(cfg.get("n_resamples", 2000), "position.n_resamples", 1),
+            expected_output_tokens=config_int(
+                cfg.get("expected_output_tokens", 32), "position.expected_output_tokens", 0
+            ),
+            workers=config_int(cfg.get("workers", 1), "position.workers", 1),
+            flush_every=config_int(cfg.get("flush_every", 8), "position.flush_every", 1),
+            n_resamples=config_int(cfg.get("n_resamples", 2000), "position.n_resamples", 1),
             dry_run=bool(cfg.get("dry_run", False)),
         )
 
@@ -208,18 +210,6 @@ def _list(value: Any, key: str) -> list[Any]:
         return list(value)
     except TypeError as exc:
         raise ConfigError(f"{key}: expected a list, got {value!r}") from exc
-
-
-def _int(value: Any, key: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ConfigError(f"{key}: {value!r} is not a whole number")
-    try:
-        number = int(value)
-    except ValueError as exc:
-        raise ConfigError(f"{key}: {value!r} is not a whole number") from exc
-    if number < minimum:
-        raise ConfigError(f"{key}: {number} is below the minimum {minimum}")
-    return number
 
 
 def _positive(value: Any, key: str) -> float:
