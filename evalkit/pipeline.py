@@ -8,6 +8,7 @@ about one embedding pass per distinct chunking, not one per grid point.
 
 from __future__ import annotations
 
+import functools
 import platform
 import sys
 import time
@@ -360,9 +361,15 @@ def run_chunking(
     chunks = chunk_corpus(labelset.documents, spec)
     units, child_to_parent = units_of(chunks, labelset)
     filters = FilterSettings.from_config(plan.filters)
-    chunk_doc_ids = np.array([c.doc_id for c in chunks], dtype=object)
-    allowed = access(questions, chunk_doc_ids, labelset.documents, filters).allowed if filters.enabled else None
     unit_access = access(questions, units.doc_ids, labelset.documents, filters)
+    allowed = None
+    if filters.enabled:
+        # Retrieval ranks chunks; they are the returned units unless parent-child maps them to parents.
+        chunk_doc_ids = np.array([c.doc_id for c in chunks], dtype=object)
+        chunk_access = (
+            unit_access if child_to_parent is None else access(questions, chunk_doc_ids, labelset.documents, filters)
+        )
+        allowed = chunk_access.allowed
     stats.add_time("chunk", time.perf_counter() - started)
     embed_before = stats.embed.total_texts
     pool = retrieve(plan, [c.embed_text for c in chunks], questions, embedder, cache, stats, allowed)
@@ -394,7 +401,13 @@ def run_chunking(
 def price_table(plan: SweepPlan) -> PriceTable:
     from evalkit.plan import resolve_path
 
-    return load_price_table(resolve_path(CostSettings.from_config(plan.cost).pricing_dir))
+    return _load_prices(str(resolve_path(CostSettings.from_config(plan.cost).pricing_dir)))
+
+
+@functools.cache
+def _load_prices(pricing_dir: str) -> PriceTable:
+    """Price files are read once per process, not once per chunking."""
+    return load_price_table(pricing_dir)
 
 
 def token_family(plan: SweepPlan) -> str:
