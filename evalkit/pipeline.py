@@ -126,22 +126,13 @@ def _units(ids: tuple[str, ...], spans: Sequence[Span], texts: tuple[str, ...]) 
 
 def judge(questions: Sequence[Question], pool: CandidatePool, units: Units, tau: float) -> PoolJudgement:
     """Project every question's evidence spans onto the chunking (DESIGN §2)."""
-    by_doc: dict[str, np.ndarray] = {}
-    for doc_id in np.unique(units.doc_ids) if len(units.ids) else ():
-        by_doc[str(doc_id)] = np.flatnonzero(units.doc_ids == doc_id)
+    index = relevance.build_unit_index(units.starts, units.ends, units.doc_ids)
     relevant = np.zeros(pool.indices.shape, dtype=bool)
     n_relevant = np.zeros(len(questions), dtype=np.int64)
     for row, question in enumerate(questions):
         if question.evidence_mode == "none":
             continue
-        docs = {span.doc_id for span in question.evidence}
-        candidates = np.concatenate([by_doc.get(d, np.zeros(0, dtype=np.int64)) for d in sorted(docs)])
-        if candidates.size == 0:
-            continue
-        mask = relevance.relevance_matrix(
-            question, units.starts[candidates], units.ends[candidates], units.doc_ids[candidates], tau
-        )
-        relevant_units = candidates[mask]
+        relevant_units = np.flatnonzero(relevance.index_relevance_matrix(question, index, tau))
         n_relevant[row] = relevant_units.size
         relevant[row] = np.isin(pool.indices[row], relevant_units) & (pool.indices[row] >= 0)
     return PoolJudgement(relevant=relevant, scores=pool.scores, n_relevant=n_relevant)
