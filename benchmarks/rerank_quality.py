@@ -24,14 +24,14 @@ from pathlib import Path
 
 import numpy as np
 
-from evalkit.bm25 import BM25Index
 from evalkit.cache import Cache
-from evalkit.labelset import LabelSet, load_labelset
-from evalkit.metrics import context_precision_at_k, hit_at_k
+from evalkit.chunking.relevance import is_relevant
+from evalkit.labels.read import LabelSet, load_labelset
 from evalkit.records import Question, Span
-from evalkit.relevance import is_relevant
-from evalkit.rerank.base import RerankCounter, Reranker, rerank_scores
-from evalkit.rerank.local import E5Reranker, NanoReranker
+from evalkit.retrieval.bm25 import BM25Index
+from evalkit.retrieval.rerank.base import RerankCounter, Reranker, rerank_scores
+from evalkit.retrieval.rerank.local import E5Reranker, NanoReranker
+from evalkit.scoring.metrics import context_precision_at_k, hit_at_k
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "labelsets"
 RERANKERS: dict[str, Callable[[], Reranker]] = {"nano": NanoReranker, "e5": E5Reranker}

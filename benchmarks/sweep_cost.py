@@ -37,13 +37,13 @@ def run_phase(phase: str, labelset: str, work: Path, embedder: str, reranker: st
     from omegaconf import OmegaConf
 
     from evalkit.cache import Cache
-    from evalkit.chunking import chunk_corpus
-    from evalkit.embedding.base import embed_texts
-    from evalkit.embedding.local import EMBEDDERS
-    from evalkit.labelset import load_labelset
-    from evalkit.pipeline import RunStats, run_sweep
-    from evalkit.plan import build_plan
-    from evalkit.rerank.factory import RERANKER_NAMES, make_reranker
+    from evalkit.chunking.chunkers import chunk_corpus
+    from evalkit.labels.read import load_labelset
+    from evalkit.pipeline.plan import build_plan
+    from evalkit.pipeline.sweep import RunStats, run_sweep
+    from evalkit.retrieval.embedding.base import embed_texts
+    from evalkit.retrieval.embedding.local import EMBEDDERS
+    from evalkit.retrieval.rerank.factory import RERANKER_NAMES, make_reranker
 
     # Hybrid retrieval, so the grid's embedding cost is what is measured (BM25 alone embeds nothing).
     base = [f"labelset.path={labelset}", "retriever=hybrid", f"embedder={embedder}", f"reranker={reranker}"]
@@ -55,7 +55,7 @@ def run_phase(phase: str, labelset: str, work: Path, embedder: str, reranker: st
         "c": base,
     }[phase]
     cfg = OmegaConf.to_container(_compose(overrides), resolve=True)
-    from evalkit.chunking import CHUNKERS
+    from evalkit.chunking.chunkers import CHUNKERS
 
     plan = build_plan(cfg, tuple(CHUNKERS), tuple(EMBEDDERS), RERANKER_NAMES)
     labelset_obj = load_labelset(plan.labelset_path)

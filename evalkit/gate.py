@@ -4,7 +4,7 @@ Two results folders (``--baseline reports/A --candidate reports/B``) or one
 folder and two of its grid points (``--run reports/X --baseline-config ID
 --candidate-config ID``). Each check in the margins file (``conf/gate/
 default.yaml``) pairs the two configs' per-question values, takes the paired
-bootstrap CI of the difference and asks :func:`evalkit.stats.non_inferior`
+bootstrap CI of the difference and asks :func:`evalkit.scoring.stats.non_inferior`
 whether its bad-side bound stays within the margin. Writes ``gate.json`` and
 ``gate.md`` to the candidate folder (or ``--out``).
 
@@ -25,10 +25,11 @@ from typing import Any, NoReturn
 import numpy as np
 import yaml
 
-from evalkit import stats
-from evalkit.report import files, fmt
+from evalkit.report import fmt
 from evalkit.report.data import Run, RunError, load_run
 from evalkit.report.measures import MEASURES, Measure, per_question
+from evalkit.run import files
+from evalkit.scoring import stats
 
 GATE_CONF = Path(__file__).resolve().parents[1] / "conf" / "gate"
 MARGIN_KINDS = {"max_drop": True, "max_drop_pct": True, "max_rise": False, "max_rise_pct": False}
@@ -331,7 +332,7 @@ def markdown(payload: Mapping[str, Any]) -> str:
 
 def write_outputs(payload: Mapping[str, Any], out: Path) -> tuple[Path, Path]:
     """Write gate.json and gate.md into ``out``."""
-    from evalkit.results import write_json
+    from evalkit.run.folder import write_json
 
     out.mkdir(parents=True, exist_ok=True)
     json_path, md_path = out / files.GATE_JSON, out / files.GATE_MD

@@ -1,7 +1,7 @@
 """``python -m evalkit.sweep``: the Hydra entry point of a sweep.
 
 This module only reads the config, validates it into a plan, opens the cache
-and hands over to :mod:`evalkit.pipeline`. Errors a user can fix (bad config,
+and hands over to :mod:`evalkit.pipeline.sweep`. Errors a user can fix (bad config,
 broken labelled set) print one line each and exit with code 2, no traceback.
 """
 
@@ -14,18 +14,18 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from evalkit.budget import BudgetExceeded, SpendGuard
+from evalkit.answering.generation import GenerationError
 from evalkit.cache import Cache
-from evalkit.chunking import CHUNKERS, ChunkingError, validate_spec
-from evalkit.dryrun import describe_plan
-from evalkit.embedding.base import EmbeddingError
-from evalkit.embedding.local import EMBEDDERS
-from evalkit.generation import GenerationError
-from evalkit.labelset import LabelsetError, load_labelset
-from evalkit.pipeline import RunStats, run_sweep
-from evalkit.plan import ConfigError, build_plan, resolve_path
-from evalkit.rerank.base import RerankError
-from evalkit.rerank.factory import RERANKER_NAMES, make_reranker
+from evalkit.chunking.chunkers import CHUNKERS, ChunkingError, validate_spec
+from evalkit.cost.budget import BudgetExceeded, SpendGuard
+from evalkit.labels.read import LabelsetError, load_labelset
+from evalkit.pipeline.dryrun import describe_plan
+from evalkit.pipeline.plan import ConfigError, build_plan, resolve_path
+from evalkit.pipeline.sweep import RunStats, run_sweep
+from evalkit.retrieval.embedding.base import EmbeddingError
+from evalkit.retrieval.embedding.local import EMBEDDERS
+from evalkit.retrieval.rerank.base import RerankError
+from evalkit.retrieval.rerank.factory import RERANKER_NAMES, make_reranker
 
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 
@@ -47,7 +47,7 @@ def sweep(cfg: DictConfig) -> Path:
         for spec in plan.chunkings:
             validate_spec(spec)
         if plain.get("position") is not None:  # +experiment=position: a typo fails before any work
-            from evalkit.position import PositionSettings
+            from evalkit.answering.position.settings import PositionSettings
 
             PositionSettings.from_config(plain["position"], seed=plan.seed)
         labelset = load_labelset(plan.labelset_path)
@@ -94,7 +94,7 @@ def sweep(cfg: DictConfig) -> Path:
                 reranker=reranker,
             )
             if plain.get("position") is not None:
-                from evalkit.position import position_experiment
+                from evalkit.pipeline.position import position_experiment
 
                 position_dir = position_experiment(
                     run_dir, labelset, plain, cache, progress=bool(plain.get("progress")), spend=stats.spend
@@ -130,9 +130,9 @@ def plan_position_dry_run(
     """
     import os
 
-    from evalkit.generation import make_generator
-    from evalkit.generation.anthropic import API_KEY_ENV
-    from evalkit.position import position_experiment
+    from evalkit.answering.generation import make_generator
+    from evalkit.answering.generation.anthropic import API_KEY_ENV
+    from evalkit.pipeline.position import position_experiment
 
     if reranker is not None and reranker.request_cost_usd(plan.pool_size) > 0:
         print("evalkit dry run: the position plan needs the reranked pools; run without dry_run to build them")

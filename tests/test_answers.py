@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from evalkit.answers import (
+from evalkit.records import Question, Span
+from evalkit.scoring.answers import (
     DEFAULT_REFUSALS,
     cited_doc_ids,
     cjk_f1,
@@ -26,7 +27,6 @@ from evalkit.answers import (
     strip_citations,
     token_f1,
 )
-from evalkit.records import Question, Span
 
 # SQuAD v2.0 -----------------------------------------------------------------------
 

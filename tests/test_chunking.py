@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalkit.chunking import CHUNKERS, ChunkingError, chunk_corpus, chunk_document, validate_spec
+from evalkit.chunking.chunkers import CHUNKERS, ChunkingError, chunk_corpus, chunk_document, validate_spec
 from evalkit.records import Chunk, ChunkingSpec, Document, span_id
 
 # --------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from evalkit.costs import (
+from evalkit.cost.model import (
     NO_COST,
     TOKENIZER_SCALE_PERCENT,
     Cost,
@@ -37,7 +37,7 @@ from evalkit.costs import (
     stuff_usage,
     stuff_vs_retrieve,
 )
-from evalkit.pricing import ModelPrice, PriceTable, PricingError, load_price_table
+from evalkit.cost.prices import ModelPrice, PriceTable, PricingError, load_price_table
 
 PRICING = Path(__file__).resolve().parents[1] / "conf" / "pricing"
 TOL = 1e-9

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from evalkit.chunking import chunk_corpus
-from evalkit.filters import in_effect, visible_to
-from evalkit.labelset import load_labelset
+from evalkit.chunking.chunkers import chunk_corpus
+from evalkit.labels.read import load_labelset
 from evalkit.records import ChunkingSpec
+from evalkit.retrieval.filters import in_effect, visible_to
 from tests.test_sweep import run_in_process
 
 

@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evalkit import stats
 from evalkit.gate import load_gate_config, main
-from evalkit.report import files
+from evalkit.run import files
+from evalkit.scoring import stats
 from tests.conftest import REPO
 from tests.test_report import planted_run, run_sweep
 

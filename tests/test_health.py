@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from evalkit.chunking import chunk_document
-from evalkit.health import ChunkHealth, chunk_health
+from evalkit.chunking.chunkers import chunk_document
+from evalkit.chunking.health import ChunkHealth, chunk_health
 from evalkit.records import Chunk, ChunkingSpec, Document, span_id
 
 

@@ -20,8 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from evalkit.cache import Cache
-from evalkit.judge import (
+from evalkit.answering.judge import (
     API_KEY_ENV,
     JUDGE_METRICS,
     TELEMETRY_ENV,
@@ -35,6 +34,7 @@ from evalkit.judge import (
     ragas_llm,
     within_noise_floor,
 )
+from evalkit.cache import Cache
 from tests.loopback.anthropic_server import AnthropicLoopback
 
 pytestmark = pytest.mark.filterwarnings("ignore:FUNCTIONS is deprecated:DeprecationWarning")  # instructor 1.3.2
@@ -157,7 +157,7 @@ def make_llm(server: AnthropicLoopback, **kwargs: Any) -> Any:
 def test_import_has_no_side_effects() -> None:
     env = {k: v for k, v in os.environ.items() if k != TELEMETRY_ENV}
     code = (
-        "import os, sys; import evalkit.judge; "
+        "import os, sys; import evalkit.answering.judge; "
         "assert 'ragas' not in sys.modules and 'anthropic' not in sys.modules; "
         f"assert {TELEMETRY_ENV!r} not in os.environ"
     )
@@ -365,8 +365,8 @@ def test_position_answers_are_judged_beside_evalkit_scores(
 ) -> None:
     import pandas as pd
 
-    from evalkit.labelset import load_labelset
-    from evalkit.position.judging import judge_position
+    from evalkit.labels.read import load_labelset
+    from evalkit.pipeline.position_judging import judge_position
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     labelset = load_labelset(small_demo)

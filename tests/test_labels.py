@@ -19,11 +19,11 @@ from evalkit.labels.hf_format import hf_rows, import_hf, write_hf
 from evalkit.labels.load import tolerant_load
 from evalkit.labels.locate import build_locator, locate
 from evalkit.labels.ragas_format import import_ragas, ragas_rows, write_rows
+from evalkit.labels.read import LabelSet, load_labelset
 from evalkit.labels.similarity import jaccard, normalise, shingles, similar_pairs
 from evalkit.labels.squad_format import import_squad
 from evalkit.labels.stats import label_stats
 from evalkit.labels.write import write_labelset
-from evalkit.labelset import LabelSet, load_labelset
 from evalkit.records import Document, Question
 from tests.conftest import DEMO, REPO, TINY_DOCS, evidence, shared_set, write_set
 

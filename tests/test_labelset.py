@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.labelset import LabelsetError, load_labelset
+from evalkit.labels.read import LabelsetError, load_labelset
 from tests.conftest import REPO, shared_set
 
 

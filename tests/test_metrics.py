@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalkit.metrics import (
+from evalkit.scoring.metrics import (
     METRICS,
     JudgedRanking,
     answer_recall_at_k,

@@ -3,7 +3,7 @@
 1. ranx (``hit_rate``, ``precision``, ``recall``, ``mrr``, ``ndcg`` at several
    cut-offs) on a realistic run over the real labelled set ``cmrc2018-zh``:
    fixed 200-character windows (also overlapping ones, so that a question has
-   several relevant chunks), relevance from ``evalkit.relevance``, chunks
+   several relevant chunks), relevance from ``evalkit.chunking.relevance``, chunks
    ranked by a deterministic character-bigram scorer, optionally cut by a
    score threshold (lists of every length, empty ones included).
 2. ragas' context precision (the average-precision step that turns
@@ -27,7 +27,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalkit.metrics import (
+from evalkit.chunking.relevance import build_unit_index, index_relevance_matrix
+from evalkit.records import Question, Span
+from evalkit.scoring.metrics import (
     context_precision_at_k,
     hit_at_k,
     ndcg_at_k,
@@ -35,8 +37,6 @@ from evalkit.metrics import (
     recall_at_k,
     reciprocal_rank,
 )
-from evalkit.records import Question, Span
-from evalkit.relevance import build_unit_index, index_relevance_matrix
 
 TOL = 1e-9
 LABELSET = Path(__file__).resolve().parents[1].parent / "shared" / "labelsets" / "cmrc2018-zh"
@@ -113,7 +113,7 @@ class Judged:
 
 
 def judged_run(corpus: Corpus, stride: int, tau: float, threshold: float | None) -> list[Judged]:
-    """Rank 200-character windows for the first questions; judge them with evalkit.relevance."""
+    """Rank 200-character windows for the first questions; judge them with evalkit.chunking.relevance."""
     doc_ids, starts, ends, texts = [], [], [], []
     for doc_id, text in corpus.docs.items():
         for start in range(0, len(text), stride):

@@ -16,29 +16,18 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from evalkit.budget import BudgetExceeded, SpendGuard
+from evalkit.answering.context import DOES_NOT_FIT, Budget, parse_placement, render_context
+from evalkit.answering.position.items import choose_subset, pool_items, scope_documents
+from evalkit.answering.position.plan import RequestSpec, describe, plan_position
+from evalkit.answering.position.settings import BudgetSpec, PositionSettings, SubsetSpec, parse_arm
 from evalkit.cache import Cache
-from evalkit.context import DOES_NOT_FIT, Budget, parse_placement, render_context
-from evalkit.labelset import LabelSet, load_labelset
-from evalkit.plan import ConfigError
-from evalkit.position import (
-    BudgetSpec,
-    PositionSettings,
-    RequestSpec,
-    SubsetSpec,
-    choose_chunking,
-    choose_subset,
-    describe,
-    parse_arm,
-    plan_position,
-    pool_items,
-    position_experiment,
-    resolve_budget,
-    run_position,
-    scope_documents,
-    summarise_position,
-)
-from evalkit.results import RunFolder
+from evalkit.cost.budget import BudgetExceeded, SpendGuard
+from evalkit.labels.read import LabelSet, load_labelset
+from evalkit.pipeline.plan import ConfigError
+from evalkit.pipeline.position import choose_chunking, position_experiment, resolve_budget
+from evalkit.pipeline.position_run import run_position
+from evalkit.run.folder import RunFolder
+from evalkit.scoring.position import summarise_position
 from evalkit.sweep import sweep
 from tests.conftest import REPO
 from tests.loopback.anthropic_server import REFUSAL_EN, REFUSAL_ZH, AnthropicLoopback

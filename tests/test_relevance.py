@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalkit.records import Chunk, EvidenceMode, Question, Span
-from evalkit.relevance import (
+from evalkit.chunking.relevance import (
     build_unit_index,
     covered_evidence,
     cumulative_coverage,
@@ -26,6 +25,7 @@ from evalkit.relevance import (
     unit_index_from_spans,
     unit_span,
 )
+from evalkit.records import Chunk, EvidenceMode, Question, Span
 
 
 def make_question(mode: EvidenceMode, *evidence: Span) -> Question:

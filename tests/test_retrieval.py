@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from evalkit.bm25 import BM25Index
-from evalkit.retrieval import (
+from evalkit.retrieval.bm25 import BM25Index
+from evalkit.retrieval.pools import (
     CandidatePool,
     DenseIndex,
     IndexMismatchError,
@@ -20,7 +20,7 @@ from evalkit.retrieval import (
     hybrid_pool,
     top_n,
 )
-from evalkit.tokenize import tokenize
+from evalkit.retrieval.tokenize import tokenize
 
 
 def _reference_top_n(scores: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

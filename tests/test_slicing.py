@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalkit import metrics
-from evalkit.slicing import PoolJudgement, best_score, returned_mask, slice_metrics
+from evalkit.scoring import metrics
+from evalkit.scoring.slicing import PoolJudgement, best_score, returned_mask, slice_metrics
 
 
 @st.composite

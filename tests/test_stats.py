@@ -1,4 +1,4 @@
-"""Tests for evalkit.stats: reference implementations, hand-worked values, simulations.
+"""Tests for evalkit.scoring.stats: reference implementations, hand-worked values, simulations.
 
 Reference values come from scipy (bootstrap, permutation_test, binomtest's
 Wilson interval) and from calculations written out in comments. The
@@ -18,8 +18,8 @@ import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import evalkit.stats as stats_module
-from evalkit.stats import (
+import evalkit.scoring.stats as stats_module
+from evalkit.scoring.stats import (
     Interval,
     PairedComparison,
     bootstrap_ci,

@@ -31,11 +31,11 @@ from evalkit.labels.health import format_health, label_health
 from evalkit.labels.hf_format import hf_rows, import_hf, write_hf
 from evalkit.labels.load import read_documents, tolerant_load
 from evalkit.labels.ragas_format import import_ragas, ragas_rows, write_rows
+from evalkit.labels.read import LabelsetError, load_labelset
 from evalkit.labels.squad_format import import_squad, read_squad
 from evalkit.labels.stats import format_stats, label_stats
 from evalkit.labels.validate import validate
 from evalkit.labels.write import write_labelset
-from evalkit.labelset import LabelsetError, load_labelset
 
 EXIT_OK, EXIT_REPORTED, EXIT_INVALID = 0, 1, 2
 MAX_NOTES = 10

@@ -5,7 +5,7 @@ sweep. Health checks and imports need more: :func:`tolerant_load` keeps every
 question it can, drops only the spans that no longer match their document
 (a stale label) and hands back the loader's own problem lines, and
 :func:`read_documents` reads the corpus of a labelled set or of a plain
-folder of text files. Both reuse the loader's parsing (``evalkit.labelset``),
+folder of text files. Both reuse the loader's parsing (``evalkit.labels.read``),
 so a span is stale here exactly when the loader says so.
 """
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.labelset import LabelsetError, load_documents, parse_record, read_jsonl, read_text
+from evalkit.labels.read import LabelsetError, load_documents, parse_record, read_jsonl, read_text
 from evalkit.records import Document, Question
 
 __all__ = ["TolerantSet", "parse_question", "read_documents", "tolerant_load"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalkit.labels.load import tolerant_load
-from evalkit.labelset import LabelsetError, load_labelset
+from evalkit.labels.read import LabelsetError, load_labelset
 
 __all__ = ["Validation", "validate"]
 

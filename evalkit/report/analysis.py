@@ -2,7 +2,7 @@
 
 The recommendation, its comparison with the production (baseline) config,
 the top_k plateau and the minimum detectable effect. Every statistic comes
-from :mod:`evalkit.stats`; this module only chooses what to compare.
+from :mod:`evalkit.scoring.stats`; this module only chooses what to compare.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalkit import stats
-from evalkit.report import files
 from evalkit.report.data import BaselinePoint
 from evalkit.report.measures import HEADLINE, Measure, available, is_binary, matrix, measure, per_question
+from evalkit.run import files
+from evalkit.scoring import stats
 
 
 @dataclass(frozen=True)

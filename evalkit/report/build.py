@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalkit.report import figures, files, sections
+from evalkit.report import figures, sections
 from evalkit.report.analysis import Objective
 from evalkit.report.fonts import cjk_font
 from evalkit.report.html import Markup, page
 from evalkit.report.model import ReportModel, ReportOptions, build_model
+from evalkit.run import files
 
 TOC = (
     ("recommendation", "Recommendation"),

@@ -2,7 +2,7 @@
 
 ``load_run`` reads what every sweep writes (manifest, results, summary,
 per-chunking info) and whatever optional files later stages add (see
-:mod:`evalkit.report.files`). Candidate pools are large, so they are read
+:mod:`evalkit.run.files`). Candidate pools are large, so they are read
 per chunking and per question on demand by ``load_pool``.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from evalkit.report import files
+from evalkit.run import files
 
 
 class RunError(ValueError):

@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalkit import stats
 from evalkit.report import fmt
 from evalkit.report.analysis import Objective, Step, find_config, steps
 from evalkit.report.experiments import PositionSummary
 from evalkit.report.measures import matrix, measure
+from evalkit.scoring import stats
 
 MIN_CHUNK_GROWTH = 0.05
 """Overlap rule: below this growth in chunk count, overlap costs too little to flag."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from evalkit import stats
+from evalkit.scoring import stats
 
 BUCKET_ORDER = ("head", "mid", "tail")
 ROW_COLUMNS = ("question_id", "arm", "gold_bucket", "correct")

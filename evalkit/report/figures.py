@@ -9,12 +9,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalkit.report import files, fmt, plots
+from evalkit.report import fmt, plots
 from evalkit.report.experiments import pareto_front
 from evalkit.report.html import Markup, img, join, no_data, section, table, tag
 from evalkit.report.measures import measure
 from evalkit.report.model import ReportModel
 from evalkit.report.sections import labelset_tables
+from evalkit.run import files
 
 HEATMAP_MEASURES = ("recall", "context_precision", "ndcg", "mrr", "precision", "zero_hit_answerable")
 

@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from evalkit import stats
+from evalkit.scoring import stats
 
 MINUS = "\u2212"
 

@@ -14,7 +14,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from evalkit.report import files
+from evalkit.run import files
 
 Subset = Literal["all", "answerable", "unanswerable"]
 

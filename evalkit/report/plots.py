@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from evalkit import stats
 from evalkit.report.fonts import FontStatus
+from evalkit.scoring import stats
 
 BLUE, ORANGE, GREEN, RED, GREY = "#2457c5", "#d9730d", "#1a7f37", "#b42318", "#9aa4b5"
 DPI = 110

@@ -7,13 +7,14 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from evalkit import stats
-from evalkit.report import files, fmt
+from evalkit.report import fmt
 from evalkit.report.analysis import cost_key
 from evalkit.report.drilldown import question_details
 from evalkit.report.html import Markup, esc, join, no_data, section, table, tag
 from evalkit.report.measures import Measure, measure
 from evalkit.report.model import ReportModel
+from evalkit.run import files
+from evalkit.scoring import stats
 
 TOP_CONFIGS = 15
 """Rows of the configs-versus-baseline table (the Holm family is always all eligible configs)."""

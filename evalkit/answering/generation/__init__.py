@@ -1,0 +1,82 @@
+"""LLM generation: the contract (``base``), Claude (``anthropic``) and a local GGUF model (``local``).
+
+Backends are imported only when chosen, so importing evalkit needs neither the
+``anthropic`` SDK nor ``llama-cpp-python``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from evalkit.answering.generation.base import (
+    BatchPending,
+    GenerationCounter,
+    GenerationError,
+    GenerationRequest,
+    Generator,
+    ModelTally,
+    build_request,
+    count_tokens_cached,
+    generate_cached,
+    generate_many,
+    request_key,
+)
+
+__all__ = [
+    "BatchPending",
+    "GenerationCounter",
+    "GenerationError",
+    "GenerationRequest",
+    "Generator",
+    "ModelTally",
+    "build_request",
+    "count_tokens_cached",
+    "generate_cached",
+    "generate_many",
+    "make_generator",
+    "prompts_for",
+    "refusal_for",
+    "request_key",
+]
+
+
+def _lang_key(cfg: Mapping[str, Any], section: str, lang: str) -> str:
+    """'zh' for any Chinese tag (zh, zh-Hans, zh-CN), else 'en' when the section lacks the exact tag."""
+    options = cfg.get(section) or {}
+    if lang in options:
+        return lang
+    return "zh" if lang.lower().startswith("zh") and "zh" in options else "en"
+
+
+def refusal_for(cfg: Mapping[str, Any], lang: str) -> str:
+    """The exact refusal string the model is told to answer with, for a question's language tag."""
+    return str(cfg["refusal"][_lang_key(cfg, "refusal", lang)])
+
+
+def prompts_for(cfg: Mapping[str, Any], lang: str) -> dict[str, str]:
+    """System prompt and user templates for a language, with the refusal string filled in.
+
+    Returns ``{"system", "context_template", "question_template"}``, ready for :func:`build_request`.
+    """
+    prompts = cfg["prompts"][_lang_key(cfg, "prompts", lang)]
+    refusal = refusal_for(cfg, lang)
+    return {
+        "system": str(prompts["system"]).format(refusal=refusal),
+        "context_template": str(prompts["context_template"]),
+        "question_template": str(prompts["question_template"]),
+    }
+
+
+def make_generator(cfg: Mapping[str, Any], **overrides: Any) -> Generator:
+    """The generator a ``conf/generator/*.yaml`` names (``name: anthropic`` or ``name: local``)."""
+    name = cfg.get("name")
+    if name == "anthropic":
+        from evalkit.answering.generation.anthropic import AnthropicGenerator
+
+        return AnthropicGenerator.from_config(cfg, **overrides)
+    if name == "local":
+        from evalkit.answering.generation.local import LlamaCppGenerator
+
+        return LlamaCppGenerator.from_config(cfg, **overrides)
+    raise GenerationError(f"unknown generator {name!r}: use generator=anthropic or generator=local")

@@ -1,0 +1,143 @@
+"""The cost model applied to a sweep's results (pure).
+
+Each retrieval config is priced as the generation call it would feed: the
+target model reads the system prompt, the question and the chunks the config
+returned (their real, per-question token counts), then writes an answer;
+rerank search units are added where the reranker is paid. Token counts are
+local estimates unless a run recorded the model's own counts, and every
+cost carries that label (``cost_estimated``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evalkit.cost.model import (
+    Cost,
+    TokenUsage,
+    call_cost,
+    estimate_tokens,
+    index_growth,
+    rerank_search_units,
+    stuff_vs_retrieve,
+)
+from evalkit.cost.prices import PriceTable
+
+
+@dataclass(frozen=True)
+class CostSettings:
+    """What a query costs at the team's volume: the target model and the traffic."""
+
+    model: str = "claude-sonnet-5"
+    queries_per_day: float = 1000.0
+    system_tokens: int = 300
+    """Instructions sent with every query (a fixed estimate)."""
+    output_tokens: int = 200
+    """Answer length per query."""
+    cache_ttl: str = "5m"
+    active_hours: float = 24.0
+    batch: bool = False
+    headroom_tokens: int = 8000
+    """Kept free in the window for instructions, question and answer when stuffing."""
+    pricing_dir: str = "conf/pricing"
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any] | None) -> CostSettings:
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in (cfg or {}).items() if k in known})
+
+
+def unit_token_counts(texts: list[str] | tuple[str, ...], family: str) -> np.ndarray:
+    """Estimated tokens of each retrievable unit's text."""
+    return np.array([estimate_tokens(text, family) for text in texts], dtype=np.int64)
+
+
+def returned_tokens(returned: np.ndarray, pool_indices: np.ndarray, unit_tokens: np.ndarray) -> np.ndarray:
+    """Per question: tokens of the units a slice returned."""
+    tokens = np.where(pool_indices >= 0, unit_tokens[np.maximum(pool_indices, 0)], 0)
+    return (tokens * returned).sum(axis=1)
+
+
+def rerank_cost_per_query(prices: PriceTable, rerank_model: str | None, pool_size: int) -> Cost:
+    """Search units of one question's pool, for a paid reranker (0 for local ones)."""
+    if rerank_model is None or rerank_model not in prices.rerankers:
+        return Cost(0.0, estimated=False)
+    rerank = prices.reranker(rerank_model)
+    units = rerank_search_units(pool_size, rerank.documents_per_search)
+    return Cost(units * rerank.per_1000_searches / 1000, estimated=False)
+
+
+def question_costs(rows: pd.DataFrame, settings: CostSettings, prices: PriceTable, rerank: Cost) -> np.ndarray:
+    """Dollars per (config, question): system prompt + question + returned chunks in, an answer out.
+
+    Prices are linear in tokens, so the per-token rates are taken from :func:`call_cost` itself
+    (one million tokens of each kind) rather than restated here.
+    """
+    price = prices.model(settings.model)
+    per_input = call_cost(TokenUsage(1_000_000, 0, estimated=True), price, batch=settings.batch).usd / 1e6
+    answer = call_cost(TokenUsage(0, settings.output_tokens, estimated=True), price, batch=settings.batch).usd
+    prompt = settings.system_tokens + rows["question_tokens"].to_numpy() + rows["returned_tokens"].to_numpy()
+    return prompt * per_input + answer + rerank.usd
+
+
+def price_configs(summary: pd.DataFrame, rows: pd.DataFrame, settings: CostSettings) -> pd.DataFrame:
+    """Add $/query (mean over questions), $/day and index growth columns to a per-config summary."""
+    out = summary.copy()
+    per_config = rows.groupby("config_id", sort=False)["cost_per_query_usd"].mean()
+    out["cost_model"] = settings.model
+    out["cost_per_query_usd"] = out["config_id"].map(per_config)
+    out["cost_per_day_usd"] = out["cost_per_query_usd"] * settings.queries_per_day
+    out["cost_estimated"] = True  # token counts are local estimates
+    out["queries_per_day"] = settings.queries_per_day
+    baseline_chunks = out[out["chunk_overlap"] == 0].groupby("chunk_size")["n_chunks"].first()
+    out["index_growth_vs_no_overlap"] = [
+        index_growth(int(row["n_chunks"]), int(baseline_chunks[row["chunk_size"]]))
+        if row["chunk_size"] in baseline_chunks.index
+        else np.nan
+        for _, row in out.iterrows()
+    ]
+    return out
+
+
+def stuffing_decision(
+    corpus_tokens: int, mean_chunk_tokens: float, k: int, settings: CostSettings, prices: PriceTable
+) -> dict[str, Any]:
+    """Stuffing the corpus vs retrieving k chunks at the configured volume, as a JSON-ready record."""
+    price = prices.model(settings.model)
+    decision = stuff_vs_retrieve(
+        corpus_tokens,
+        settings.queries_per_day,
+        k,
+        round(mean_chunk_tokens),
+        price,
+        max(settings.headroom_tokens, settings.system_tokens + settings.output_tokens),
+        output_tokens=settings.output_tokens,
+        cache_ttl=settings.cache_ttl,  # type: ignore[arg-type]
+        active_hours=settings.active_hours,
+        batch=settings.batch,
+        estimated=True,
+    )
+    return {
+        "model": settings.model,
+        "corpus_tokens": corpus_tokens,
+        "corpus_tokens_estimated": True,
+        "k": k,
+        "mean_chunk_tokens": mean_chunk_tokens,
+        "settings": asdict(settings),
+        "decision": _jsonable(asdict(decision)),
+    }
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, float) and not np.isfinite(value):
+        return str(value)
+    return value

@@ -1,0 +1,195 @@
+"""Wiring the experiment onto a finished sweep (reads its pool, writes position/)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from evalkit.answering.context import (
+    DOES_NOT_FIT,
+    PROMPT_TOO_LONG,
+    Budget,
+)
+from evalkit.answering.generation import make_generator
+from evalkit.answering.generation.base import (
+    GenerationCounter,
+    GenerationRequest,
+    Generator,
+    count_tokens_cached,
+)
+from evalkit.cost.budget import SpendGuard
+from evalkit.cost.prices import ModelPrice, PricingError, load_price_table
+from evalkit.pipeline.plan import PROJECT_ROOT, ConfigError
+from evalkit.records import ChunkingSpec
+from evalkit.run.folder import RunFolder, read_json, write_json
+
+if TYPE_CHECKING:
+    from evalkit.cache import Cache
+    from evalkit.labels.read import LabelSet
+
+from evalkit.answering.position.items import choose_subset, pool_items
+from evalkit.answering.position.plan import PositionPlan, RequestSpec, describe, plan_position
+from evalkit.answering.position.settings import OUT_DIR, BudgetSpec, PositionSettings
+from evalkit.pipeline.position_run import run_position
+
+
+def choose_chunking(run_dir: Path, wanted: str | None, cfg: Mapping[str, Any]) -> str:
+    """The chunking whose pool the experiment reads.
+
+    ``wanted`` when given; else the baseline chunking (``baseline.chunk_size`` /
+    ``chunk_overlap`` with the configured chunker) when the sweep ran it; else
+    the first chunking of the sweep's grid (``manifest.json``).
+    """
+    folder = RunFolder(run_dir)
+    manifest = run_dir / "manifest.json"
+    grid = list(read_json(manifest).get("grid", {}).get("chunkings", [])) if manifest.exists() else []
+    available = [key for key in grid if folder.pool_path(key).exists()] or sorted(
+        p.stem for p in (run_dir / "pools").glob("*.parquet")
+    )
+    if wanted is not None:
+        if wanted not in available:
+            raise ConfigError(f"position.chunking: no pool for {wanted!r} in {run_dir}; swept: {', '.join(available)}")
+        return wanted
+    if not available:
+        raise ConfigError(f"position: {run_dir}/pools holds no candidate pool; run the retrieval sweep first")
+    baseline, chunker = cfg.get("baseline") or {}, cfg.get("chunker") or {}
+    if baseline.get("chunk_size") is not None and chunker.get("name"):
+        key = ChunkingSpec(
+            str(chunker["name"]),
+            int(baseline["chunk_size"]),
+            int(baseline.get("chunk_overlap") or 0),
+            int(chunker.get("child_size") or 0),
+        ).key
+        if key in available:
+            return key
+    return available[0]
+
+
+def resolve_budget(
+    spec: BudgetSpec, generator: Generator, generator_cfg: Mapping[str, Any], price: ModelPrice | None
+) -> Budget:
+    """The :class:`Budget` of every prompt: configured values, else the generator's, else the price table's."""
+    window = spec.window or generator.window or (price.context_window if price is not None else None)
+    if not window:
+        raise ConfigError("position.budget.window: the generator has no window; set position.budget.window")
+    max_output = spec.max_output or int(generator_cfg.get("max_tokens", 256))
+    headroom = max(spec.headroom, int(generator.headroom or 0))
+    budget = Budget(int(window), max_output, headroom, spec.context_share)
+    if budget.input_tokens <= 0:
+        raise ConfigError(f"position.budget: window {window} leaves no input after {max_output} + {headroom}")
+    return budget
+
+
+def _price(model: str, pricing_dir: Path) -> ModelPrice | None:
+    """The model's price from conf/pricing, or None when it is not listed (costs are then NaN)."""
+    try:
+        return load_price_table(pricing_dir).model(model)
+    except PricingError:
+        return None
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def position_experiment(
+    run_dir: Path,
+    labelset: LabelSet,
+    cfg: Mapping[str, Any],
+    cache: Cache,
+    progress: bool = True,
+    *,
+    generator: Generator | None = None,
+    log: Callable[[str], None] = _stderr,
+    pricing_dir: Path = PROJECT_ROOT / "conf" / "pricing",
+    out_dir: Path | None = None,
+    spend: SpendGuard | None = None,
+) -> Path:
+    """Run the position experiment on a finished sweep in ``run_dir``; returns its folder (``run_dir/position``).
+
+    ``cfg`` is the plain (resolved) sweep config with a ``position:`` block and
+    a ``generator:`` group. Reads the chosen chunking's pool, draws the
+    subset, plans, prints :func:`describe` through ``log``, and (unless
+    ``position.dry_run``) runs. The generator is built from
+    ``cfg["generator"]`` unless one is given; ``spend`` is the sweep's
+    spending cap (``budget_usd``), charged before every uncached paid answer.
+    """
+    settings = PositionSettings.from_config(cfg.get("position"), seed=int(cfg.get("seed", 0)))
+    generator_cfg = cfg.get("generator")
+    if not generator_cfg:
+        raise ConfigError("generator: not set; add generator=local or generator=anthropic")
+    chunking = choose_chunking(run_dir, settings.chunking, cfg)
+    documents = {doc.doc_id: doc for doc in labelset.documents}
+    ranked = pool_items(pd.read_parquet(RunFolder(run_dir).pool_path(chunking)), documents)
+    limit = (cfg.get("labelset") or {}).get("limit")
+    questions = choose_subset(labelset.questions[:limit] if limit else labelset.questions, settings.subset)
+    generator = generator or make_generator(generator_cfg)
+    model = str(generator.model or generator_cfg.get("model") or "")
+    price = _price(model, pricing_dir)
+    family = settings.tokenizer_family or (price.tokenizer_family if price is not None else "generic")
+    budget = resolve_budget(settings.budget, generator, generator_cfg, price)
+    counter = GenerationCounter()
+    count_request = None
+    if settings.count_with_model:
+
+        def count_request(request: GenerationRequest) -> int | None:
+            return count_tokens_cached(generator, request, cache, counter)
+
+    plan = plan_position(
+        settings,
+        questions,
+        ranked,
+        documents,
+        RequestSpec.from_config(generator_cfg, model, generator.backend),
+        budget,
+        chunking=chunking,
+        tokenizer_family=family,
+        count_request=count_request,
+        price=price,
+    )
+    out_dir = out_dir or run_dir / OUT_DIR
+    text = describe(plan)
+    log(text)
+    write_json(out_dir / "plan.json", _plan_record(plan, text))
+    if not settings.dry_run:
+        run_position(plan, generator, cache, out_dir, progress, counter=counter, spend=spend)
+        if cfg.get("judge"):  # +judge=claude: advisory ragas scores beside evalkit's own
+            from evalkit.pipeline.position_judging import judge_position
+
+            judged = judge_position(out_dir, labelset, cfg["judge"], cache)
+            log(f"position: answers judged by {cfg['judge'].get('model')} (advisory) -> {judged}")
+    return out_dir
+
+
+def _plan_record(plan: PositionPlan, text: str) -> dict[str, Any]:
+    """What the plan promised, kept beside the results (the report shows planned against done)."""
+    return {
+        "chunking": plan.chunking,
+        "model": plan.request_spec.model,
+        "backend": plan.request_spec.backend,
+        "budget": {
+            "window": plan.budget.window_tokens,
+            "max_output": plan.budget.max_output_tokens,
+            "headroom": plan.budget.headroom_tokens,
+            "context_share": plan.budget.context_share,
+        },
+        "questions": [q.id for q in plan.questions],
+        "arms": [arm.name for arm in plan.settings.arms],
+        "placements": [p.name for p in plan.settings.placements],
+        "repeats": plan.settings.repeats,
+        "rows": len(plan.entries),
+        "answers": len(plan.to_send),
+        "distinct_requests": plan.n_distinct,
+        "prompt_tokens": plan.prompt_tokens,
+        "prompt_tokens_estimated": plan.tokens_estimated,
+        "tokenizer_family": plan.tokenizer_family,
+        "does_not_fit": plan.count(DOES_NOT_FIT),
+        "prompt_too_long": plan.count(PROMPT_TOO_LONG),
+        "over_budget": plan.n_over_budget,
+        "skipped_no_gold": plan.skipped_no_gold,
+        "description": text,
+    }

@@ -1,0 +1,282 @@
+"""Running the plan: answers through the shared cache, scored and written as they finish."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from evalkit.answering.generation.base import (
+    UNCACHED_STOPS,
+    GenerationCounter,
+    GenerationRequest,
+    Generator,
+    generate_many,
+    request_key,
+    response_namespace,
+)
+from evalkit.cost.budget import SpendGuard
+from evalkit.cost.model import TokenUsage, call_cost
+from evalkit.cost.prices import ModelPrice
+from evalkit.records import Answer, Question
+from evalkit.run.folder import write_json, write_table
+from evalkit.scoring.answers import DEFAULT_REFUSALS, score_answer
+
+if TYPE_CHECKING:
+    from evalkit.cache import Cache
+
+from evalkit.answering.position.plan import PlannedAnswer, PositionPlan, request_for
+from evalkit.scoring.position import summarise_position
+
+ROW_COLUMNS = (
+    "question_id", "lang", "answerable", "arm", "placement", "repeat", "seed", "gold_bucket", "gold_offset",
+    "context_chars", "n_offered", "n_items", "n_dropped", "prompt_tokens", "prompt_tokens_estimated", "sent",
+    "answer", "correct", "exact", "contains", "f1", "refused", "citations_valid", "quotes_valid", "stop_reason",
+    "truncated", "overflow", "cached", "input_tokens", "output_tokens", "cache_creation_input_tokens",
+    "cache_read_input_tokens", "usage_estimated", "cost_usd", "model", "backend", "chunking", "request_key",
+    "row_key",
+)  # fmt: skip
+"""Columns of ``position/rows.parquet``, in order. ``sent``: False for a context that cannot fit (``stop_reason``
+``does not fit`` / ``prompt too long``); ``overflow``: the prompt did not fit, unsent or refused by the model's window
+(``stop_reason`` ``overflow``); ``correct`` and the other scores are NA when no answer was scored; ``cost_usd``: what
+the answer cost when generated, NaN when the model is unpriced; ``request_key``: the response cache key."""
+
+_BOOL_COLUMNS = ("correct", "exact", "contains", "refused", "citations_valid", "quotes_valid")
+
+
+def _base_row(plan: PositionPlan, entry: PlannedAnswer) -> dict[str, Any]:
+    return {
+        "question_id": entry.question_id,
+        "lang": entry.lang,
+        "answerable": entry.answerable,
+        "arm": entry.arm,
+        "placement": entry.placement,
+        "repeat": entry.repeat,
+        "seed": entry.seed,
+        "gold_bucket": entry.gold_bucket,
+        "gold_offset": entry.gold_offset,
+        "context_chars": entry.context_chars,
+        "n_offered": entry.n_offered,
+        "n_items": len(entry.items),
+        "n_dropped": entry.n_dropped,
+        "prompt_tokens": entry.prompt_tokens,
+        "prompt_tokens_estimated": entry.tokens_estimated,
+        "chunking": plan.chunking,
+        "row_key": entry.row_key,
+    }
+
+
+def _unsent_row(plan: PositionPlan, entry: PlannedAnswer) -> dict[str, Any]:
+    """A context that cannot fit: recorded, never sent, excluded from accuracy."""
+    return _base_row(plan, entry) | {
+        "sent": False,
+        "answer": "",
+        "stop_reason": entry.reason,
+        "truncated": False,
+        "overflow": True,
+        "cached": False,
+        "model": plan.request_spec.model,
+        "backend": plan.request_spec.backend,
+        "request_key": "",
+    }
+
+
+def _answer_row(
+    plan: PositionPlan, entry: PlannedAnswer, question: Question, answer: Answer, key: str, refusals: Sequence[str]
+) -> dict[str, Any]:
+    """A sent request's answer, scored; an overflow or error answer is recorded but not scored."""
+    usage = answer.usage
+    row = _base_row(plan, entry) | {
+        "sent": True,
+        "answer": answer.text,
+        "stop_reason": answer.stop_reason,
+        "truncated": answer.truncated,
+        "overflow": answer.stop_reason == "overflow",
+        "cached": answer.cached,
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
+        "usage_estimated": usage.estimated,
+        "cost_usd": _cost(plan.price, answer),
+        "model": answer.model or plan.request_spec.model,
+        "backend": answer.backend,
+        "request_key": key,
+    }
+    if answer.stop_reason in UNCACHED_STOPS:
+        return row
+    provided = {item.doc_id for item in entry.items}
+    score = score_answer(question, answer.text, refusals, provided, plan.doc_texts)
+    return row | {
+        "correct": score.correct,
+        "exact": score.exact,
+        "contains": score.contains,
+        "f1": score.f1,
+        "refused": score.refused,
+        "citations_valid": score.citations_valid,
+        "quotes_valid": score.quotes_valid,
+    }
+
+
+def _cost(price: ModelPrice | None, answer: Answer) -> float:
+    """Dollars the answer cost when it was generated (a cache hit costs nothing now); NaN when unpriced."""
+    if price is None:
+        return math.nan
+    usage = answer.usage
+    tokens = TokenUsage(
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_creation_input_tokens,
+        usage.cache_read_input_tokens,
+        estimated=usage.estimated,
+    )
+    return call_cost(tokens, price, batch=answer.backend.endswith("-batch")).usd
+
+
+def rows_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Rows as a table with :data:`ROW_COLUMNS`; score columns are nullable booleans (NA: not scored)."""
+    frame = pd.DataFrame(list(rows), columns=list(ROW_COLUMNS))
+    for column in _BOOL_COLUMNS:
+        frame[column] = frame[column].astype("boolean")
+    for column in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+        frame[column] = frame[column].fillna(0).astype("int64")
+    frame["usage_estimated"] = frame["usage_estimated"].astype("boolean").fillna(False).astype(bool)
+    frame["f1"] = frame["f1"].astype("float64")
+    frame["cost_usd"] = frame["cost_usd"].astype("float64")
+    frame["gold_offset"] = frame["gold_offset"].astype("Int64")
+    return frame
+
+
+def _refusals(plan: PositionPlan) -> tuple[str, ...]:
+    spec = plan.request_spec
+    configured = tuple(str(r) for r in (spec.generator_cfg.get("refusal") or {}).values())
+    return tuple(dict.fromkeys((*configured, *DEFAULT_REFUSALS, *plan.settings.refusals)))
+
+
+def _written_rows(path: Path) -> dict[str, dict[str, Any]]:
+    """Rows already on disk by row_key (an earlier, interrupted or finished run)."""
+    if not path.exists():
+        return {}
+    frame = pd.read_parquet(path)
+    if "row_key" not in frame.columns:
+        return {}
+    records = frame.astype(object).where(frame.notna(), None).to_dict("records")
+    return {str(r["row_key"]): r for r in records}
+
+
+def run_position(
+    plan: PositionPlan,
+    generator: Generator,
+    cache: Cache,
+    out_dir: Path,
+    progress: bool = True,
+    *,
+    counter: GenerationCounter | None = None,
+    spend: SpendGuard | None = None,
+) -> pd.DataFrame:
+    """Generate, score and write every planned answer; returns the summary (also in ``out_dir``).
+
+    Writes ``rows.parquet`` (+csv) after every ``flush_every`` answers and at
+    the end, then ``summary.parquet`` (+csv). A re-run keeps rows already
+    written for the same request and serves the rest from the response cache,
+    so only what is missing is sent. With the generator's batches enabled,
+    every missing request goes into Message Batches at once. ``spend`` is
+    charged before each chunk of uncached requests is sent (planned prompt
+    tokens plus the full ``max_tokens``: an upper bound) and raises
+    :class:`evalkit.cost.budget.BudgetExceeded`, sending nothing of the chunk that would cross the cap.
+    """
+    from tqdm.auto import tqdm
+
+    started = time.perf_counter()
+    counter = counter or GenerationCounter()
+    rows_path = out_dir / "rows.parquet"
+    written = _written_rows(rows_path)
+    refusals = _refusals(plan)
+    rows: dict[str, dict[str, Any]] = {}
+    pending: list[tuple[PlannedAnswer, GenerationRequest, str]] = []
+    for entry in plan.entries:
+        if not entry.fits:
+            rows[entry.row_key] = _unsent_row(plan, entry)
+            continue
+        request = request_for(plan, entry)
+        key = request_key(generator, request)
+        earlier = written.get(entry.row_key)
+        if earlier is not None and earlier.get("request_key") == key:
+            rows[entry.row_key] = earlier
+        else:
+            pending.append((entry, request, key))
+
+    def flush() -> None:
+        ordered = [rows[e.row_key] for e in plan.entries if e.row_key in rows]
+        write_table(rows_path, rows_frame(ordered), csv=True)
+
+    use_batch = generator.batch_enabled and generator.supports_batch
+    step = (len(pending) or 1) if use_batch else plan.settings.flush_every
+    bar = tqdm(total=len(pending), desc="position answers", unit="answer", disable=not progress, file=sys.stderr)
+    try:
+        for offset in range(0, len(pending), step):
+            chunk = pending[offset : offset + step]
+            if spend is not None:
+                _charge(plan, generator, cache, chunk, spend, batch=use_batch)
+            answers = generate_many(
+                generator,
+                [request for _, request, _ in chunk],
+                cache,
+                counter,
+                batch=use_batch,
+                workers=plan.settings.workers,
+            )
+            for (entry, _, key), answer in zip(chunk, answers, strict=True):
+                rows[entry.row_key] = _answer_row(plan, entry, plan.question(entry.question_id), answer, key, refusals)
+            bar.update(len(chunk))
+            flush()
+    finally:
+        bar.close()
+        flush()
+    frame = pd.read_parquet(rows_path)
+    summary = summarise_position(frame, n_resamples=plan.settings.n_resamples, seed=plan.settings.seed)
+    write_table(out_dir / "summary.parquet", summary, csv=True)
+    write_json(out_dir / "run_stats.json", _run_stats(plan, counter, len(pending), time.perf_counter() - started))
+    return summary
+
+
+def _charge(
+    plan: PositionPlan,
+    generator: Generator,
+    cache: Cache,
+    chunk: Sequence[tuple[PlannedAnswer, GenerationRequest, str]],
+    spend: SpendGuard,
+    *,
+    batch: bool,
+) -> None:
+    """Charge ``spend`` once for the chunk's distinct uncached requests; raises before any of them is sent."""
+    if plan.price is None:
+        return
+    stored = cache.get_many(response_namespace(generator), [key for _, _, key in chunk])
+    fresh = {key: (entry, request) for entry, request, key in chunk if key not in stored}
+    usd = sum(
+        call_cost(TokenUsage(entry.prompt_tokens, request.max_tokens, estimated=True), plan.price, batch=batch).usd
+        for entry, request in fresh.values()
+    )
+    spend.charge(usd, f"generate: {len(fresh)} position answers")
+
+
+def _run_stats(plan: PositionPlan, counter: GenerationCounter, pending: int, seconds: float) -> dict[str, Any]:
+    total = counter.total()
+    return {
+        "seconds": round(seconds, 3),
+        "rows": len(plan.entries),
+        "answers_pending_at_start": pending,
+        "requests_sent": total.requests,
+        "cache_hits": sum(counter.cache_hits.values()),
+        "overflows": sum(counter.overflows.values()),
+        "errors": sum(counter.errors.values()),
+        "input_tokens": total.input_tokens,
+        "output_tokens": total.output_tokens,
+        "token_count_requests": sum(counter.token_counts.values()),
+    }

@@ -1,0 +1,302 @@
+"""Cohere Rerank (v2 API) through the official ``cohere`` SDK.
+
+Retries are done here, not by the SDK: the SDK's own retry loop (2 retries of
+408/409/429/5xx by default) is switched off so that every HTTP request is
+counted in :class:`~evalkit.retrieval.rerank.base.RerankCounter` and the retry budget is
+one number in the config. Errors a retry cannot fix (400, 401, 404, 422, a
+missing key) become :class:`~evalkit.retrieval.rerank.base.RerankError` at once, with the
+server's own message.
+
+Wire format (``POST /v2/rerank``)::
+
+    request  {"model", "query", "documents": [str], "top_n", "max_tokens_per_doc"}
+    response {"id", "results": [{"index", "relevance_score"}],
+              "meta": {"api_version": {...}, "billed_units": {"search_units": n}}}
+
+``results`` come sorted by score and are mapped back to input order here.
+Scores lie in [0, 1] and are absolute per (query, document), so batches of a
+large pool merge by score and thresholds mean the same across questions.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+import os
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from evalkit.cache import cache_key, text_hash
+from evalkit.retrieval.rerank.base import RerankCounter, Reranker, RerankError
+
+if TYPE_CHECKING:
+    from evalkit.cost.prices import RerankPrice
+
+DEFAULT_API_KEY_ENV = "COHERE_API_KEY"
+SDK_API_KEY_ENV = "CO_API_KEY"
+"""The variable the SDK itself documents; read when ``api_key_env`` is unset."""
+
+DEFAULT_MODEL = "rerank-v3.5"
+DEFAULT_MAX_TOKENS_PER_DOC = 4096
+"""The API's documented default: longer documents are truncated to this many tokens."""
+DOCUMENTS_PER_SEARCH_UNIT = 100
+"""Cohere bills one search unit per query with up to 100 documents."""
+
+_RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+"""Transient: rate limit, overload, gateway trouble. 501 (not implemented) is permanent."""
+
+
+class CohereReranker(Reranker):
+    """Cohere's hosted rerank models (``rerank-v3.5``, ``rerank-v4.0-*``, ...); scores in [0, 1].
+
+    The client is built at construction, so a missing key fails before a sweep
+    spends time on embedding; no request is sent until :meth:`score_pairs`.
+    """
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        max_documents_per_request: int = 1000,
+        max_tokens_per_doc: int = DEFAULT_MAX_TOKENS_PER_DOC,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        api_key_env: str = DEFAULT_API_KEY_ENV,
+        price: RerankPrice | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 4,
+        retry_base_delay: float = 1.0,
+        retry_max_delay: float = 60.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        """Configure the model and transport.
+
+        Args:
+            model: Cohere model id; it is also the version (Cohere versions models by name).
+            max_documents_per_request: documents per request (Cohere recommends at most 1,000);
+                ``rerank_scores`` splits larger pools. A multiple of 100 wastes no search unit.
+            max_tokens_per_doc: truncation length; part of the cache key since it changes scores.
+            base_url: API root; None keeps the SDK default (``CO_API_URL`` or api.cohere.com).
+            api_key: the key; None reads the variable ``api_key_env`` (then ``CO_API_KEY``).
+            api_key_env: environment variable holding the key.
+            price: the model's price (``conf/pricing/cohere.yaml``), so a budget guard can price
+                each request before it is sent; without it :meth:`request_cost_usd` raises.
+            timeout: seconds per HTTP request.
+            max_retries: retries of a 429/5xx/timeout after the first attempt.
+            retry_base_delay: first backoff in seconds; doubles each retry, with full jitter.
+            retry_max_delay: cap on any single wait, including a server's ``Retry-After``.
+            sleep: the wait function (tests pass a recorder).
+        """
+        if max_documents_per_request < 1:
+            raise ValueError(f"max_documents_per_request must be >= 1, got {max_documents_per_request}")
+        if max_tokens_per_doc < 1:
+            raise ValueError(f"max_tokens_per_doc must be >= 1, got {max_tokens_per_doc}")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        self.model_id = model
+        self.version = model
+        self.max_documents_per_request = max_documents_per_request
+        self.max_tokens_per_doc = max_tokens_per_doc
+        self.max_retries = max_retries
+        self.retry_base_delay = retry_base_delay
+        self.retry_max_delay = retry_max_delay
+        self.timeout = timeout
+        self.price = price
+        self.api_key_env = api_key_env
+        self._sleep = sleep
+        self._client = _make_client(_resolve_api_key(api_key, api_key_env), base_url, timeout)
+
+    def request_cost_usd(self, n_documents: int) -> float:
+        """Dollars for one request: search units (one per ``documents_per_search`` documents) times the price."""
+        if self.price is None:
+            # Returning 0 would let a budget-capped sweep spend without limit; refuse instead.
+            raise RerankError(
+                f"reranker=cohere has no price for {self.model_id}: pass price=load_price_table(...)"
+                f".reranker({self.model_id!r}) (conf/pricing/cohere.yaml) so the budget guard can price requests"
+            )
+        from evalkit.cost.model import rerank_cost
+
+        return rerank_cost(1, n_documents, self.price).usd
+
+    def key(self, query: str, document: str) -> str:
+        """Cache key; includes ``max_tokens_per_doc`` because truncation changes the score."""
+        return cache_key(
+            "rerank",
+            self.identity,
+            {"max_tokens_per_doc": self.max_tokens_per_doc},
+            text_hash(query),
+            text_hash(document),
+        )
+
+    def score_pairs(self, query: str, documents: Sequence[str], counter: RerankCounter | None = None) -> np.ndarray:
+        """One relevance score per document, in input order; one request (plus retries)."""
+        if not documents:
+            return np.zeros(0, dtype=np.float64)
+        if len(documents) > self.max_documents_per_request:
+            raise RerankError(
+                f"{len(documents)} documents in one request exceeds max_documents_per_request="
+                f"{self.max_documents_per_request}; call rerank_scores, which splits the pool"
+            )
+        response, attempts = self._send(query, list(documents), counter)
+        scores = _scores_in_input_order(response, len(documents))
+        if counter is not None:
+            counter.add(
+                self.model_id, len(documents), requests=attempts, search_units=_search_units(response, len(documents))
+            )
+        return scores
+
+    def _send(self, query: str, documents: list[str], counter: RerankCounter | None) -> tuple[Any, int]:
+        """The response and the number of HTTP requests it took."""
+        from cohere.core.api_error import ApiError
+        from cohere.core.parse_error import ParsingError
+        from httpx import TransportError
+
+        for attempt in range(self.max_retries + 1):
+            try:
+                response = self._client.rerank(
+                    model=self.model_id,
+                    query=query,
+                    documents=documents,
+                    top_n=len(documents),
+                    max_tokens_per_doc=self.max_tokens_per_doc,
+                    # The client is built with max_retries=0 too; repeating it per request guards
+                    # against an SDK whose client-level setting stops applying.
+                    request_options={"max_retries": 0},
+                )
+                return response, attempt + 1
+            except ApiError as exc:
+                status = exc.status_code
+                retryable = status in _RETRYABLE_STATUS
+                if not retryable or attempt == self.max_retries:
+                    self._count_failure(counter, attempt + 1)
+                    raise RerankError(_describe(exc, self.model_id, attempt + 1, retryable, self.api_key_env)) from exc
+                self._sleep(self._delay(attempt, exc.headers))
+            except ParsingError as exc:  # a reply of the wrong shape: retrying will not change it
+                self._count_failure(counter, attempt + 1)
+                raise RerankError(
+                    f"Cohere rerank ({self.model_id}) returned an unexpected response (HTTP {exc.status_code}): {exc}"
+                ) from exc
+            except TransportError as exc:  # connection refused/reset, timeouts: transient
+                if attempt == self.max_retries:
+                    self._count_failure(counter, attempt + 1)
+                    raise RerankError(
+                        f"Cohere rerank ({self.model_id}) failed after {_attempts(attempt + 1)}: "
+                        f"{type(exc).__name__}: {exc}"
+                    ) from exc
+                self._sleep(self._delay(attempt, None))
+        raise AssertionError("unreachable: the loop returns or raises")
+
+    def _count_failure(self, counter: RerankCounter | None, attempts: int) -> None:
+        # Failed requests are recorded (they cost time, and show up in rate-limit reports) but
+        # score no pair and bill no search unit.
+        if counter is not None:
+            counter.add(self.model_id, 0, requests=attempts, search_units=0)
+
+    def _delay(self, attempt: int, headers: Mapping[str, str] | None) -> float:
+        """Wait before retry ``attempt + 1``: the server's Retry-After, else exponential backoff with full jitter."""
+        retry_after = _retry_after_seconds(headers)
+        if retry_after is not None:
+            return min(retry_after, self.retry_max_delay)
+        ceiling = min(self.retry_max_delay, self.retry_base_delay * 2.0**attempt)
+        # Full jitter (uniform in [0, ceiling]) spreads parallel workers that hit the limit together.
+        return random.uniform(0.0, ceiling)
+
+
+def _resolve_api_key(api_key: str | None, api_key_env: str) -> str:
+    if api_key:
+        return api_key
+    for name in dict.fromkeys((api_key_env, SDK_API_KEY_ENV)):
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    raise RerankError(
+        f"reranker=cohere needs an API key: set {api_key_env} (or {SDK_API_KEY_ENV}), "
+        "or rerank offline with reranker=local (or reranker=e5)"
+    )
+
+
+def _make_client(api_key: str, base_url: str | None, timeout: float) -> Any:
+    try:
+        import cohere
+    except ImportError as exc:
+        raise RerankError("reranker=cohere needs the cohere SDK (pip install cohere); offline: reranker=local") from exc
+    options: dict[str, Any] = {"api_key": api_key, "timeout": timeout, "max_retries": 0, "client_name": "evalkit"}
+    if base_url is not None:
+        # Passing base_url=None explicitly would bypass the SDK's CO_API_URL default, so only pass a real URL.
+        options["base_url"] = base_url
+    return cohere.ClientV2(**options)
+
+
+def _scores_in_input_order(response: Any, n_documents: int) -> np.ndarray:
+    scores = np.full(n_documents, np.nan, dtype=np.float64)
+    results = getattr(response, "results", None)
+    if not isinstance(results, list):
+        raise RerankError(f"Cohere rerank returned no results list (got {type(results).__name__})")
+    for result in results:
+        try:
+            index, score = int(result.index), float(result.relevance_score)
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise RerankError(f"Cohere rerank returned a malformed result: {result!r}") from exc
+        if not 0 <= index < n_documents:
+            raise RerankError(f"Cohere rerank returned index {index} for {n_documents} documents")
+        scores[index] = score
+    missing = int(np.isnan(scores).sum())
+    if missing:
+        # top_n is len(documents), so every document must come back; a silent gap would rank as -inf.
+        raise RerankError(f"Cohere rerank returned no score for {missing} of {n_documents} documents")
+    return scores
+
+
+def _search_units(response: Any, n_documents: int) -> int:
+    """Billed search units as reported, else what Cohere's pricing implies (one per 100 documents)."""
+    meta = getattr(response, "meta", None)
+    billed = getattr(meta, "billed_units", None)
+    units = getattr(billed, "search_units", None)
+    if units is None:
+        return math.ceil(n_documents / DOCUMENTS_PER_SEARCH_UNIT)
+    return round(float(units))
+
+
+def _retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds or HTTP date); None when absent or unreadable."""
+    if not headers:
+        return None
+    value = next((v for k, v in headers.items() if k.lower() == "retry-after"), None)
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def _attempts(n: int) -> str:
+    return f"{n} attempt" if n == 1 else f"{n} attempts"
+
+
+def _describe(exc: Any, model: str, attempts: int, retryable: bool, api_key_env: str) -> str:
+    """One line: status, the server's message, and what to do about it."""
+    status = exc.status_code
+    body = exc.body
+    message = body.get("message") if isinstance(body, Mapping) else body
+    # One line, bounded: a proxy's 502 may carry a whole HTML page.
+    text = " ".join(str(message).split())[:300] if message not in (None, "") else "(no message)"
+    hint = ""
+    if status in (401, 498):
+        hint = f" (check {api_key_env})"
+    elif retryable:
+        hint = f" (gave up after {_attempts(attempts)})"
+    return f"Cohere rerank ({model}) failed: HTTP {status}: {text}{hint}"

@@ -1,0 +1,111 @@
+"""Accuracy by arm, placement and gold bucket, with intervals and flip rates (pure)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from evalkit.answering.context import (
+    DOES_NOT_FIT,
+    PROMPT_TOO_LONG,
+)
+from evalkit.scoring.answers import flip_rate
+from evalkit.scoring.stats import bootstrap_ci
+
+if TYPE_CHECKING:
+    pass
+
+from evalkit.answering.position.settings import BUCKETS
+
+
+def _question_shares(cell: pd.DataFrame) -> np.ndarray:
+    """Each question's share of correct answers among the cell's scored rows."""
+    scored = cell[cell["correct"].notna()]
+    if scored.empty:
+        return np.zeros(0)
+    return scored.assign(c=scored["correct"].astype(float)).groupby("question_id", sort=True)["c"].mean().to_numpy()
+
+
+def _cell(cell: pd.DataFrame, n_resamples: int, seed: int) -> dict[str, Any]:
+    """Accuracy (question-weighted, bootstrap interval over questions) and counts of one cell."""
+    shares = _question_shares(cell)
+    scored = cell[cell["correct"].notna()]
+    if shares.size:
+        interval = bootstrap_ci(shares, n_resamples=n_resamples, seed=seed)
+        accuracy = {"accuracy": interval.mean, "accuracy_low": interval.low, "accuracy_high": interval.high}
+        accuracy["ci_method"] = interval.method
+    else:
+        accuracy = {"accuracy": math.nan, "accuracy_low": math.nan, "accuracy_high": math.nan, "ci_method": ""}
+    sent = cell[cell["sent"].astype(bool)]
+    priced = sent["cost_usd"].notna()
+    return {
+        "n_rows": len(cell),
+        "n_answers": len(scored),
+        "n_questions": int(shares.size),
+        **accuracy,
+        "exact": float(scored["exact"].astype(float).mean()) if len(scored) else math.nan,
+        "f1": float(scored["f1"].mean()) if len(scored) else math.nan,
+        "refused_share": float(scored["refused"].astype(float).mean()) if len(scored) else math.nan,
+        "n_does_not_fit": int((cell["stop_reason"] == DOES_NOT_FIT).sum()),
+        "n_prompt_too_long": int((cell["stop_reason"] == PROMPT_TOO_LONG).sum()),
+        "n_overflow": int((cell["stop_reason"] == "overflow").sum()),
+        "n_over_budget": int((sent["n_dropped"] > 0).sum()),
+        "n_truncated": int(cell["truncated"].astype(bool).sum()),
+        "n_errors": int((cell["stop_reason"] == "error").sum()),
+        "n_cached": int(sent["cached"].astype(bool).sum()),
+        "mean_prompt_tokens": float(sent["prompt_tokens"].mean()) if len(sent) else math.nan,
+        "input_tokens": int(sent["input_tokens"].sum()),
+        "output_tokens": int(sent["output_tokens"].sum()),
+        "cache_creation_input_tokens": int(sent["cache_creation_input_tokens"].sum()),
+        "cache_read_input_tokens": int(sent["cache_read_input_tokens"].sum()),
+        "usage_estimated": bool(sent["usage_estimated"].astype(bool).any()),
+        "cost_usd": float(sent.loc[priced, "cost_usd"].sum()) if priced.any() else math.nan,
+        "cost_per_answer_usd": float(sent.loc[priced, "cost_usd"].mean()) if priced.any() else math.nan,
+    }
+
+
+def _flips(group: pd.DataFrame) -> tuple[float, int]:
+    """Flip rate over the group's repeats and the number of questions with at least two scored repeats."""
+    scored = group[group["correct"].notna()].sort_values(["question_id", "repeat"])
+    by_question = {qid: [bool(c) for c in g["correct"]] for qid, g in scored.groupby("question_id", sort=True)}
+    repeated = sum(1 for outcomes in by_question.values() if len(outcomes) >= 2)
+    return flip_rate(by_question), repeated
+
+
+def summarise_position(rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """One row per (arm, placement, gold bucket), buckets head/mid/tail/none then ``all``.
+
+    ``accuracy``: mean over questions of each question's share of correct
+    answers in the cell, with a 95% bootstrap interval over questions
+    (``evalkit.scoring.stats.bootstrap_ci``); rows not sent (does not fit) and
+    overflow/error answers are not scored and not in it. ``flip_rate`` (on the
+    ``all`` row; NaN for a single repeat) is the share of questions whose
+    correctness changes across repeats. Counts and tokens are per cell:
+    ``n_does_not_fit`` stuffed contexts over the budget and ``n_prompt_too_long``
+    prompts whose fixed parts alone are (neither sent); ``n_overflow`` requests
+    the model's window refused (pre-count or the provider); ``n_over_budget``
+    sent contexts that left whole items out; ``n_truncated`` answers cut short.
+    """
+    out: list[dict[str, Any]] = []
+    arm_order = list(dict.fromkeys(rows["arm"]))
+    placement_order = list(dict.fromkeys(rows["placement"]))
+    for arm in arm_order:
+        for placement in placement_order:
+            group = rows[(rows["arm"] == arm) & (rows["placement"] == placement)]
+            if group.empty:
+                continue
+            repeats = int(group["repeat"].max()) + 1
+            for bucket in (*BUCKETS, "all"):
+                cell = group if bucket == "all" else group[group["gold_bucket"] == bucket]
+                if cell.empty and bucket != "all":
+                    continue
+                flips, repeated = _flips(group) if bucket == "all" and repeats > 1 else (math.nan, 0)
+                out.append(
+                    {"arm": arm, "placement": placement, "gold_bucket": bucket, "repeats": repeats}
+                    | _cell(cell, n_resamples, seed)
+                    | {"flip_rate": flips, "flip_questions": repeated}
+                )
+    return pd.DataFrame(out)
