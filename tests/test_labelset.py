@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -88,3 +89,48 @@ def test_missing_and_empty_sets_are_clear_errors(tmp_path: Path) -> None:
 def test_bundled_demo_set_is_valid() -> None:
     labelset = load_labelset(REPO / "labelsets" / "demo")
     assert len(labelset.documents) >= 40 and len(labelset.questions) >= 120
+
+
+def _break_documents(tiny_set: Path) -> None:
+    """docs.jsonl naming a missing file and a duplicate id; a document that is not UTF-8."""
+    index = [json.loads(line) for line in (tiny_set / "docs.jsonl").read_text(encoding="utf-8").splitlines()]
+    index.append(dict(index[0], path="docs/gone.md"))
+    index.append(dict(index[1], doc_id="extra", path="docs/latin1.md"))
+    (tiny_set / "docs" / "latin1.md").write_bytes("Gebühr".encode("latin-1"))
+    (tiny_set / "docs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in index), encoding="utf-8")
+
+
+def _empty_questions(tiny_set: Path) -> None:
+    (tiny_set / "questions.jsonl").write_text("\n", encoding="utf-8")
+
+
+def _no_documents(tiny_set: Path) -> None:
+    (tiny_set / "docs.jsonl").unlink()
+    for file in (tiny_set / "docs").iterdir():
+        file.unlink()
+    (tiny_set / "docs").rmdir()
+
+
+@pytest.mark.parametrize("breakage", [_break, _break_documents, _empty_questions, _no_documents])
+def test_labels_validate_reports_exactly_the_problems_the_sweep_reports(
+    tiny_set: Path, tmp_path: Path, breakage: Callable[[Path], None]
+) -> None:
+    breakage(tiny_set)
+    sweep = subprocess.run(
+        [sys.executable, "-m", "evalkit.sweep", f"labelset.path={tiny_set}", f"reports_dir={tmp_path / 'r'}"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    validate = subprocess.run(
+        [sys.executable, "-m", "evalkit.labels", "validate", str(tiny_set)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert sweep.returncode == 2 and validate.returncode == 2, (sweep.stderr, validate.stderr)
+    said_by_sweep = [line.removeprefix("evalkit: error: ") for line in sweep.stderr.splitlines()]
+    said_by_validate = [line for line in validate.stdout.splitlines() if not line.startswith("warning: ")]
+    assert said_by_validate and said_by_validate == said_by_sweep

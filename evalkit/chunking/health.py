@@ -16,21 +16,24 @@
   block or inside an indented Python ``def``/``class`` (with its decorators);
   the example names the innermost definition.
 
-Documents are parsed here, independently of the chunkers, so a parser bug in
-a chunker does not hide itself. Markdown checks skip source files stored as
+Documents are parsed by :mod:`evalkit.chunking.health_structure`,
+independently of the chunkers, so a parser bug in a chunker does not hide
+itself. Markdown checks skip source files stored as
 documents (``meta.code_lang`` or a code file suffix): their ``#`` lines are
 comments, not headings. Python definitions are looked for in Python
 documents and in fenced blocks tagged ``python``/``py``.
+
+Pure. May import: records, chunking.health_structure.
 """
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evalkit.chunking.health_structure import Structure, document_structure
 from evalkit.records import Chunk, Document
 
 __all__ = ["ChunkExample", "ChunkHealth", "HealthCheck", "chunk_health"]
@@ -42,12 +45,6 @@ _WIDE_ENDS = "。！？；…｡．‼⁇⁈⁉"
 _CLOSERS = "\"'”’)]）」』》〉】*_`"
 _HSPACE = " \t\u3000\u00a0"
 _LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
-
-_ATX = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*([^`\s]*)")
-_DELIMITER = re.compile(r"^ {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
-_PY_DEF = re.compile(r"([ \t]*)(?:async[ \t]+def|def|class)[ \t]+([A-Za-z_]\w*)")
-_CODE_SUFFIXES = (".py", ".ts", ".js", ".go", ".rs", ".java", ".c", ".cc", ".cpp", ".h", ".rb", ".sh", ".tsx", ".jsx")
 
 
 @dataclass(frozen=True)
@@ -145,183 +142,6 @@ class ChunkHealth:
 
 
 # --------------------------------------------------------------------------
-# Document structure
-# --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Fence:
-    start: int
-    """Position of the opening fence's first backtick or tilde."""
-    end: int
-    """End of the closing fence line's content (document end if unclosed)."""
-    lang: str
-
-
-@dataclass(frozen=True)
-class _Table:
-    header: int
-    """First visible character of the header row."""
-    body: int
-    """Start of the first body row's line."""
-    end: int
-    """End of the last body row's content."""
-    header_text: str
-    delimiter_text: str
-
-
-@dataclass(frozen=True)
-class _Definition:
-    start: int
-    """Start of the first decorator or of the def/class line."""
-    end: int
-    """End of the body's last line."""
-    label: str
-    """e.g. ``def verify`` or ``class RateLimiter``."""
-
-
-@dataclass(frozen=True)
-class _Structure:
-    """What the checks need to know about one document, found once."""
-
-    line_starts: tuple[int, ...]
-    headings: frozenset[int]
-    """Line starts of Markdown heading lines (outside fences)."""
-    fences: tuple[_Fence, ...]
-    tables: tuple[_Table, ...]
-    definitions: tuple[_Definition, ...]
-
-
-def _lines(text: str) -> list[tuple[int, int]]:
-    """(start, content end) of every line; "\\r\\n", "\\n" and "\\r" end a line."""
-    out, pos = [], 0
-    for match in re.finditer(r"\r\n|\n|\r", text):
-        out.append((pos, match.start()))
-        pos = match.end()
-    out.append((pos, len(text)))
-    return out
-
-
-def _is_code_document(doc: Document) -> bool:
-    """A source file stored as a document: its ``#`` lines are comments, not headings."""
-    meta = doc.meta or {}
-    names = (doc.path, doc.title, str(meta.get("source_path") or ""))
-    return bool(meta.get("code_lang")) or any(name.lower().endswith(_CODE_SUFFIXES) for name in names)
-
-
-def _is_python_document(doc: Document) -> bool:
-    meta = doc.meta or {}
-    if str(meta.get("code_lang", "")).lower() in ("python", "py"):
-        return True
-    return any(n.endswith(".py") for n in (doc.path, doc.title, str(meta.get("source_path", ""))) if n)
-
-
-def _fences(text: str, lines: list[tuple[int, int]]) -> tuple[list[_Fence], list[tuple[int, int]]]:
-    """Fenced code blocks, and (first body line index, end line index) of each, exclusive."""
-    fences, ranges = [], []
-    i = 0
-    while i < len(lines):
-        start, stop = lines[i]
-        opening = _FENCE.match(text, start, stop)
-        if not opening or (opening.group(1)[0] == "`" and "`" in text[opening.end(1) : stop]):
-            i += 1
-            continue
-        mark = opening.group(1)
-        j = i + 1
-        while j < len(lines):
-            close = re.fullmatch(r" {0,3}(`{3,}|~{3,})[ \t]*", text[lines[j][0] : lines[j][1]])
-            if close and close.group(1)[0] == mark[0] and len(close.group(1)) >= len(mark):
-                break
-            j += 1
-        end = lines[j][1] if j < len(lines) else len(text)
-        fences.append(_Fence(opening.start(1), end, opening.group(2).lower()))
-        ranges.append((i + 1, j))
-        i = j + 1
-    return fences, ranges
-
-
-def _tables(text: str, lines: list[tuple[int, int]], skip: set[int]) -> list[_Table]:
-    """Pipe tables: a header row with a pipe, a delimiter row, then rows with a pipe."""
-    tables = []
-    i = 0
-    while i + 1 < len(lines):
-        (h0, h1), (d0, d1) = lines[i], lines[i + 1]
-        header, delimiter = text[h0:h1], text[d0:d1]
-        if i in skip or i + 1 in skip or "|" not in header or "|" not in delimiter or not _DELIMITER.match(delimiter):
-            i += 1
-            continue
-        j = i + 2
-        while (
-            j < len(lines)
-            and j not in skip
-            and "|" in text[lines[j][0] : lines[j][1]]
-            and text[lines[j][0] : lines[j][1]].strip()
-        ):
-            j += 1
-        if j > i + 2:
-            body = lines[i + 2][0]
-            visible = h0 + len(header) - len(header.lstrip())
-            tables.append(_Table(visible, body, lines[j - 1][1], header.strip(), delimiter.strip()))
-        i = max(j, i + 2)
-    return tables
-
-
-def _python_definitions(text: str, lines: list[tuple[int, int]], first: int, stop: int) -> list[_Definition]:
-    """def/class spans among lines ``first..stop-1``: decorators through the body's last line."""
-    out = []
-    for i in range(first, stop):
-        start, end = lines[i]
-        match = _PY_DEF.match(text, start, end)
-        if not match:
-            continue
-        indent = len(match.group(1).expandtabs(4))
-        # The signature may run over several lines: it ends where brackets balance on a ':'.
-        depth, j = 0, i
-        while j < stop:
-            code = text[lines[j][0] : lines[j][1]].split("#", 1)[0]
-            depth += sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}")
-            if depth <= 0 and code.rstrip().endswith(":"):
-                break
-            j += 1
-        last = min(j, stop - 1)
-        k = last + 1
-        while k < stop:
-            line = text[lines[k][0] : lines[k][1]]
-            if line.strip():
-                if len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip()) <= indent:
-                    break
-                last = k
-            k += 1
-        top = i
-        while top > first and text[lines[top - 1][0] : lines[top - 1][1]].lstrip().startswith("@"):
-            top -= 1
-        kind = "class" if "class" in text[match.end(1) : match.start(2)] else "def"
-        out.append(_Definition(lines[top][0], lines[last][1], f"{kind} {match.group(2)}"))
-    return out
-
-
-def _structure(doc: Document) -> _Structure:
-    """Headings, fences, tables and Python definitions of one document."""
-    text = doc.text
-    lines = _lines(text)
-    fences, ranges = _fences(text, lines)
-    inside = {k for first, stop in ranges for k in range(first - 1, min(stop + 1, len(lines)))}
-    definitions: list[_Definition] = []
-    if _is_python_document(doc):
-        definitions = _python_definitions(text, lines, 0, len(lines))
-    else:
-        for fence, (first, stop) in zip(fences, ranges):
-            if fence.lang in ("python", "py", "python3"):
-                definitions.extend(_python_definitions(text, lines, first, stop))
-    markdown = not _is_code_document(doc)
-    headings = frozenset(
-        start for k, (start, end) in enumerate(lines) if markdown and k not in inside and _ATX.match(text, start, end)
-    )
-    tables = _tables(text, lines, inside) if markdown else []
-    return _Structure(tuple(s for s, _ in lines), headings, tuple(fences), tuple(tables), tuple(definitions))
-
-
-# --------------------------------------------------------------------------
 # The checks
 # --------------------------------------------------------------------------
 
@@ -356,11 +176,11 @@ def _starts_mid_sentence(text: str, start: int, end: int) -> bool:
     return not (text[i] in _ASCII_ENDS and gap)
 
 
-def _line_index(structure: _Structure, pos: int) -> int:
+def _line_index(structure: Structure, pos: int) -> int:
     return bisect_right(structure.line_starts, pos) - 1
 
 
-def _visible_lines(text: str, structure: _Structure, start: int, end: int) -> list[int]:
+def _visible_lines(text: str, structure: Structure, start: int, end: int) -> list[int]:
     """Line starts of the lines holding visible text of ``[start, end)``."""
     first, last = _line_index(structure, start), _line_index(structure, max(start, end - 1))
     out = []
@@ -372,7 +192,7 @@ def _visible_lines(text: str, structure: _Structure, start: int, end: int) -> li
     return out
 
 
-def _lone_heading(text: str, structure: _Structure, chunk: Chunk) -> str | None:
+def _lone_heading(text: str, structure: Structure, chunk: Chunk) -> str | None:
     if not structure.headings:
         return None
     lines = _visible_lines(text, structure, chunk.start, chunk.end)
@@ -387,7 +207,7 @@ def _lone_heading(text: str, structure: _Structure, chunk: Chunk) -> str | None:
     return None
 
 
-def _split_table(structure: _Structure, chunk: Chunk) -> str | None:
+def _split_table(structure: Structure, chunk: Chunk) -> str | None:
     for table in structure.tables:
         if chunk.end <= table.body or chunk.start >= table.end:
             continue
@@ -399,7 +219,7 @@ def _split_table(structure: _Structure, chunk: Chunk) -> str | None:
     return None
 
 
-def _split_code(text: str, structure: _Structure, chunk: Chunk) -> str | None:
+def _split_code(text: str, structure: Structure, chunk: Chunk) -> str | None:
     for pos, side in ((chunk.start, "starts"), (chunk.end, "ends")):
         inner = [d for d in structure.definitions if d.start < pos < d.end]
         if inner:
@@ -443,7 +263,7 @@ def chunk_health(
         raise ValueError(f"chunks cite documents that were not given: {', '.join(unknown[:5])}")
     order = {doc_id: i for i, doc_id in enumerate(by_id)}
     ordered = sorted(chunks, key=lambda c: (order[c.doc_id], c.start, c.end))
-    structures = {doc_id: _structure(by_id[doc_id]) for doc_id in {c.doc_id for c in ordered}}
+    structures = {doc_id: document_structure(by_id[doc_id]) for doc_id in {c.doc_id for c in ordered}}
     found: dict[str, list[ChunkExample]] = {name: [] for name in _DESCRIPTIONS}
     for chunk in ordered:
         text, structure = by_id[chunk.doc_id].text, structures[chunk.doc_id]

@@ -1,7 +1,23 @@
-"""Labelled-set tooling: validate, describe, check, import and export (``python -m evalkit.labels``).
+"""Labelled sets: reading, validating, describing, checking, importing and exporting them.
 
-Every module is importable without side effects; the functions below are
-pure unless named for writing (``write_*``) or reading (``read_*``, ``*_load``,
+Owns the on-disk format of a labelled set (``docs/``, ``docs.jsonl``,
+``questions.jsonl``) and everything about its content:
+
+- ``parse`` (fields of one line -> records and problem lines) and ``read``,
+  the one reader: strict for the sweep (``load_labelset``: every problem at
+  once, ``file:line: field: what``), tolerant for the label tools and the
+  report (``read_set(path, "tolerant")``: usable questions kept, stale spans
+  dropped and listed); ``load`` wraps the tolerant mode for the tools;
+- ``validate`` (the sweep's verdict plus warnings; ``python -m
+  evalkit.labels validate``), ``stats``, ``health`` and ``similarity``;
+- importers and exporters (``squad_format``, ``ragas_format``,
+  ``hf_format``, with ``anchor``/``locate`` to anchor text to spans) and
+  ``write``.
+
+May import: :mod:`evalkit.records` only (never a stage: chunking,
+retrieval, answering, scoring, pipeline, report). Every module is
+importable without side effects; the functions are pure unless named for
+writing (``write_*``) or reading (``read_*``, ``load_*``, ``*_load``,
 ``import_*``).
 """
 

@@ -128,25 +128,10 @@ def _answer_span(answer: GoldAnswer, contexts: Sequence[Span], exact: Sequence[b
     return None, False
 
 
-def from_contexts(
-    *,
-    where: str,
-    qid: str,
-    question: str,
-    answers: Sequence[GoldAnswer],
-    contexts: Sequence[str],
-    field: str,
-    locator: Locator,
-    documents: Mapping[str, Document],
-    tags: Mapping[str, Any],
-    number: int,
-    source: str | Path,
-) -> Anchored:
-    """A question whose spans are found by locating ``contexts`` (and the answers inside them) in the corpus.
-
-    ``where`` (``file:row``) and ``field`` (the contexts' column) name the row
-    in reports.
-    """
+def _locate_contexts(
+    contexts: Sequence[str], where: str, field: str, qid: str, locator: Locator, documents: Mapping[str, Document]
+) -> tuple[list[Span], list[bool], list[str], list[str]]:
+    """Each context's span in the corpus and whether it matched exactly; reports for those not found, notes."""
     located: list[Span] = []
     exact: list[bool] = []
     reports: list[str] = []
@@ -169,6 +154,29 @@ def from_contexts(
                 f"{where}: field '{field}[{i}]': occurs more than once; took {location.doc_id}"
                 f"[{location.start}:{location.end}]"
             )
+    return located, exact, reports, notes
+
+
+def from_contexts(
+    *,
+    where: str,
+    qid: str,
+    question: str,
+    answers: Sequence[GoldAnswer],
+    contexts: Sequence[str],
+    field: str,
+    locator: Locator,
+    documents: Mapping[str, Document],
+    tags: Mapping[str, Any],
+    number: int,
+    source: str | Path,
+) -> Anchored:
+    """A question whose spans are found by locating ``contexts`` (and the answers inside them) in the corpus.
+
+    ``where`` (``file:row``) and ``field`` (the contexts' column) name the row
+    in reports.
+    """
+    located, exact, reports, notes = _locate_contexts(contexts, where, field, qid, locator, documents)
     if reports:
         return Anchored(None, tuple(reports), tuple(notes))
     texts = list(dict.fromkeys(a.text for a in answers if a.text.strip()))

@@ -1,42 +1,34 @@
-"""Reading labelled sets leniently: the documents of a folder, and a set with stale labels.
+"""Reading labelled sets leniently, for the label tools: a set with stale labels, and a folder of documents.
 
-:func:`load_labelset` refuses a set with any problem, which is right before a
-sweep. Health checks and imports need more: :func:`tolerant_load` keeps every
-question it can, drops only the spans that no longer match their document
-(a stale label) and hands back the loader's own problem lines, and
-:func:`read_documents` reads the corpus of a labelled set or of a plain
-folder of text files. Both reuse the loader's parsing (``evalkit.labels.read``),
-so a span is stale here exactly when the loader says so.
+:func:`evalkit.labels.read.load_labelset` refuses a set with any problem,
+which is right before a sweep. Health checks and imports need more:
+:func:`tolerant_load` is the one reader's tolerant mode (it keeps every
+question it can and drops only stale spans), :func:`read_documents` reads
+the corpus of a labelled set or of a plain folder of text files, and
+:func:`parse_question` checks one record by the loader's own rules. Nothing
+here parses the format itself (that is :mod:`evalkit.labels.parse`), so a
+span is stale here exactly when the sweep says so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.labels.read import LabelsetError, load_documents, parse_record, read_jsonl, read_text
+from evalkit.labels.parse import load_documents, parse_record, read_text
+from evalkit.labels.read import LabelsetError, Reading, read_set
 from evalkit.records import Document, Question
 
 __all__ = ["TolerantSet", "parse_question", "read_documents", "tolerant_load"]
 
+TolerantSet = Reading
+"""A labelled set read leniently (the tolerant mode's :class:`~evalkit.labels.read.Reading`)."""
 
-@dataclass(frozen=True)
-class TolerantSet:
-    """A labelled set read leniently: what could be used, and what could not."""
 
-    name: str
-    root: Path
-    documents: tuple[Document, ...]
-    questions: tuple[Question, ...]
-    """Every question that parses once its stale spans are dropped."""
-    stale: tuple[str, ...]
-    """The loader's stale-label lines (file:line: field: ...): spans whose text no longer matches."""
-    problems: tuple[str, ...]
-    """Other problems; the question or document they name was skipped."""
-    warnings: tuple[str, ...]
-    """Warnings that do not invalidate the set (a document changed since docs.jsonl)."""
+def tolerant_load(path: str | Path) -> Reading:
+    """Read a labelled set keeping what is usable; raise :class:`LabelsetError` only if nothing can be read."""
+    return read_set(path, "tolerant")
 
 
 def read_documents(path: str | Path) -> tuple[Document, ...]:
@@ -80,70 +72,3 @@ def parse_question(
     problems: list[str] = []
     question = parse_record(number, record, Path(source), documents, problems)
     return question, problems
-
-
-def _stale_free(record: dict[str, Any], documents: Mapping[str, Document]) -> dict[str, Any]:
-    """``record`` without the spans whose ``text`` does not match their document (a new dict)."""
-
-    def fresh(item: Any) -> bool:
-        if not isinstance(item, dict) or item.get("text") is None or item.get("doc_id") not in documents:
-            return True
-        start, end = item.get("start"), item.get("end")
-        if not isinstance(start, int) or not isinstance(end, int):
-            return True
-        text = documents[item["doc_id"]].text
-        return not (0 <= start < end <= len(text)) or text[start:end] == item["text"]
-
-    cleaned = dict(record)
-    for field in ("evidence", "source_passage"):
-        if isinstance(record.get(field), list):
-            cleaned[field] = [item for item in record[field] if fresh(item)]
-    return cleaned
-
-
-def tolerant_load(path: str | Path) -> TolerantSet:
-    """Read a labelled set keeping what is usable; raise :class:`LabelsetError` only if nothing can be read."""
-    root = Path(path)
-    questions_path = root / "questions.jsonl"
-    if not root.is_dir():
-        raise LabelsetError([f"{root}: labelled set folder does not exist"])
-    if not questions_path.is_file():
-        raise LabelsetError([f"{questions_path}: missing (a labelled set needs questions.jsonl)"])
-    problems: list[str] = []
-    warnings: list[str] = []
-    documents = (
-        load_documents(root, problems, warnings) if (root / "docs.jsonl").is_file() or (root / "docs").is_dir() else {}
-    )
-    stale: list[str] = []
-    questions: list[Question] = []
-    seen: dict[str, int] = {}
-    for number, record in read_jsonl(questions_path, problems):
-        first: list[str] = []
-        question = parse_record(number, record, questions_path, documents, first)
-        stale_lines = [line for line in first if "stale label" in line]
-        stale.extend(stale_lines)
-        if question is None:
-            again: list[str] = []
-            if stale_lines:
-                question = parse_record(number, _stale_free(record, documents), questions_path, documents, again)
-                again = [f"{line} (after dropping stale spans)" for line in again]
-            else:
-                again = first
-            problems.extend(line for line in again if "stale label" not in line)
-        qid = record.get("id")
-        if isinstance(qid, str) and qid in seen:
-            problems.append(f"{questions_path}:{number}: field 'id': duplicate id {qid!r} (first on line {seen[qid]})")
-            continue
-        if isinstance(qid, str):
-            seen[qid] = number
-        if question is not None:
-            questions.append(question)
-    return TolerantSet(
-        name=root.resolve().name,
-        root=root,
-        documents=tuple(documents.values()),
-        questions=tuple(questions),
-        stale=tuple(stale),
-        problems=tuple(problems),
-        warnings=tuple(warnings),
-    )

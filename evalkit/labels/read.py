@@ -1,24 +1,53 @@
-"""Read and validate a labelled set in the shared on-disk format.
+"""The one reader of labelled sets, in two modes: strict (the sweep) and tolerant (label tools, the report).
 
 Layout: ``docs/`` (one UTF-8 file per document), ``docs.jsonl`` (one line per
 document: doc_id, path, title, n_chars, sha256, meta) and ``questions.jsonl``
-(one labelled question per line, gold anchored to character spans). Every
-problem is collected, one line each naming file, line and field, so a user
-fixes a broken set in one pass instead of one error per run.
+(one labelled question per line, gold anchored to character spans). The
+fields are parsed in :mod:`evalkit.labels.parse`; this module decides what a
+problem means.
+
+- **strict** (:func:`load_labelset`, what a sweep and ``python -m
+  evalkit.labels validate`` run): every problem is collected, one line each
+  naming file, line and field (``file:line: field 'name': what``), and the
+  set is refused with all of them at once (:class:`LabelsetError`), so a user
+  fixes a broken set in one pass instead of one error per run.
+- **tolerant** (:func:`read_set` with ``mode="tolerant"``: label health and
+  stats, importers, the report): keeps every question it can, drops only the
+  spans that no longer match their document (a stale label) and hands back
+  the same problem lines, so a span is stale here exactly when the sweep
+  says so. The report renders an old run through it even when a label has
+  gone stale since.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from evalkit.records import Document, Evidence, Question, Span
+from evalkit.labels.parse import (
+    STALE,
+    is_stale_span,
+    load_documents,
+    parse_record,
+    read_jsonl,
+    without_stale_spans,
+)
+from evalkit.records import Document, Question, Span
 
-EVIDENCE_MODES = ("any", "all", "none")
+__all__ = [
+    "LabelSet",
+    "LabelsetError",
+    "ReadMode",
+    "Reading",
+    "document_fingerprints",
+    "load_labelset",
+    "read_set",
+]
+
+ReadMode = Literal["strict", "tolerant"]
 
 
 class LabelsetError(ValueError):
@@ -55,178 +84,49 @@ class LabelSet:
         return cached
 
 
-def read_text(path: Path) -> str:
-    """A document exactly as offsets count it: UTF-8, newlines untranslated."""
-    with open(path, encoding="utf-8", newline="") as handle:
-        return handle.read()
+@dataclass(frozen=True)
+class Reading:
+    """One read of a labelled set: what could be used, and every line about what could not."""
+
+    name: str
+    root: Path
+    documents: tuple[Document, ...]
+    questions: tuple[Question, ...]
+    """Strict: the questions without a problem. Tolerant: also those that parse once stale spans are dropped."""
+    stale: tuple[str, ...]
+    """Tolerant only: the stale-label lines (file:line: field: ...), spans whose text no longer matches."""
+    problems: tuple[str, ...]
+    """Every other problem (strict: stale labels too); the question or document it names was skipped."""
+    warnings: tuple[str, ...]
+    """Warnings that do not invalidate the set (a document changed since docs.jsonl)."""
+    stale_evidence: Mapping[int, tuple[Span, ...]] = field(default_factory=dict)
+    """Tolerant only: a kept question's line (``Question.line``) -> the evidence spans dropped as stale.
+
+    A span's ``text`` is the label's, which the document no longer holds there.
+    """
 
 
-def read_jsonl(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
-    with open(path, encoding="utf-8", newline="") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                problems.append(f"{path}:{number}: invalid JSON ({exc.msg} at column {exc.colno})")
-                continue
-            if not isinstance(record, dict):
-                problems.append(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
-                continue
-            yield number, record
+def read_set(path: str | Path, mode: ReadMode = "strict") -> Reading:
+    """Read a labelled set in one pass, collecting every problem.
 
-
-def load_documents(root: Path, problems: list[str], warnings: list[str]) -> dict[str, Document]:
-    index = root / "docs.jsonl"
-    documents: dict[str, Document] = {}
-    if not index.exists():
-        # A folder of documents without an index: every file is a document named by its path.
-        docs_dir = root / "docs"
-        for path in sorted(p for p in docs_dir.rglob("*") if p.is_file()):
-            doc_id = path.relative_to(docs_dir).with_suffix("").as_posix()
-            documents[doc_id] = Document(doc_id, read_text(path), path.relative_to(root).as_posix(), doc_id)
-        return documents
-    for number, record in read_jsonl(index, problems):
-        where = f"{index}:{number}"
-        doc_id, rel_path = record.get("doc_id"), record.get("path")
-        if not isinstance(doc_id, str) or not doc_id:
-            problems.append(f"{where}: field 'doc_id': missing or not a non-empty string")
-            continue
-        if doc_id in documents:
-            problems.append(f"{where}: field 'doc_id': duplicate id {doc_id!r}")
-            continue
-        if not isinstance(rel_path, str) or not rel_path:
-            problems.append(f"{where}: field 'path': missing for doc {doc_id!r}")
-            continue
-        path = root / rel_path
-        if not path.is_file():
-            problems.append(f"{where}: field 'path': file {rel_path!r} of doc {doc_id!r} does not exist")
-            continue
-        try:
-            text = read_text(path)
-        except UnicodeDecodeError as exc:
-            problems.append(f"{where}: field 'path': {rel_path!r} is not UTF-8 ({exc.reason} at byte {exc.start})")
-            continue
-        expected_sha = record.get("sha256")
-        if expected_sha and hashlib.sha256(text.encode("utf-8")).hexdigest() != expected_sha:
-            warnings.append(f"{where}: field 'sha256': doc {doc_id!r} changed since docs.jsonl was written")
-        meta = record.get("meta") or {}
-        if not isinstance(meta, dict):
-            problems.append(f"{where}: field 'meta': expected an object")
-            meta = {}
-        documents[doc_id] = Document(doc_id, text, rel_path, str(record.get("title") or doc_id), meta)
-    return documents
-
-
-def _spans(
-    value: Any, field: str, where: str, qid: str, documents: Mapping[str, Document], problems: list[str]
-) -> tuple[Span, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        problems.append(f"{where}: field '{field}': expected a list")
-        return ()
-    spans = []
-    for i, item in enumerate(value):
-        label = f"{where}: field '{field}[{i}]'"
-        if not isinstance(item, dict):
-            problems.append(f"{label}: expected an object")
-            continue
-        doc_id, start, end = item.get("doc_id"), item.get("start"), item.get("end")
-        if doc_id not in documents:
-            problems.append(f"{label}: question {qid!r} cites unknown doc {doc_id!r}")
-            continue
-        if not (isinstance(start, int) and isinstance(end, int)) or isinstance(start, bool):
-            problems.append(f"{label}: 'start' and 'end' must be integers")
-            continue
-        text = documents[doc_id].text
-        if not 0 <= start < end <= len(text):
-            problems.append(f"{label}: span [{start}, {end}) outside doc {doc_id!r} of {len(text)} characters")
-            continue
-        expected = item.get("text")
-        actual = text[start:end]
-        if expected is not None and expected != actual:
-            problems.append(
-                f"{label}: stale label: question {qid!r} expects {_clip(expected)!r} at {doc_id}[{start}:{end}], "
-                f"document has {_clip(actual)!r}"
-            )
-            continue
-        spans.append(Evidence(doc_id, start, end, actual))
-    return tuple(spans)
-
-
-def _clip(text: str, limit: int = 40) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def parse_record(
-    number: int, record: dict[str, Any], path: Path, documents: Mapping[str, Document], problems: list[str]
-) -> Question | None:
-    where = f"{path}:{number}"
-    before = len(problems)
-    qid, text = record.get("id"), record.get("question")
-    if not isinstance(qid, str) or not qid:
-        problems.append(f"{where}: field 'id': missing or not a non-empty string")
-        qid = f"<line {number}>"
-    if not isinstance(text, str) or not text.strip():
-        problems.append(f"{where}: field 'question': missing or empty")
-    mode = record.get("evidence_mode")
-    if mode not in EVIDENCE_MODES:
-        problems.append(f"{where}: field 'evidence_mode': {mode!r} is not one of any/all/none")
-    answerable = record.get("answerable", mode != "none")
-    if not isinstance(answerable, bool):
-        problems.append(f"{where}: field 'answerable': expected true or false")
-    answers_raw = record.get("answers")
-    if answers_raw is None:
-        answers_raw = [record["answer"]] if record.get("answer") else []
-    if not isinstance(answers_raw, list) or not all(isinstance(a, str) for a in answers_raw):
-        problems.append(f"{where}: field 'answers': expected a list of strings")
-        answers_raw = []
-    tags = record.get("tags") or {}
-    if not isinstance(tags, dict):
-        problems.append(f"{where}: field 'tags': expected an object")
-        tags = {}
-    evidence = _spans(record.get("evidence"), "evidence", where, str(qid), documents, problems)
-    passage = _spans(record.get("source_passage"), "source_passage", where, str(qid), documents, problems)
-    if mode == "none" and (answerable is True or evidence):
-        problems.append(f"{where}: field 'evidence_mode': 'none' needs answerable=false and no evidence")
-    if mode in ("any", "all") and not record.get("evidence") and answerable:
-        problems.append(f"{where}: field 'evidence': answerable question {qid!r} has no evidence span")
-    if mode in ("any", "all") and answerable is False:
-        problems.append(f"{where}: field 'answerable': false, but evidence_mode is {mode!r}")
-    if len(problems) > before:
-        return None
-    return Question(
-        id=str(qid),
-        question=str(text),
-        answers=tuple(a for a in answers_raw if a),
-        answerable=bool(answerable),
-        evidence=evidence,
-        evidence_mode=mode,
-        tags=tags,
-        source_passage=passage,
-        line=number,
-    )
-
-
-def load_labelset(path: str | Path) -> LabelSet:
-    """Load and validate a labelled set; raise :class:`LabelsetError` listing every problem."""
+    Raises :class:`LabelsetError` only when there is nothing to read: no
+    folder, no ``questions.jsonl``, or (strict) no documents at all.
+    """
     root = Path(path)
+    questions_path = root / "questions.jsonl"
+    _check_layout(root, questions_path, needs_documents=mode == "strict")
     problems: list[str] = []
     warnings: list[str] = []
-    if not root.is_dir():
-        raise LabelsetError([f"{root}: labelled set folder does not exist"])
-    questions_path = root / "questions.jsonl"
-    if not questions_path.is_file():
-        raise LabelsetError([f"{questions_path}: missing (a labelled set needs questions.jsonl)"])
-    if not (root / "docs.jsonl").is_file() and not (root / "docs").is_dir():
-        raise LabelsetError([f"{root}: missing docs.jsonl and docs/ (no documents)"])
-    documents = load_documents(root, problems, warnings)
+    has_documents = (root / "docs.jsonl").is_file() or (root / "docs").is_dir()
+    documents = load_documents(root, problems, warnings) if has_documents else {}
+    tolerant = _Tolerant(documents) if mode == "tolerant" else None
     questions: list[Question] = []
     seen: dict[str, int] = {}
     for number, record in read_jsonl(questions_path, problems):
-        question = parse_record(number, record, questions_path, documents, problems)
+        if tolerant is None:
+            question = parse_record(number, record, questions_path, documents, problems)
+        else:
+            question = tolerant.parse(number, record, questions_path, problems)
         qid = record.get("id")
         if isinstance(qid, str) and qid in seen:
             problems.append(f"{questions_path}:{number}: field 'id': duplicate id {qid!r} (first on line {seen[qid]})")
@@ -235,23 +135,94 @@ def load_labelset(path: str | Path) -> LabelSet:
             seen[qid] = number
         if question is not None:
             questions.append(question)
-    if not documents and not problems:
-        problems.append(f"{root}: no documents")
-    if not questions and not problems:
-        problems.append(f"{questions_path}: no questions (an empty labelled set cannot be scored)")
-    if problems:
-        raise LabelsetError(problems)
-    return LabelSet(
+    if tolerant is None and not problems:
+        problems.extend(_emptiness(root, questions_path, documents, questions))
+    return Reading(
         name=root.resolve().name,
         root=root,
         documents=tuple(documents.values()),
         questions=tuple(questions),
-        fingerprint=_fingerprint(documents.values(), questions_path),
+        stale=tuple(tolerant.stale) if tolerant else (),
+        problems=tuple(problems),
         warnings=tuple(warnings),
+        stale_evidence=dict(tolerant.stale_evidence) if tolerant else {},
     )
 
 
-def _fingerprint(documents: Any, questions_path: Path) -> str:
+def load_labelset(path: str | Path) -> LabelSet:
+    """Load and validate a labelled set (strict); raise :class:`LabelsetError` listing every problem."""
+    reading = read_set(path, "strict")
+    if reading.problems:
+        raise LabelsetError(list(reading.problems))
+    return LabelSet(
+        name=reading.name,
+        root=reading.root,
+        documents=reading.documents,
+        questions=reading.questions,
+        fingerprint=_fingerprint(reading.documents, reading.root / "questions.jsonl"),
+        warnings=reading.warnings,
+    )
+
+
+def _check_layout(root: Path, questions_path: Path, *, needs_documents: bool) -> None:
+    """Raise :class:`LabelsetError` when the folder is not a labelled set at all."""
+    if not root.is_dir():
+        raise LabelsetError([f"{root}: labelled set folder does not exist"])
+    if not questions_path.is_file():
+        raise LabelsetError([f"{questions_path}: missing (a labelled set needs questions.jsonl)"])
+    if needs_documents and not (root / "docs.jsonl").is_file() and not (root / "docs").is_dir():
+        raise LabelsetError([f"{root}: missing docs.jsonl and docs/ (no documents)"])
+
+
+def _emptiness(
+    root: Path, questions_path: Path, documents: Mapping[str, Document], questions: list[Question]
+) -> list[str]:
+    """A set that parsed cleanly but has nothing to score (strict only: a sweep needs both)."""
+    if not documents:
+        return [f"{root}: no documents"]
+    if not questions:
+        return [f"{questions_path}: no questions (an empty labelled set cannot be scored)"]
+    return []
+
+
+class _Tolerant:
+    """Tolerant parsing of question records: drop stale spans, keep the question if that is all that was wrong."""
+
+    def __init__(self, documents: Mapping[str, Document]) -> None:
+        self.documents = documents
+        self.stale: list[str] = []
+        self.stale_evidence: dict[int, tuple[Span, ...]] = {}
+
+    def parse(self, number: int, record: dict[str, Any], path: Path, problems: list[str]) -> Question | None:
+        """The question on one line, or None; its stale lines go to ``stale``, its other problems to ``problems``."""
+        first: list[str] = []
+        question = parse_record(number, record, path, self.documents, first)
+        stale_lines = [line for line in first if STALE in line]
+        self.stale.extend(stale_lines)
+        if question is not None:
+            return question
+        if not stale_lines:
+            problems.extend(first)
+            return None
+        # Parse again without the stale spans: what is still wrong is a problem of its own,
+        # marked so a reader knows the line numbers refer to the record minus those spans.
+        again: list[str] = []
+        question = parse_record(number, without_stale_spans(record, self.documents), path, self.documents, again)
+        problems.extend(f"{line} (after dropping stale spans)" for line in again if STALE not in line)
+        spans = tuple(_stale_spans(record.get("evidence"), self.documents))
+        if question is not None and spans:
+            self.stale_evidence[number] = spans
+        return question
+
+
+def _stale_spans(items: Any, documents: Mapping[str, Document]) -> Iterable[Span]:
+    """The stale span records among ``items``, as spans carrying the label's (now wrong) text."""
+    for item in items if isinstance(items, list) else ():
+        if is_stale_span(item, documents):
+            yield Span(item["doc_id"], item["start"], item["end"], item["text"])
+
+
+def _fingerprint(documents: Iterable[Document], questions_path: Path) -> str:
     digest = hashlib.sha256()
     for doc in sorted(documents, key=lambda d: d.doc_id):
         digest.update(doc.doc_id.encode("utf-8") + b"\0" + hashlib.sha256(doc.text.encode("utf-8")).digest())

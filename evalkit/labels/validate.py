@@ -1,6 +1,7 @@
-"""``validate``: the loader's verdict on a labelled set, plus warnings it does not raise.
+"""``validate``: the sweep's verdict on a labelled set, plus warnings it does not raise.
 
-Problems are exactly :func:`load_labelset`'s (one line each: file:line:
+Problems are exactly what a sweep reports: both run the one reader's strict
+mode (:func:`evalkit.labels.read.read_set`), one line each (file:line:
 field: what). Warnings never fail a set: a document changed since
 ``docs.jsonl`` was written (sha256 or n_chars out of date) and files in
 ``docs/`` that ``docs.jsonl`` does not list.
@@ -9,12 +10,11 @@ field: what). Warnings never fail a set: a document changed since
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalkit.labels.load import tolerant_load
-from evalkit.labels.read import LabelsetError, load_labelset
+from evalkit.labels.parse import read_jsonl
+from evalkit.labels.read import LabelsetError, read_set
 
 __all__ = ["Validation", "validate"]
 
@@ -42,12 +42,9 @@ def _index_warnings(root: Path) -> list[str]:
     if not index.is_file():
         return []
     warnings, listed = [], set()
-    for number, line in enumerate(index.read_text(encoding="utf-8").splitlines(), start=1):
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(record, dict) or not isinstance(record.get("path"), str):
+    # Lines that are not JSON objects are already the reader's problems.
+    for number, record in read_jsonl(index, []):
+        if not isinstance(record.get("path"), str):
             continue
         listed.add(Path(record["path"]).as_posix())
         path = root / record["path"]
@@ -69,20 +66,13 @@ def _index_warnings(root: Path) -> list[str]:
 
 
 def validate(path: str | Path) -> Validation:
-    """Validate a labelled set: the loader's problems and every warning."""
+    """Validate a labelled set: the strict reader's problems (the sweep's) and every warning."""
     root = Path(path)
     try:
-        labelset = load_labelset(root)
-    except LabelsetError as exc:
-        try:
-            warnings = list(tolerant_load(root).warnings)
-        except LabelsetError:
-            warnings = []
-        return Validation(root, tuple(exc.problems), tuple(warnings + _index_warnings(root)))
-    return Validation(
-        root,
-        (),
-        tuple(list(labelset.warnings) + _index_warnings(root)),
-        len(labelset.questions),
-        len(labelset.documents),
-    )
+        reading = read_set(root, "strict")
+    except LabelsetError as exc:  # not a labelled set at all: no documents were read, so no warnings of theirs
+        return Validation(root, tuple(exc.problems), tuple(_index_warnings(root)))
+    warnings = (*reading.warnings, *_index_warnings(root))
+    if reading.problems:
+        return Validation(root, reading.problems, warnings)
+    return Validation(root, (), warnings, len(reading.questions), len(reading.documents))

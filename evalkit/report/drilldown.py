@@ -97,6 +97,10 @@ def gold_context(document: str, span: GoldSpan) -> Markup:
     return join([esc(before), marked, esc(after)])
 
 
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _pill(ok: bool | None, yes: str, no: str) -> Markup:
     if ok is None:
         return tag("span", "n/a", class_="pill neutral")
@@ -183,6 +187,12 @@ def question_details(
             where = tag("p", tag("code", f"{span.doc_id} [{span.start}:{span.end}]"), class_="note")
             context = gold_context(doc, span) if doc is not None else esc("(document text not found)")
             body.append(join([where, tag("div", context, class_="ctx")]))
+        for span in question.stale_evidence:
+            # The document changed since the span was labelled: marking today's text there would show
+            # the wrong words as gold, so say what the label expected instead.
+            where = tag("code", f"{span.doc_id} [{span.start}:{span.end}]")
+            note = f" stale label: the document no longer holds {_clip(span.text)!r} here (not shown as gold)"
+            body.append(tag("p", [where, note], class_="note"))
     gold = question.evidence if question else ()
     for label, config_id, row, chunks in configs:
         extra = ""

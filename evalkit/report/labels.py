@@ -1,18 +1,24 @@
 """The labelled set, read for display: questions, gold answers and document text.
 
 The report shows the gold span in its document and the text of every
-retrieved chunk, so it reads the labelled set folder the manifest names. It
-validates nothing (the sweep did that) and tolerates a set that has moved or
-changed since: what it cannot find, it reports as missing.
+retrieved chunk, so it reads the labelled set folder the manifest names,
+through the one labelled-set reader in its tolerant mode
+(:func:`evalkit.labels.read.read_set`): the fields mean here what they meant
+to the sweep. A set that has moved or changed since the run still renders:
+a question or document that can no longer be read is shown as missing, and
+an evidence span whose text no longer matches its document (a stale label)
+is shown as stale instead of marking the wrong text as gold.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from evalkit.labels.read import LabelsetError, Reading, read_set
+from evalkit.records import Question, Span
 
 
 @dataclass(frozen=True)
@@ -22,6 +28,8 @@ class GoldSpan:
     doc_id: str
     start: int
     end: int
+    text: str = ""
+    """The labelled text; only kept for a stale span (the document no longer holds it there)."""
 
 
 @dataclass(frozen=True)
@@ -35,16 +43,18 @@ class LabelledQuestion:
     evidence_mode: str
     evidence: tuple[GoldSpan, ...]
     tags: Mapping[str, Any] = field(default_factory=dict)
+    stale_evidence: tuple[GoldSpan, ...] = ()
+    """Evidence spans whose text no longer matches their document: not gold any more."""
 
 
 @dataclass(frozen=True)
 class LabelledSet:
-    """Questions by id and where each document's text lives."""
+    """Questions by id and the text of every document that could be read."""
 
     root: Path
     questions: Mapping[str, LabelledQuestion]
-    doc_paths: Mapping[str, Path]
-    """doc_id -> file; documents are read on demand by :func:`read_documents`."""
+    texts: Mapping[str, str]
+    """doc_id -> text; :func:`read_documents` picks the ones a page needs."""
 
 
 def find_labelset(manifest: Mapping[str, Any], run_dir: Path, override: str | Path | None = None) -> Path | None:
@@ -65,68 +75,34 @@ def find_labelset(manifest: Mapping[str, Any], run_dir: Path, override: str | Pa
     return None
 
 
-def _jsonl(path: Path) -> Iterable[dict[str, Any]]:
-    with open(path, encoding="utf-8", newline="") as handle:
-        for line in handle:
-            if line.strip():
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(record, dict):
-                    yield record
+def _span(span: Span, stale: bool = False) -> GoldSpan:
+    return GoldSpan(span.doc_id, span.start, span.end, span.text if stale else "")
 
 
-def _spans(items: Any) -> tuple[GoldSpan, ...]:
-    spans = []
-    for item in items if isinstance(items, list) else ():
-        try:
-            spans.append(GoldSpan(str(item["doc_id"]), int(item["start"]), int(item["end"])))
-        except (KeyError, TypeError, ValueError):
-            continue
-    return tuple(spans)
-
-
-def _question(record: Mapping[str, Any]) -> LabelledQuestion:
-    answers = record.get("answers")
-    if not isinstance(answers, list):
-        answers = [record["answer"]] if record.get("answer") else []
-    mode = str(record.get("evidence_mode", ""))
-    tags = record.get("tags") if isinstance(record.get("tags"), dict) else {}
+def _question(question: Question, stale: Iterable[Span]) -> LabelledQuestion:
     return LabelledQuestion(
-        id=str(record.get("id", "")),
-        question=str(record.get("question", "")),
-        answers=tuple(str(a) for a in answers if a),
-        answerable=bool(record.get("answerable", mode != "none")),
-        evidence_mode=mode,
-        evidence=_spans(record.get("evidence")),
-        tags=tags or {},
+        id=question.id,
+        question=question.question,
+        answers=question.answers,
+        answerable=question.answerable,
+        evidence_mode=question.evidence_mode,
+        evidence=tuple(_span(s) for s in question.evidence),
+        tags=question.tags,
+        stale_evidence=tuple(_span(s, stale=True) for s in stale),
     )
 
 
 def read_labelset(root: Path) -> LabelledSet:
-    """Questions and document locations of a labelled set folder (no document text yet)."""
-    questions = {q.id: q for q in map(_question, _jsonl(root / "questions.jsonl"))}
-    doc_paths: dict[str, Path] = {}
-    index = root / "docs.jsonl"
-    if index.is_file():
-        for record in _jsonl(index):
-            if isinstance(record.get("doc_id"), str) and isinstance(record.get("path"), str):
-                doc_paths[record["doc_id"]] = root / record["path"]
-    elif (root / "docs").is_dir():
-        docs = root / "docs"
-        for path in sorted(p for p in docs.rglob("*") if p.is_file()):
-            doc_paths[path.relative_to(docs).with_suffix("").as_posix()] = path
-    return LabelledSet(root=root, questions=questions, doc_paths=doc_paths)
+    """Questions and document texts of a labelled set folder, read tolerantly (never raises on its content)."""
+    try:
+        reading: Reading = read_set(root, "tolerant")
+    except LabelsetError:  # the folder went away since find_labelset looked
+        return LabelledSet(root=root, questions={}, texts={})
+    questions = {q.id: _question(q, reading.stale_evidence.get(q.line, ())) for q in reading.questions}
+    texts = {doc.doc_id: doc.text for doc in reading.documents}
+    return LabelledSet(root=root, questions=questions, texts=texts)
 
 
 def read_documents(labelset: LabelledSet, doc_ids: Iterable[str]) -> dict[str, str]:
-    """Text of the named documents (offsets count code points of the file read with newline="")."""
-    texts: dict[str, str] = {}
-    for doc_id in sorted(set(doc_ids)):
-        path = labelset.doc_paths.get(doc_id)
-        if path is None or not path.is_file():
-            continue
-        with open(path, encoding="utf-8", newline="", errors="replace") as handle:
-            texts[doc_id] = handle.read()
-    return texts
+    """Text of the named documents that could be read (offsets count code points, newlines untranslated)."""
+    return {doc_id: labelset.texts[doc_id] for doc_id in sorted(set(doc_ids)) if doc_id in labelset.texts}
