@@ -21,11 +21,14 @@ from evalkit.answering.position.items import choose_subset, pool_items, scope_do
 from evalkit.answering.position.plan import RequestSpec, describe, plan_position
 from evalkit.answering.position.settings import BudgetSpec, PositionSettings, SubsetSpec, parse_arm
 from evalkit.cache import Cache
+from evalkit.chunking.chunkers import CHUNKERS
 from evalkit.cost.budget import BudgetExceeded, SpendGuard
 from evalkit.labels.read import LabelSet, load_labelset
-from evalkit.pipeline.plan import ConfigError
-from evalkit.pipeline.position import choose_chunking, position_experiment, resolve_budget
+from evalkit.pipeline.config import read_config
+from evalkit.pipeline.plan import ConfigError, SweepPlan, build_plan
+from evalkit.pipeline.position import position_experiment, resolve_budget, swept_chunkings
 from evalkit.pipeline.position_run import run_position
+from evalkit.retrieval.embedding.local import EMBEDDERS
 from evalkit.run.folder import RunFolder
 from evalkit.scoring.position import summarise_position
 from evalkit.sweep import sweep
@@ -74,6 +77,11 @@ def plain(cfg: Any, **position: Any) -> dict[str, Any]:
     return out
 
 
+def plan_of(config: dict[str, Any]) -> SweepPlan:
+    """The typed plan of a resolved config, as the sweep's entry point builds it."""
+    return build_plan(read_config(config), tuple(CHUNKERS), tuple(EMBEDDERS))
+
+
 @pytest.fixture(scope="module")
 def labelset(small_demo: Path) -> LabelSet:
     return load_labelset(small_demo)
@@ -117,7 +125,7 @@ def experiment(
     config = plain(cfg)
     printed: list[str] = []
     cache = Cache(run_dir.parent / "position-cache.sqlite")
-    out = position_experiment(run_dir, labelset, config, cache, progress=False, log=printed.append)
+    out = position_experiment(plan_of(config), labelset, cache, run_dir, log=printed.append)
     yield out, printed, cache, config
     cache.close()
 
@@ -191,11 +199,11 @@ def test_rerun_sends_no_request(experiment: tuple, swept: tuple, labelset: Label
     out, _, cache, config = experiment
     before = dict(server.counts)
     rows = pd.read_parquet(out / "rows.parquet")
-    position_experiment(swept[0], labelset, config, cache, progress=False, log=lambda _: None)
+    position_experiment(plan_of(config), labelset, cache, swept[0], log=lambda _: None)
     assert dict(server.counts) == before  # rows reused, token counts cached
     pd.testing.assert_frame_equal(pd.read_parquet(out / "rows.parquet"), rows)
     (out / "rows.parquet").unlink()  # lost rows: every answer comes back from the response cache
-    position_experiment(swept[0], labelset, config, cache, progress=False, log=lambda _: None)
+    position_experiment(plan_of(config), labelset, cache, swept[0], log=lambda _: None)
     again = pd.read_parquet(out / "rows.parquet")
     assert dict(server.counts) == before and again.loc[again["sent"], "cached"].all()
     pd.testing.assert_frame_equal(again.drop(columns="cached"), rows.drop(columns="cached"))
@@ -208,7 +216,7 @@ def test_batches_when_the_generator_has_them(swept: tuple, labelset: LabelSet, s
     before = server.counts["messages"]
     with Cache(run_dir.parent / "batch-cache.sqlite") as cache:
         out = position_experiment(
-            run_dir, labelset, config, cache, progress=False, log=lambda _: None, out_dir=run_dir.parent / "batch"
+            plan_of(config), labelset, cache, run_dir, log=lambda _: None, out_dir=run_dir.parent / "batch"
         )
     rows = pd.read_parquet(out / "rows.parquet")
     assert server.counts["batches.create"] == 1 and server.counts["messages"] == before
@@ -222,7 +230,7 @@ def test_provider_overflow_is_counted_not_scored(swept: tuple, labelset: LabelSe
     try:
         with Cache(run_dir.parent / "overflow-cache.sqlite") as cache:
             out = position_experiment(
-                run_dir, labelset, config, cache, progress=False, log=lambda _: None, out_dir=run_dir.parent / "over"
+                plan_of(config), labelset, cache, run_dir, log=lambda _: None, out_dir=run_dir.parent / "over"
             )
     finally:
         server.context_limit = 200_000
@@ -245,12 +253,12 @@ def test_spending_cap_stops_before_the_crossing_answers(
     with Cache(run_dir.parent / "capped-cache.sqlite") as cache:
         spend = SpendGuard(0.05)  # room for a few chunks of 4 answers (< $0.007 each), not for all 20
         with pytest.raises(BudgetExceeded, match="budget_usd"):
-            position_experiment(run_dir, labelset, config, cache, progress=False, log=print, out_dir=out, spend=spend)
+            position_experiment(plan_of(config), labelset, cache, run_dir, log=print, out_dir=out, spend=spend)
         sent_first = server.counts["messages"] - before
         written = pd.read_parquet(out / "rows.parquet")
         assert 0 < sent_first == len(written) < 20 and written["correct"].notna().all()  # finished rows are kept
         assert 0 < spend.spent_usd <= 0.05
-        position_experiment(run_dir, labelset, config, cache, progress=False, log=print, out_dir=out)
+        position_experiment(plan_of(config), labelset, cache, run_dir, log=print, out_dir=out)
     rows = pd.read_parquet(out / "rows.parquet")
     assert rows["correct"].notna().all() and server.counts["messages"] - before == len(rows)  # nothing paid twice
 
@@ -262,7 +270,7 @@ def _plan(
     labelset: LabelSet, run_dir: Path, settings: PositionSettings, budget: Budget, backend: str = "anthropic"
 ) -> Any:
     documents = {d.doc_id: d for d in labelset.documents}
-    chunking = choose_chunking(run_dir, None, {})
+    chunking = swept_chunkings(run_dir)[0]
     ranked = pool_items(pd.read_parquet(RunFolder(run_dir).pool_path(chunking)), documents)
     generator_cfg = dict(OmegaConf.to_container(compose_config(["generator=anthropic"]).generator, resolve=True))
     spec = RequestSpec.from_config(generator_cfg, "claude-sonnet-5", backend)

@@ -60,7 +60,14 @@ def test_overrides_and_bad_configs(tmp_path: Path) -> None:
         ("chunk_size=64", "chunk_overlap=64"): "chunk_overlap: must be smaller than chunk_size",
         ("chunker.name=semantic",): "unknown chunker 'semantic'",
         ("labelset.path=does/not/exist",): "labelset.path: 'does/not/exist' is not a folder",
-        ("retriever.name=splade",): "unknown retriever 'splade'",
+        ("retriever.name=splade",): "retriever.name: unknown value 'splade'",
+        ("+chunk_szie=512",): "chunk_szie: unknown key; did you mean 'chunk_size'?",
+        ("chunk_szie=512",): "chunk_szie: unknown key; did you mean 'chunk_size'?",
+        ("retriever.bm25_kl=1.2",): "retriever.bm25_kl: unknown key; did you mean 'retriever.bm25_k1'?",
+        ("+filters.enable=false",): "filters.enable: unknown key; did you mean 'filters.enabled'?",
+        ("pool_size=0",): "pool_size: 0 is below the minimum 1",
+        ("seed=1.5",): "seed: 1.5 is not a whole number",
+        ("dry_run=maybe",): "dry_run: 'maybe' is not true or false",
         ("top_k=0",): "top_k: 0 is below the minimum 1",
     }
     for args, message in bad.items():

@@ -1,25 +1,21 @@
 """``dry_run=true``: what a sweep will call, and what it will cost, before a cent is spent.
 
-Chunking is pure and cheap, and the cache is local, so the plan counts
-exactly the texts still to embed. Rerank pairs are an upper bound (the pool's
-members are known only after retrieval): every question's full pool, less
-nothing. Local models cost $0 but their calls are listed, since they cost time.
+The dry run walks the same units of work as the sweep. It runs only the free
+stage (chunking, which is pure; a finished chunk stage is read from the unit
+store) and prices the rest: embedding is counted exactly against the cache,
+rerank pairs are an upper bound (the pool's members are known only after
+retrieval), and units the store already holds cost nothing. Local models cost
+$0 but their calls are listed, since they cost time.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evalkit.cache import Cache
-from evalkit.chunking.chunkers import chunk_corpus
-from evalkit.cost.apply import CostSettings
 from evalkit.cost.model import estimate_tokens
-from evalkit.cost.prices import load_price_table
-from evalkit.labels.read import LabelSet
-from evalkit.pipeline.plan import SweepPlan
-from evalkit.retrieval.embedding.base import Embedder
-from evalkit.retrieval.rerank.base import Reranker
+from evalkit.pipeline.work import UnitOfWork, WorkContext, chunk_stage
 
 
 @dataclass(frozen=True)
@@ -34,68 +30,51 @@ class PlannedCalls:
     note: str = ""
 
 
-def plan_calls(
-    plan: SweepPlan, labelset: LabelSet, embedder: Embedder, reranker: Reranker | None, cache: Cache
-) -> list[PlannedCalls]:
-    """Embedding and rerank calls of the retrieval sweep, with tokens and dollars."""
-    settings = CostSettings.from_config(plan.cost)
-    family = load_price_table(_pricing_dir(settings)).model(settings.model).tokenizer_family
-    questions = labelset.questions[: plan.labelset_limit] if plan.labelset_limit else labelset.questions
+def plan_calls(units: Sequence[UnitOfWork], ctx: WorkContext) -> list[PlannedCalls]:
+    """Embedding and rerank calls of the retrieval sweep's unfinished units, with tokens and dollars."""
+    todo = [u for u in units if not ctx.store.has("score", u.ids.score)]
     planned: list[PlannedCalls] = []
-    if plan.retriever.name in ("dense", "hybrid"):
+    embedder, reranker = ctx.embedder, ctx.reranker
+    if embedder is not None:
         texts: dict[str, str] = {}
-        for spec in plan.chunkings:
-            for chunk in chunk_corpus(labelset.documents, spec):
+        for unit in (u for u in todo if not ctx.store.has("retrieve", u.ids.retrieve)):
+            for chunk in chunk_stage(unit, ctx):
                 texts[embedder.key(chunk.embed_text, "passage")] = chunk.embed_text
-        for question in questions:
-            texts[embedder.key(question.question, "query")] = question.question
-        cached = cache.get_many(f"embed:{embedder.identity}", list(texts))
-        todo = [text for key, text in texts.items() if key not in cached]
+            for question in ctx.questions:
+                texts[embedder.key(question.question, "query")] = question.question
+        cached = ctx.cache.get_many(f"embed:{embedder.identity}", list(texts))
+        missing = [text for key, text in texts.items() if key not in cached]
         planned.append(
             PlannedCalls(
                 backend=embedder.identity,
                 what="embed (local model, $0)",
-                calls=math.ceil(len(todo) / embedder.batch_size),
-                tokens=sum(estimate_tokens(t, family) for t in todo),
+                calls=math.ceil(len(missing) / embedder.batch_size),
+                tokens=sum(estimate_tokens(t, ctx.token_family) for t in missing),
                 usd=0.0,
-                note=f"{len(todo)} texts to embed, {len(texts) - len(todo)} cached",
+                note=f"{len(missing)} texts to embed, {len(texts) - len(missing)} cached",
             )
         )
     if reranker is not None:
-        pairs = len(plan.chunkings) * len(questions) * plan.pool_size
-        requests = len(plan.chunkings) * len(questions) * math.ceil(plan.pool_size / reranker.max_documents_per_request)
-        usd = len(plan.chunkings) * len(questions) * reranker.request_cost_usd(plan.pool_size)
+        reranking = [u for u in todo if not ctx.store.has("rerank", u.ids.rerank)]
+        n, pool = len(reranking) * len(ctx.questions), ctx.plan.pool_size
         planned.append(
             PlannedCalls(
                 backend=reranker.identity,
                 what="rerank",
-                calls=requests,
+                calls=n * math.ceil(pool / reranker.max_documents_per_request),
                 tokens=0,
-                usd=usd,
-                note=f"at most {pairs} (query, chunk) pairs; cached pairs are not sent",
+                usd=n * reranker.request_cost_usd(pool),
+                note=f"at most {n * pool} (query, chunk) pairs; cached pairs are not sent",
             )
         )
     return planned
 
 
-def _pricing_dir(settings: CostSettings) -> str:
-    from evalkit.pipeline.plan import resolve_path
-
-    return str(resolve_path(settings.pricing_dir))
-
-
-def describe_plan(
-    plan: SweepPlan,
-    labelset: LabelSet,
-    embedder: Embedder,
-    reranker: Reranker | None,
-    cache: Cache,
-    extra: list[PlannedCalls] | None = None,
-) -> str:
+def describe_calls(planned: Sequence[PlannedCalls], finished_units: int = 0) -> str:
     """The dry-run table printed before any paid call."""
-    planned = [*plan_calls(plan, labelset, embedder, reranker, cache), *(extra or [])]
     lines = [
-        "evalkit dry run: nothing below has been sent",
+        "evalkit dry run: nothing below has been sent"
+        + (f" ({finished_units} finished units of work are reused and cost nothing)" if finished_units else ""),
         f"{'backend':34} {'what':28} {'calls':>8} {'tokens (est.)':>14} {'dollars':>10}  note",
     ]
     for item in planned:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,10 +22,12 @@ from evalkit.answering.generation.base import (
     count_tokens_cached,
 )
 from evalkit.cost.budget import SpendGuard
-from evalkit.cost.prices import ModelPrice, PricingError, load_price_table
-from evalkit.pipeline.plan import PROJECT_ROOT, ConfigError
+from evalkit.cost.prices import ModelPrice, PricingError, price_table
+from evalkit.pipeline.plan import SweepPlan
 from evalkit.records import ChunkingSpec
+from evalkit.run import files
 from evalkit.run.folder import RunFolder, read_json, write_json
+from evalkit.settings import ConfigError
 
 if TYPE_CHECKING:
     from evalkit.cache import Cache
@@ -33,40 +35,41 @@ if TYPE_CHECKING:
 
 from evalkit.answering.position.items import choose_subset, pool_items
 from evalkit.answering.position.plan import PositionPlan, RequestSpec, describe, plan_position
-from evalkit.answering.position.settings import OUT_DIR, BudgetSpec, PositionSettings
+from evalkit.answering.position.settings import OUT_DIR, BudgetSpec
 from evalkit.pipeline.position_run import run_position
 
 
-def choose_chunking(run_dir: Path, wanted: str | None, cfg: Mapping[str, Any]) -> str:
+def choose_chunking(plan: SweepPlan, available: Sequence[str]) -> str:
     """The chunking whose pool the experiment reads.
 
-    ``wanted`` when given; else the baseline chunking (``baseline.chunk_size`` /
-    ``chunk_overlap`` with the configured chunker) when the sweep ran it; else
-    the first chunking of the sweep's grid (``manifest.json``).
+    ``position.chunking`` when set; else the baseline chunking (``baseline.chunk_size`` /
+    ``chunk_overlap`` with the configured chunker) when the sweep ran it; else the first
+    chunking of the sweep's grid.
     """
-    folder = RunFolder(run_dir)
-    manifest = run_dir / "manifest.json"
-    grid = list(read_json(manifest).get("grid", {}).get("chunkings", [])) if manifest.exists() else []
-    available = [key for key in grid if folder.pool_path(key).exists()] or sorted(
-        p.stem for p in (run_dir / "pools").glob("*.parquet")
-    )
+    assert plan.position is not None
+    wanted = plan.position.chunking
     if wanted is not None:
         if wanted not in available:
-            raise ConfigError(f"position.chunking: no pool for {wanted!r} in {run_dir}; swept: {', '.join(available)}")
+            raise ConfigError(f"position.chunking: no pool for {wanted!r}; swept: {', '.join(available)}")
         return wanted
     if not available:
-        raise ConfigError(f"position: {run_dir}/pools holds no candidate pool; run the retrieval sweep first")
-    baseline, chunker = cfg.get("baseline") or {}, cfg.get("chunker") or {}
-    if baseline.get("chunk_size") is not None and chunker.get("name"):
-        key = ChunkingSpec(
-            str(chunker["name"]),
-            int(baseline["chunk_size"]),
-            int(baseline.get("chunk_overlap") or 0),
-            int(chunker.get("child_size") or 0),
-        ).key
+        raise ConfigError("position: the sweep holds no candidate pool; run the retrieval sweep first")
+    baseline, chunker = plan.baseline, plan.chunkings[0].chunker
+    if baseline.chunk_size is not None:
+        key = ChunkingSpec(chunker, baseline.chunk_size, baseline.chunk_overlap or 0, plan.chunkings[0].child_size).key
         if key in available:
             return key
     return available[0]
+
+
+def swept_chunkings(run_dir: Path) -> list[str]:
+    """Chunkings of a finished sweep whose pools are in the run folder, in grid order."""
+    folder = RunFolder(run_dir)
+    manifest = run_dir / files.MANIFEST
+    grid = list(read_json(manifest).get("grid", {}).get("chunkings", [])) if manifest.exists() else []
+    return [key for key in grid if folder.pool_path(key).exists()] or sorted(
+        p.stem for p in (run_dir / files.POOLS_DIR).glob("*.parquet")
+    )
 
 
 def resolve_budget(
@@ -87,7 +90,7 @@ def resolve_budget(
 def _price(model: str, pricing_dir: Path) -> ModelPrice | None:
     """The model's price from conf/pricing, or None when it is not listed (costs are then NaN)."""
     try:
-        return load_price_table(pricing_dir).model(model)
+        return price_table(pricing_dir).model(model)
     except PricingError:
         return None
 
@@ -97,39 +100,38 @@ def _stderr(line: str) -> None:
 
 
 def position_experiment(
-    run_dir: Path,
+    plan: SweepPlan,
     labelset: LabelSet,
-    cfg: Mapping[str, Any],
     cache: Cache,
-    progress: bool = True,
+    run_dir: Path,
     *,
+    pools: Mapping[str, pd.DataFrame] | None = None,
     generator: Generator | None = None,
     log: Callable[[str], None] = _stderr,
-    pricing_dir: Path = PROJECT_ROOT / "conf" / "pricing",
     out_dir: Path | None = None,
     spend: SpendGuard | None = None,
 ) -> Path:
-    """Run the position experiment on a finished sweep in ``run_dir``; returns its folder (``run_dir/position``).
+    """Run the position experiment of ``plan`` after its retrieval sweep; returns its folder (``run_dir/position``).
 
-    ``cfg`` is the plain (resolved) sweep config with a ``position:`` block and
-    a ``generator:`` group. Reads the chosen chunking's pool, draws the
+    ``pools`` are the sweep's candidate pools by chunking key, as the units of work
+    returned them; without them the pools are read from the run folder. Draws the
     subset, plans, prints :func:`describe` through ``log``, and (unless
-    ``position.dry_run``) runs. The generator is built from
-    ``cfg["generator"]`` unless one is given; ``spend`` is the sweep's
-    spending cap (``budget_usd``), charged before every uncached paid answer.
+    ``position.dry_run``) runs. ``spend`` is the sweep's spending cap
+    (``budget_usd``), charged before every uncached paid answer.
     """
-    settings = PositionSettings.from_config(cfg.get("position"), seed=int(cfg.get("seed", 0)))
-    generator_cfg = cfg.get("generator")
-    if not generator_cfg:
-        raise ConfigError("generator: not set; add generator=local or generator=anthropic")
-    chunking = choose_chunking(run_dir, settings.chunking, cfg)
+    settings, generator_cfg = plan.position, plan.generator
+    if settings is None or generator_cfg is None:
+        raise ConfigError("generator: not set; add +experiment=position with generator=local or generator=anthropic")
+    available = list(pools) if pools is not None else swept_chunkings(run_dir)
+    chunking = choose_chunking(plan, available)
     documents = {doc.doc_id: doc for doc in labelset.documents}
-    ranked = pool_items(pd.read_parquet(RunFolder(run_dir).pool_path(chunking)), documents)
-    limit = (cfg.get("labelset") or {}).get("limit")
+    pool = pools[chunking] if pools is not None else pd.read_parquet(RunFolder(run_dir).pool_path(chunking))
+    ranked = pool_items(pool, documents)
+    limit = plan.labelset_limit
     questions = choose_subset(labelset.questions[:limit] if limit else labelset.questions, settings.subset)
     generator = generator or make_generator(generator_cfg)
     model = str(generator.model or generator_cfg.get("model") or "")
-    price = _price(model, pricing_dir)
+    price = _price(model, plan.pricing_dir)
     family = settings.tokenizer_family or (price.tokenizer_family if price is not None else "generic")
     budget = resolve_budget(settings.budget, generator, generator_cfg, price)
     counter = GenerationCounter()
@@ -139,7 +141,7 @@ def position_experiment(
         def count_request(request: GenerationRequest) -> int | None:
             return count_tokens_cached(generator, request, cache, counter)
 
-    plan = plan_position(
+    position_plan = plan_position(
         settings,
         questions,
         ranked,
@@ -152,16 +154,16 @@ def position_experiment(
         price=price,
     )
     out_dir = out_dir or run_dir / OUT_DIR
-    text = describe(plan)
+    text = describe(position_plan)
     log(text)
-    write_json(out_dir / "plan.json", _plan_record(plan, text))
+    write_json(out_dir / "plan.json", _plan_record(position_plan, text))
     if not settings.dry_run:
-        run_position(plan, generator, cache, out_dir, progress, counter=counter, spend=spend)
-        if cfg.get("judge"):  # +judge=claude: advisory ragas scores beside evalkit's own
+        run_position(position_plan, generator, cache, out_dir, plan.options.progress, counter=counter, spend=spend)
+        if plan.judge:  # +judge=claude: advisory ragas scores beside evalkit's own
             from evalkit.pipeline.position_judging import judge_position
 
-            judged = judge_position(out_dir, labelset, cfg["judge"], cache)
-            log(f"position: answers judged by {cfg['judge'].get('model')} (advisory) -> {judged}")
+            judged = judge_position(out_dir, labelset, plan.judge, cache)
+            log(f"position: answers judged by {plan.judge.get('model')} (advisory) -> {judged}")
     return out_dir
 
 

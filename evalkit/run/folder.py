@@ -69,6 +69,13 @@ class RunFolder:
             return False
         return read_json(marker).get("plan_fingerprint") == plan_fingerprint
 
+    def holds(self, key: str, score_unit_id: str) -> bool:
+        """The chunking's files are there and were written from the unit with this score id."""
+        marker = self.done_marker(key)
+        if not (marker.exists() and self.rows_path(key).exists() and self.pool_path(key).exists()):
+            return False
+        return (read_json(marker).get("unit_ids") or {}).get("score") == score_unit_id
+
     def save_chunking(self, key: str, rows: pd.DataFrame, pool: pd.DataFrame, info: Mapping[str, Any]) -> None:
         write_table(self.rows_path(key), rows)
         write_table(self.pool_path(key), pool)

@@ -11,7 +11,7 @@ from evalkit.answering.context import (
     Placement,
     parse_placement,
 )
-from evalkit.pipeline.plan import ConfigError, config_int
+from evalkit.settings import ConfigError, check_keys, config_int
 
 if TYPE_CHECKING:
     pass
@@ -125,7 +125,7 @@ class PositionSettings:
             "refusals", "seed", "tokenizer_family", "count_with_model", "prompt_tokens_per_s",
             "output_tokens_per_s", "expected_output_tokens", "workers", "flush_every", "n_resamples", "dry_run",
         }  # fmt: skip
-        _check_keys(cfg, known, "position")
+        check_keys(cfg, known, "position")
         files_k = config_int(cfg.get("files_top_k", 5), "position.files_top_k", 1)
         arms = tuple(parse_arm(a, files_k) for a in _list(cfg.get("arms", DEFAULT_ARMS), "position.arms"))
         if not arms or len({a.name for a in arms}) != len(arms):
@@ -144,10 +144,10 @@ class PositionSettings:
             missing = ", ".join(sorted(set(controlled_arms) - names))
             raise ConfigError(f"position.controlled_arms: {missing} not among position.arms")
         subset_cfg = dict(cfg.get("subset") or {})
-        _check_keys(subset_cfg, {"size", "unanswerable", "seed"}, "position.subset")
+        check_keys(subset_cfg, {"size", "unanswerable", "seed"}, "position.subset")
         size = subset_cfg.get("size", 12)
         budget_cfg = dict(cfg.get("budget") or {})
-        _check_keys(budget_cfg, {"window", "max_output", "headroom", "context_share"}, "position.budget")
+        check_keys(budget_cfg, {"window", "max_output", "headroom", "context_share"}, "position.budget")
         window, max_output = budget_cfg.get("window"), budget_cfg.get("max_output")
         share = float(budget_cfg.get("context_share", 0.5))
         if not 0.0 < share <= 1.0:
@@ -194,13 +194,6 @@ class PositionSettings:
     def repeats_for(self, placement: Placement) -> int:
         """``repeats`` for ``shuffle``; 1 for a deterministic placement (a repeat would resend the same prompt)."""
         return self.repeats if placement.policy == "shuffle" else 1
-
-
-def _check_keys(cfg: Mapping[str, Any], known: set[str], where: str) -> None:
-    """A typo must not fall back to a default: unknown keys are errors."""
-    unknown = sorted(set(cfg) - known)
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
 
 
 def _list(value: Any, key: str) -> list[Any]:

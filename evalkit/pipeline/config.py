@@ -1,0 +1,157 @@
+"""The whole sweep configuration, read strictly into typed frozen sections.
+
+This is the only reader of the Hydra config tree: :func:`read_config` takes the
+resolved plain mapping the entry point got from Hydra and returns a
+:class:`SweepConfig`, or raises a one-line :class:`~evalkit.settings.ConfigError`
+for the first bad key (unknown keys get the nearest valid one, including keys
+added with Hydra's ``+`` prefix). Nothing below the entry point sees the dict.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+from evalkit.answering.position.settings import PositionSettings
+from evalkit.cost.apply import CostSettings
+from evalkit.retrieval.filters import FilterSettings
+from evalkit.retrieval.settings import RerankerSettings, RetrieverSettings, check_reranker_keys
+from evalkit.settings import ConfigError, check_keys, parse_settings
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+CONF_DIR = PROJECT_ROOT / "conf"
+_GRID = {"scalar_ok": True}
+
+
+@dataclass(frozen=True)
+class LabelsetSettings:
+    path: str
+    """The labelled set's folder (docs/, docs.jsonl, questions.jsonl)."""
+    limit: int | None = field(default=None, metadata={"min": 1})
+    """Score only the first N questions (quick looks); None: all."""
+
+
+@dataclass(frozen=True)
+class ChunkerSettings:
+    name: str
+    child_size: int = field(default=0, metadata={"min": 0})
+    """parent_child only: child chunk size (0: chunk_size // 4)."""
+
+
+@dataclass(frozen=True)
+class EmbedderSettings:
+    name: str
+
+
+@dataclass(frozen=True)
+class GridSettings:
+    """A sweep preset (``conf/sweep/*.yaml``): each key a number or a list."""
+
+    chunk_size: tuple[int, ...] = field(default=(512,), metadata=_GRID | {"min": 1})
+    chunk_overlap: tuple[int, ...] = field(default=(64,), metadata=_GRID | {"min": 0})
+    top_k: tuple[int, ...] = field(default=(5,), metadata=_GRID | {"min": 1})
+    threshold: tuple[float, ...] | None = field(default=None, metadata=_GRID)
+
+
+@dataclass(frozen=True)
+class CalibrationSettings:
+    class_tag: str = "lang"
+    """Thresholds are calibrated per value of this question tag."""
+
+
+@dataclass(frozen=True)
+class BaselineSettings:
+    """The production config's grid point: what the report and the gate compare against."""
+
+    chunk_size: int | None = field(default=None, metadata={"min": 1})
+    chunk_overlap: int | None = field(default=None, metadata={"min": 0})
+    top_k: int | None = field(default=None, metadata={"min": 1})
+    threshold: float | None = None
+    """None: the lowest threshold of the grid."""
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """``conf/config.yaml`` and its groups, typed. Field names are the config's keys."""
+
+    labelset: LabelsetSettings
+    chunker: ChunkerSettings
+    embedder: EmbedderSettings
+    retriever: RetrieverSettings
+    sweep: GridSettings
+    chunk_size: tuple[int, ...] = field(metadata=_GRID | {"min": 1})
+    chunk_overlap: tuple[int, ...] = field(metadata=_GRID | {"min": 0})
+    top_k: tuple[int, ...] = field(metadata=_GRID | {"min": 1})
+    threshold: tuple[float, ...] | None = field(default=None, metadata=_GRID)
+    reranker: RerankerSettings = field(default_factory=RerankerSettings)
+    filters: FilterSettings = field(default_factory=FilterSettings)
+    pool_size: int = field(default=50, metadata={"min": 1, "max": 1000})
+    relevance_tau: float = field(default=1.0, metadata={"above": 0.0, "max": 1.0})
+    calibration: CalibrationSettings = field(default_factory=CalibrationSettings)
+    seed: int = field(default=0, metadata={"min": 0})
+    baseline: BaselineSettings = field(default_factory=BaselineSettings)
+    cost: CostSettings = field(default_factory=CostSettings)
+    dry_run: bool = False
+    budget_usd: float | None = field(default=None, metadata={"min": 0.0})
+    results_csv: bool = False
+    report: bool = True
+    compare: str | None = None
+    run_id: str | None = None
+    reports_dir: str = "reports"
+    cache_path: str = "reports/.cache/evalkit.sqlite"
+    progress: bool = True
+    position: PositionSettings | None = None
+    """Present with ``+experiment=position``."""
+    generator: Mapping[str, Any] | None = None
+    """The generator group (``conf/generator/<name>.yaml``), keys checked against the bundled option."""
+    judge: Mapping[str, Any] | None = None
+    """The advisory judge group (``+judge=claude``), keys checked likewise."""
+
+
+def read_config(plain: Mapping[str, Any]) -> SweepConfig:
+    """The typed config, or a one-line ConfigError naming the first bad key."""
+    raw = dict(plain)
+    check_reranker_keys(dict(raw.get("reranker") or {"name": "none"}))
+    position = raw.pop("position", None)
+    generator = raw.pop("generator", None)
+    judge = raw.pop("judge", None)
+    config = parse_settings(SweepConfig, raw, "")
+    _check_dates(config)
+    if position is not None and not isinstance(position, Mapping):
+        raise ConfigError(f"position: expected a section of keys, got {position!r}")
+    return replace(
+        config,
+        position=None if position is None else PositionSettings.from_config(position, seed=config.seed),
+        generator=None if generator is None else _bundled_group("generator", generator),
+        judge=None if judge is None else _bundled_group("judge", judge),
+    )
+
+
+def _check_dates(config: SweepConfig) -> None:
+    if config.filters.as_of is not None:
+        try:
+            dt.date.fromisoformat(str(config.filters.as_of))
+        except ValueError:
+            raise ConfigError(f"filters.as_of: {config.filters.as_of!r} is not a date (YYYY-MM-DD)") from None
+
+
+def _bundled_group(group: str, raw: Any) -> Mapping[str, Any]:
+    """A group whose keys are those of its bundled option file (``conf/<group>/<name>.yaml``)."""
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{group}: expected a section of keys, got {raw!r}")
+    name = raw.get("name")
+    options = {p.stem: p for p in (CONF_DIR / group).glob("*.yaml")}
+    by_name = {}
+    for path in options.values():
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        by_name[str(loaded.get("name", path.stem))] = loaded
+    if name not in by_name:
+        raise ConfigError(f"{group}.name: unknown {group} {name!r}; known: {', '.join(sorted(by_name))}")
+    check_keys(raw, set(by_name[name]) | {"name"}, group)
+    return MappingProxyType(dict(raw))

@@ -1,0 +1,124 @@
+"""Carry out a plan: the retrieval sweep, the position experiment after it, or the dry run of both.
+
+The driver owns the cache and the unit store; units of work go through an
+executor. Errors a user can fix propagate as their own types for the entry
+point to print as one line.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from evalkit.cache import Cache
+from evalkit.cost.budget import SpendGuard
+from evalkit.labels.read import LabelSet
+from evalkit.pipeline.counters import RunStats
+from evalkit.pipeline.dryrun import describe_calls, plan_calls
+from evalkit.pipeline.executor import EXECUTORS, Executor
+from evalkit.pipeline.plan import SweepPlan
+from evalkit.pipeline.position import choose_chunking, position_experiment
+from evalkit.pipeline.sweep import run_sweep, scoped_questions, token_family, unit_store
+from evalkit.pipeline.work import WorkContext, plan_units, run_unit
+from evalkit.retrieval.embedding.base import Embedder
+from evalkit.retrieval.embedding.local import EMBEDDERS
+from evalkit.retrieval.rerank.base import Reranker
+from evalkit.retrieval.rerank.factory import make_reranker
+
+
+def run_dir_of(plan: SweepPlan, labelset: LabelSet) -> Path:
+    run_id = plan.options.run_id or f"{labelset.name}-{plan.fingerprint(labelset.fingerprint)}"
+    return plan.options.reports_dir / run_id
+
+
+def execute(
+    plan: SweepPlan,
+    labelset: LabelSet,
+    config_record: dict[str, Any],
+    executor: Executor | None = None,
+) -> Path:
+    """Run (or resume, or dry-run) the plan; returns the run folder."""
+    run_dir = run_dir_of(plan, labelset)
+    embedder = EMBEDDERS[plan.embedder]()
+    print(
+        f"evalkit: run {run_dir.name}: {len(labelset.questions)} questions, {len(labelset.documents)} documents, "
+        f"{len(plan.chunkings)} chunkings x {len(plan.top_ks)} top_k x {len(plan.thresholds)} thresholds "
+        f"= {plan.grid_points} grid points -> {run_dir}",
+        file=sys.stderr,
+    )
+    executor = executor or EXECUTORS["local"]()
+    with Cache(plan.options.cache_path) as cache:
+        reranker = make_reranker(plan.reranker, cache, plan.pricing_dir)
+        if plan.options.dry_run:
+            dry_run(plan, labelset, embedder, reranker, cache, run_dir, executor)
+            return run_dir
+        stats = RunStats(spend=SpendGuard(plan.options.budget_usd))
+        summary = run_sweep(plan, labelset, embedder, cache, run_dir, stats, reranker, executor, config_record)
+        print(f"evalkit: wrote {len(summary)} configs to {run_dir}/summary.csv", file=sys.stderr)
+        if plan.position is not None:
+            out = position_experiment(plan, labelset, cache, run_dir, spend=stats.spend)
+            print(f"evalkit: position experiment -> {out}", file=sys.stderr)
+    return run_dir
+
+
+def work_context(
+    plan: SweepPlan, labelset: LabelSet, embedder: Embedder, reranker: Reranker | None, cache: Cache
+) -> WorkContext:
+    return WorkContext(
+        plan=plan,
+        labelset=labelset,
+        questions=scoped_questions(plan, labelset),
+        embedder=embedder if plan.uses_embedder else None,
+        reranker=reranker,
+        cache=cache,
+        store=unit_store(plan),
+        stats=RunStats(),
+        token_family=token_family(plan),
+        progress=plan.options.progress,
+    )
+
+
+def dry_run(
+    plan: SweepPlan,
+    labelset: LabelSet,
+    embedder: Embedder,
+    reranker: Reranker | None,
+    cache: Cache,
+    run_dir: Path,
+    executor: Executor,
+) -> None:
+    """Print the planned calls of the sweep and, with ``+experiment=position``, of the experiment."""
+    ctx = work_context(plan, labelset, embedder, reranker, cache)
+    units = plan_units(plan, labelset, ctx.questions, embedder.identity, ctx.token_family)
+    finished = sum(ctx.store.has("score", u.ids.score) for u in units)
+    print(describe_calls(plan_calls(units, ctx), finished))
+    if plan.position is None:
+        return
+    if reranker is not None and reranker.request_cost_usd(plan.pool_size) > 0:
+        print("evalkit dry run: the position plan needs the reranked pools; run without dry_run to build them")
+        return
+    # Planning answers needs the ranked pool of the one chunking the experiment reads. Its stages are
+    # free (local models, no paid call), so they run; nothing else of the sweep does.
+    chunking = choose_chunking(plan, [u.spec.key for u in units])
+    unit = next(u for u in units if u.spec.key == chunking)
+    print(f"evalkit dry run: retrieving chunking {chunking} (free: local stages only) to plan the answers")
+    (result,) = executor.map(lambda u: run_unit(u, ctx), [unit])
+    position_dry_run(plan, labelset, cache, run_dir, {chunking: result.pool})
+
+
+def position_dry_run(plan: SweepPlan, labelset: LabelSet, cache: Cache, run_dir: Path, pools: dict[str, Any]) -> None:
+    from evalkit.answering.generation import make_generator
+    from evalkit.answering.generation.anthropic import API_KEY_ENV
+
+    assert plan.position is not None and plan.generator is not None
+    settings = replace(plan.position, dry_run=True)
+    overrides: dict[str, Any] = {}
+    if plan.generator.get("name") == "anthropic" and not os.environ.get(API_KEY_ENV):
+        # No key: the client is built for its model and window only and is never called.
+        overrides["api_key"] = "dry-run-without-a-key"
+        settings = replace(settings, count_with_model=False)
+    generator = make_generator(dict(plan.generator), **overrides)
+    position_experiment(replace(plan, position=settings), labelset, cache, run_dir, pools=pools, generator=generator)

@@ -1,0 +1,163 @@
+"""The scoring stage of one unit: judge the pool against the gold spans, slice every grid point.
+
+Every (top_k, threshold) of a chunking is a slice of one ranked pool, so this
+stage costs no model call: a grid grown by a top_k or a threshold re-runs only
+this stage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from evalkit.chunking import relevance
+from evalkit.cost.apply import returned_tokens, unit_token_counts
+from evalkit.cost.model import estimate_tokens
+from evalkit.pipeline.plan import SweepPlan
+from evalkit.pipeline.units import Units
+from evalkit.records import ChunkingSpec, Question
+from evalkit.retrieval.filters import Access, leaked
+from evalkit.retrieval.pools import CandidatePool
+from evalkit.scoring.calibration import best_scores
+from evalkit.scoring.slicing import PoolJudgement, best_score, slice_metrics
+
+
+def judge(questions: Sequence[Question], pool: CandidatePool, units: Units, tau: float) -> PoolJudgement:
+    """Project every question's evidence spans onto the chunking (DESIGN §2)."""
+    index = relevance.build_unit_index(units.starts, units.ends, units.doc_ids)
+    relevant = np.zeros(pool.indices.shape, dtype=bool)
+    n_relevant = np.zeros(len(questions), dtype=np.int64)
+    for row, question in enumerate(questions):
+        if question.evidence_mode == "none":
+            continue
+        relevant_units = np.flatnonzero(relevance.index_relevance_matrix(question, index, tau))
+        n_relevant[row] = relevant_units.size
+        relevant[row] = np.isin(pool.indices[row], relevant_units) & (pool.indices[row] >= 0)
+    return PoolJudgement(relevant=relevant, scores=pool.scores, n_relevant=n_relevant)
+
+
+def span_coverage(question: Question, returned: np.ndarray, pool_row: np.ndarray, units: Units, tau: float) -> float:
+    """Multi-hop recall: the share of evidence spans covered by the union of returned units."""
+    kept = [units.span(int(i)) for i in pool_row[returned]]
+    covered = relevance.covered_evidence(kept, question, tau)
+    return len(covered) / len(question.evidence)
+
+
+def gold_cut_share(questions: Sequence[Question], units: Units) -> float:
+    """Share of answerable questions whose gold span no single unit holds whole (cut by a boundary)."""
+    answerable = [q for q in questions if q.evidence_mode != "none"]
+    if not answerable:
+        return float("nan")
+    cut = 0
+    for question in answerable:
+        whole = [
+            bool(np.any((units.doc_ids == s.doc_id) & (units.starts <= s.start) & (units.ends >= s.end)))
+            for s in question.evidence
+        ]
+        if (question.evidence_mode == "any" and not any(whole)) or (question.evidence_mode == "all" and not all(whole)):
+            cut += 1
+    return cut / len(answerable)
+
+
+def score_chunking(
+    plan: SweepPlan,
+    spec: ChunkingSpec,
+    questions: Sequence[Question],
+    pool: CandidatePool,
+    units: Units,
+    judgement: PoolJudgement,
+    token_family: str,
+    unit_access: Access,
+) -> pd.DataFrame:
+    """Rows for every (top_k, threshold) x question of one chunking (slices of one pool)."""
+    unit_tokens = unit_token_counts(units.texts, token_family)
+    best = best_score(pool.scores)
+    best_relevant, best_irrelevant = best_scores(pool.scores, judgement.relevant)
+    first_relevant = np.where(judgement.relevant.any(axis=1), judgement.relevant.argmax(axis=1) + 1, 0)
+    answerable = np.array([q.evidence_mode != "none" for q in questions])
+    multi_hop = [i for i, q in enumerate(questions) if q.evidence_mode == "all"]
+    base = {
+        "question_id": [q.id for q in questions],
+        "lang": [q.lang for q in questions],
+        "evidence_mode": [q.evidence_mode for q in questions],
+        "answerable": answerable,
+        "best_score": best,
+        "best_relevant_score": best_relevant,
+        "best_irrelevant_score": best_irrelevant,
+        "gold_rank_in_pool": first_relevant,
+        "n_relevant_units": judgement.n_relevant,
+        "question_tokens": [estimate_tokens(q.question, token_family) for q in questions],
+    }
+    frames = []
+    for k in plan.top_ks:
+        for threshold in plan.thresholds:
+            sliced = slice_metrics(judgement, k, threshold)
+            recall = sliced.hit.copy()
+            for i in multi_hop:
+                recall[i] = span_coverage(questions[i], sliced.returned[i], pool.indices[i], units, plan.relevance_tau)
+            na = np.where(answerable, 1.0, np.nan)  # IR metrics are undefined without gold
+            frames.append(
+                pd.DataFrame(
+                    base
+                    | {
+                        "chunking": spec.key,
+                        "chunker": spec.chunker,
+                        "chunk_size": spec.chunk_size,
+                        "chunk_overlap": spec.chunk_overlap,
+                        "retriever": plan.retriever.name,
+                        "reranker": plan.reranker.name,
+                        "top_k": k,
+                        "threshold": threshold,
+                        "recall": recall * na,
+                        "hit": sliced.hit * na,
+                        "precision": sliced.precision * na,
+                        "recall_trec": sliced.recall_trec * na,
+                        "context_precision": sliced.context_precision * na,
+                        "mrr": sliced.reciprocal_rank * na,
+                        "ndcg": sliced.ndcg * na,
+                        "zero_hit": sliced.zero_hit,
+                        "n_returned": sliced.n_returned,
+                        "returned_tokens": returned_tokens(sliced.returned, pool.indices, unit_tokens),
+                        "leaked_units": leaked(sliced.returned, pool.indices, unit_access.visible),
+                        "outdated_units": leaked(sliced.returned, pool.indices, unit_access.current),
+                    }
+                )
+            )
+    rows = pd.concat(frames, ignore_index=True)
+    rows.insert(0, "config_id", config_ids(rows))
+    return rows
+
+
+def config_ids(rows: pd.DataFrame) -> pd.Series:
+    """A readable id per grid point, e.g. ``recursive-s512-o64|hybrid|none|k5|t0.3``."""
+    return (
+        rows["chunking"]
+        + "|"
+        + rows["retriever"]
+        + "|"
+        + rows["reranker"]
+        + "|k"
+        + rows["top_k"].astype(str)
+        + "|t"
+        + rows["threshold"].map(lambda t: f"{t:g}")
+    )
+
+
+def pool_table(questions: Sequence[Question], pool: CandidatePool, units: Units, relevant: np.ndarray) -> pd.DataFrame:
+    """The candidate pool in long form, for the report's drill-down."""
+    rows, ranks = np.nonzero(pool.indices >= 0)
+    unit_index = pool.indices[rows, ranks]
+    return pd.DataFrame(
+        {
+            "question_id": np.array([q.id for q in questions], dtype=object)[rows],
+            "rank": ranks + 1,
+            "unit_id": np.array(units.ids, dtype=object)[unit_index],
+            "doc_id": units.doc_ids[unit_index],
+            "start": units.starts[unit_index],
+            "end": units.ends[unit_index],
+            "score": pool.scores[rows, ranks],
+            "relevant": relevant[rows, ranks],
+        }
+    )

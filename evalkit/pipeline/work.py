@@ -1,0 +1,227 @@
+"""One chunking's unit of work: chunk -> retrieve -> rerank -> score, each stage with its own id.
+
+A stage's id hashes its own settings, the id of the stage it reads and the
+stage's code version (:data:`STAGE_VERSIONS`), plus the labelled-set content it
+depends on. :func:`run_unit` walks the stages and reuses any whose id is in the
+unit store, so:
+
+- growing the grid by a chunking runs the four stages of that chunking only;
+- adding a top_k or a threshold re-runs only ``score`` (no embedding, retrieval or rerank);
+- changing the reranker re-runs ``rerank`` and ``score``, never ``chunk`` or ``retrieve``;
+- a changed document changes the ``chunk`` id of every chunking (each reads every
+  document), and the embedding cache re-embeds only the chunks whose text changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evalkit.cache import Cache
+from evalkit.chunking.chunkers import chunk_corpus
+from evalkit.chunking.health import chunk_health
+from evalkit.labels.read import LabelSet, document_fingerprints
+from evalkit.pipeline.counters import RunStats
+from evalkit.pipeline.plan import SweepPlan
+from evalkit.pipeline.retrieve import rerank_pool, retrieve
+from evalkit.pipeline.score import gold_cut_share, judge, pool_table, score_chunking
+from evalkit.pipeline.units import Units, chunk_table, chunks_from_table, units_of
+from evalkit.records import Chunk, ChunkingSpec, Question
+from evalkit.retrieval.embedding.base import Embedder
+from evalkit.retrieval.filters import access
+from evalkit.retrieval.pools import CandidatePool, collapse_to_parents
+from evalkit.retrieval.rerank.base import Reranker
+from evalkit.run.units import UnitStore
+from evalkit.scoring.calibration import calibrate_by_class
+
+STAGE_VERSIONS = {"chunk": 1, "retrieve": 1, "rerank": 1, "score": 1}
+"""Bump a stage's version when its code changes what it computes: its finished units are then redone."""
+
+
+def content_id(stage: str, *parts: Any) -> str:
+    payload = json.dumps([stage, STAGE_VERSIONS[stage], *parts], sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:20]
+
+
+@dataclass(frozen=True)
+class UnitIds:
+    """Content ids of a unit's stages; ``rerank`` equals ``retrieve`` when there is no reranker."""
+
+    chunk: str
+    retrieve: str
+    rerank: str
+    score: str
+
+
+@dataclass(frozen=True)
+class UnitOfWork:
+    spec: ChunkingSpec
+    ids: UnitIds
+
+
+@dataclass(frozen=True)
+class UnitResult:
+    """What a finished unit gives the sweep: per-question rows, the pool for drill-down, its info record."""
+
+    key: str
+    rows: pd.DataFrame
+    pool: pd.DataFrame
+    info: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class WorkContext:
+    """Everything a unit reads besides its own spec; built once per sweep by the driver."""
+
+    plan: SweepPlan
+    labelset: LabelSet
+    questions: tuple[Question, ...]
+    embedder: Embedder | None
+    reranker: Reranker | None
+    cache: Cache
+    store: UnitStore
+    stats: RunStats
+    token_family: str
+    progress: bool = False
+
+
+def questions_fingerprint(questions: Sequence[Question]) -> str:
+    payload = json.dumps([asdict(q) for q in questions], sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def plan_units(
+    plan: SweepPlan, labelset: LabelSet, questions: Sequence[Question], embedder_identity: str | None, family: str
+) -> tuple[UnitOfWork, ...]:
+    """One unit per chunking of the plan, with the content id of each of its stages."""
+    documents = sorted(document_fingerprints(labelset).items())
+    asked = questions_fingerprint(questions)
+    units = []
+    for spec in plan.chunkings:
+        chunk = content_id("chunk", asdict(spec), documents)
+        retrieval = {
+            "retriever": plan.retriever.identity(),
+            "embedder": embedder_identity if plan.uses_embedder else None,
+            "pool_size": plan.pool_size,
+            "filters": asdict(plan.filters),
+        }
+        retrieved = content_id("retrieve", chunk, retrieval, asked)
+        reranked = content_id("rerank", retrieved, plan.reranker.identity()) if plan.reranker.enabled else retrieved
+        scoring = {
+            "top_ks": plan.top_ks,
+            "thresholds": plan.thresholds,
+            "tau": plan.relevance_tau,
+            "calibration_tag": plan.calibration_tag,
+            "token_family": family,
+            "names": [plan.retriever.name, plan.reranker.name],
+        }
+        units.append(UnitOfWork(spec, UnitIds(chunk, retrieved, reranked, content_id("score", reranked, scoring))))
+    return tuple(units)
+
+
+def run_unit(unit: UnitOfWork, ctx: WorkContext) -> UnitResult:
+    """Walk the unit's stages, reusing each one the store already holds."""
+    if ctx.store.has("score", unit.ids.score):
+        return _stored_result(unit, ctx)
+    chunks = chunk_stage(unit, ctx)
+    units, child_to_parent = units_of(chunks, ctx.labelset)
+    pool = pool_stage(unit, ctx, chunks, units, child_to_parent)
+    return score_stage(unit, ctx, chunks, units, pool)
+
+
+def chunk_stage(unit: UnitOfWork, ctx: WorkContext) -> tuple[Chunk, ...]:
+    store, stage_id = ctx.store, unit.ids.chunk
+    if store.has("chunk", stage_id):
+        ctx.stats.stages_reused["chunk"] += 1
+        return chunks_from_table(store.table("chunk", stage_id, "chunks"), ctx.labelset)
+    started = time.perf_counter()
+    chunks = tuple(chunk_corpus(ctx.labelset.documents, unit.spec))
+    health = chunk_health(ctx.labelset.documents, chunks).findings(unit.spec.key)
+    record = {"chunking": unit.spec.key, "n_chunks": len(chunks), "chunk_health": health}
+    store.save("chunk", stage_id, record, tables={"chunks": chunk_table(chunks)})
+    ctx.stats.add_time("chunk", time.perf_counter() - started)
+    ctx.stats.stages_run["chunk"] += 1
+    return chunks
+
+
+def pool_stage(
+    unit: UnitOfWork, ctx: WorkContext, chunks: Sequence[Chunk], units: Units, child_to_parent: np.ndarray | None
+) -> CandidatePool:
+    """The retrieved pool (in returned units), reranked when there is a reranker."""
+    pool = _load_pool(ctx, "retrieve", unit.ids.retrieve)
+    if pool is None:
+        filters = ctx.plan.filters
+        allowed = None
+        if filters.enabled:
+            # Retrieval ranks chunks; they are the returned units unless parent-child maps them to parents.
+            chunk_doc_ids = np.array([c.doc_id for c in chunks], dtype=object)
+            allowed = access(ctx.questions, chunk_doc_ids, ctx.labelset.documents, filters).allowed
+        texts = [c.embed_text for c in chunks]
+        plan, questions = ctx.plan, ctx.questions
+        pool = retrieve(plan.retriever, plan.pool_size, texts, questions, ctx.embedder, ctx.cache, ctx.stats, allowed)
+        if child_to_parent is not None:
+            pool = collapse_to_parents(pool, child_to_parent)
+        _save_pool(ctx, "retrieve", unit.ids.retrieve, pool)
+    if ctx.reranker is None:
+        return pool
+    reranked = _load_pool(ctx, "rerank", unit.ids.rerank)
+    if reranked is None:
+        reranked = rerank_pool(pool, units, ctx.questions, ctx.reranker, ctx.cache, ctx.stats, ctx.progress)
+        _save_pool(ctx, "rerank", unit.ids.rerank, reranked)
+    return reranked
+
+
+def score_stage(
+    unit: UnitOfWork, ctx: WorkContext, chunks: Sequence[Chunk], units: Units, pool: CandidatePool
+) -> UnitResult:
+    started = time.perf_counter()
+    plan, questions, spec = ctx.plan, ctx.questions, unit.spec
+    unit_access = access(questions, units.doc_ids, ctx.labelset.documents, plan.filters)
+    judgement = judge(questions, pool, units, plan.relevance_tau)
+    rows = score_chunking(plan, spec, questions, pool, units, judgement, ctx.token_family, unit_access)
+    classes = [str(q.tags.get(plan.calibration_tag, "untagged")) for q in questions]
+    answerable = np.array([q.evidence_mode != "none" for q in questions])
+    calibrations = calibrate_by_class(spec.key, pool.source, classes, pool.scores, judgement.relevant, answerable)
+    info = {
+        "chunking": spec.key,
+        "n_chunks": len(chunks),
+        "n_units": len(units.ids),
+        "stored_chars": units.stored_chars,
+        "indexed_chars": int(sum(len(c.embed_text) for c in chunks)),
+        "gold_cut_share": gold_cut_share(questions, units),
+        "calibration": [c.to_dict() for c in calibrations],
+        "chunk_health": ctx.store.record("chunk", unit.ids.chunk)["chunk_health"],
+        "unit_ids": asdict(unit.ids),
+    }
+    drill = pool_table(questions, pool, units, judgement.relevant)
+    ctx.store.save("score", unit.ids.score, info, tables={"rows": rows, "pool": drill})
+    ctx.stats.add_time("score", time.perf_counter() - started)
+    ctx.stats.stages_run["score"] += 1
+    return UnitResult(spec.key, rows, drill, info)
+
+
+def _stored_result(unit: UnitOfWork, ctx: WorkContext) -> UnitResult:
+    ctx.stats.stages_reused["score"] += 1
+    rows = ctx.store.table("score", unit.ids.score, "rows")
+    drill = ctx.store.table("score", unit.ids.score, "pool")
+    return UnitResult(unit.spec.key, rows, drill, ctx.store.record("score", unit.ids.score))
+
+
+def _load_pool(ctx: WorkContext, stage: str, stage_id: str) -> CandidatePool | None:
+    if not ctx.store.has(stage, stage_id):
+        return None
+    ctx.stats.stages_reused[stage] += 1
+    arrays = ctx.store.arrays(stage, stage_id)
+    return CandidatePool(arrays["indices"], arrays["scores"], ctx.store.record(stage, stage_id)["source"])
+
+
+def _save_pool(ctx: WorkContext, stage: str, stage_id: str, pool: CandidatePool) -> None:
+    ctx.store.save(stage, stage_id, {"source": pool.source}, arrays={"indices": pool.indices, "scores": pool.scores})
+    ctx.stats.stages_run[stage] += 1

@@ -1,0 +1,76 @@
+"""The retriever's and the reranker's settings (``conf/retriever/*.yaml``, ``conf/reranker/*.yaml``)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from evalkit.settings import ConfigError, check_keys
+
+RETRIEVERS = ("dense", "bm25", "hybrid")
+RERANKERS = ("none", "local", "e5", "cohere")
+TRANSPORT_KEYS = frozenset({"base_url", "max_retries", "timeout_s", "retry_base_delay_s", "api_key_env"})
+"""Backend settings that change how a call is made, never its result: kept out of run and unit ids."""
+
+
+@dataclass(frozen=True)
+class RetrieverSettings:
+    """How the candidate pool is retrieved."""
+
+    name: str = field(metadata={"choices": RETRIEVERS})
+    fusion: str = field(default="rrf", metadata={"choices": ("rrf", "max")})
+    """Hybrid fusion: rrf or max-normalised (never a sum of raw scores)."""
+    rrf_k: int = field(default=60, metadata={"min": 1})
+    bm25_k1: float = field(default=1.5, metadata={"min": 0.0, "max": 10.0})
+    bm25_b: float = field(default=0.75, metadata={"min": 0.0, "max": 1.0})
+    thresholds: tuple[float, ...] = (0.0,)
+    """This retriever's threshold grid (scores differ in scale between retrievers)."""
+
+    def identity(self) -> dict[str, Any]:
+        """What changes the pool (the threshold grid does not: it slices the pool)."""
+        return {k: v for k, v in asdict(self).items() if k != "thresholds"}
+
+
+_RERANKER_KEYS = {
+    "none": {"name"},
+    "local": {"name", "thresholds"},
+    "e5": {"name", "thresholds"},
+    "cohere": {
+        "name", "thresholds", "model", "max_documents_per_request", "max_tokens_per_doc", "max_retries",
+        "retry_base_delay_s", "timeout_s", "api_key_env", "base_url",
+    },
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RerankerSettings:
+    """The rerank stage: ``none``, a local model, or Cohere with its request settings."""
+
+    name: str = field(default="none", metadata={"choices": RERANKERS})
+    thresholds: tuple[float, ...] | None = None
+    """The reranker's own threshold grid (on its score scale)."""
+    model: str = "rerank-v3.5"
+    max_documents_per_request: int = field(default=1000, metadata={"min": 1, "max": 1000})
+    max_tokens_per_doc: int = field(default=4096, metadata={"min": 1})
+    max_retries: int = field(default=4, metadata={"min": 0})
+    retry_base_delay_s: float = field(default=1.0, metadata={"min": 0.0})
+    timeout_s: float = field(default=60.0, metadata={"above": 0.0})
+    api_key_env: str = "COHERE_API_KEY"
+    base_url: str | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.name != "none"
+
+    def identity(self) -> dict[str, Any]:
+        """What changes rerank scores: the backend and its model settings, not transport or thresholds."""
+        keys = _RERANKER_KEYS[self.name] - TRANSPORT_KEYS - {"thresholds"}
+        return {k: v for k, v in asdict(self).items() if k in keys}
+
+
+def check_reranker_keys(raw: dict[str, Any], where: str = "reranker") -> None:
+    """Each backend takes its own keys: ``reranker=local`` with ``model=`` is a mistake, not a no-op."""
+    name = raw.get("name", "none")
+    if name not in _RERANKER_KEYS:
+        raise ConfigError(f"{where}.name: unknown reranker {name!r}; known: {', '.join(RERANKERS)}")
+    check_keys(raw, _RERANKER_KEYS[name], where)
