@@ -14,6 +14,14 @@ from typing import Any, Literal
 EvidenceMode = Literal["any", "all", "none"]
 HitSource = Literal["dense", "bm25", "hybrid", "rerank"]
 
+# The position experiment's row vocabulary: written by answering, read by scoring and the report.
+PROMPT_TOO_LONG = "system prompt and question exceed the budget"
+"""``reason`` when nothing but the fixed parts already breaks the input budget."""
+DOES_NOT_FIT = "does not fit"
+"""``reason`` when the ``stuff`` arm's documents do not all fit (nothing is truncated)."""
+BUCKETS: tuple[str, ...] = ("head", "mid", "tail", "none")
+"""Where the gold sat in the context (``none``: no gold item in it)."""
+
 
 @dataclass(frozen=True)
 class Span:

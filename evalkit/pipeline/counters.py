@@ -34,6 +34,7 @@ class RunStats:
         return {
             "seconds": self.seconds,
             "texts_embedded": self.embed.texts_sent,
+            "texts_embedded_total": self.embed.total_texts,
             "rerank_pairs_scored": self.rerank.pairs_scored,
             "rerank_requests": self.rerank.requests,
             "rerank_search_units": self.rerank.search_units,

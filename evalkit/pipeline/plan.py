@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.answering.position.settings import PositionSettings
+from evalkit.chunking.chunkers import CHUNKERS, validate_spec
 from evalkit.cost.apply import CostSettings
 from evalkit.pipeline.config import PROJECT_ROOT, BaselineSettings, SweepConfig
 from evalkit.records import ChunkingSpec
+from evalkit.retrieval.embedding.local import EMBEDDERS
 from evalkit.retrieval.filters import FilterSettings
 from evalkit.retrieval.settings import RerankerSettings, RetrieverSettings
 from evalkit.settings import ConfigError
@@ -115,10 +117,10 @@ def resolve_path(path: str | Path) -> Path:
 
 def build_plan(
     config: SweepConfig,
-    known_chunkers: Sequence[str],
-    known_embedders: Sequence[str],
+    known_chunkers: Sequence[str] = tuple(CHUNKERS),
+    known_embedders: Sequence[str] = tuple(EMBEDDERS),
 ) -> SweepPlan:
-    """Check what the types alone cannot (names, pairs, paths) and expand the grid."""
+    """Check what the types alone cannot (names, pairs, paths, chunk sizes) and expand the grid."""
     resolved = resolve_path(config.labelset.path)
     if not resolved.is_dir():
         raise ConfigError(f"labelset.path: {config.labelset.path!r} is not a folder")
@@ -136,6 +138,8 @@ def build_plan(
         ChunkingSpec(config.chunker.name, size, overlap, config.chunker.child_size)
         for size, overlap in itertools.product(sizes, overlaps)
     )
+    for spec in chunkings:
+        validate_spec(spec)
     top_ks = tuple(sorted(_unique(config.top_k)))
     if config.pool_size < max(top_ks):
         raise ConfigError(f"pool_size: {config.pool_size} is smaller than the largest top_k {max(top_ks)}")

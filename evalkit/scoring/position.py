@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from evalkit.answering.context import (
-    DOES_NOT_FIT,
-    PROMPT_TOO_LONG,
-)
+from evalkit.records import BUCKETS, DOES_NOT_FIT, PROMPT_TOO_LONG
 from evalkit.scoring.answers import flip_rate
 from evalkit.scoring.stats import bootstrap_ci
-
-if TYPE_CHECKING:
-    pass
-
-from evalkit.answering.position.settings import BUCKETS
 
 
 def _question_shares(cell: pd.DataFrame) -> np.ndarray:

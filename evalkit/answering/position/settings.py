@@ -20,7 +20,6 @@ if TYPE_CHECKING:
 ArmKind = Literal["stuff", "retrieve", "files"]
 OUT_DIR = "position"
 """Subfolder of the run folder the experiment writes to."""
-BUCKETS: tuple[str, ...] = ("head", "mid", "tail", "none")
 """Gold position buckets in the order the summary lists them (``all`` follows)."""
 DEFAULT_ARMS = ("stuff", "retrieve-5", "retrieve-10", "files")
 DEFAULT_PLACEMENTS = ("shuffle", "gold_at:head", "gold_at:mid", "gold_at:tail")

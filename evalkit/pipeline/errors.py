@@ -1,0 +1,21 @@
+"""The failures a user can act on, by kind, for the entry points to print as one line each.
+
+The entry points import these from here so that they need not reach into the stages.
+"""
+
+from __future__ import annotations
+
+from evalkit.answering.generation.base import GenerationError
+from evalkit.chunking.chunkers import ChunkingError
+from evalkit.cost.budget import BudgetExceeded
+from evalkit.labels.read import LabelsetError
+from evalkit.retrieval.embedding.base import EmbeddingError
+from evalkit.retrieval.rerank.base import RerankError
+from evalkit.settings import ConfigError
+
+CALL_ERRORS: tuple[type[Exception], ...] = (EmbeddingError, RerankError, GenerationError)
+"""A model or API call failed: finished units are kept, the same command resumes."""
+SETUP_ERRORS: tuple[type[Exception], ...] = (ConfigError, ChunkingError)
+"""The config cannot run: nothing was computed."""
+
+__all__ = ["CALL_ERRORS", "SETUP_ERRORS", "BudgetExceeded", "ConfigError", "LabelsetError"]
