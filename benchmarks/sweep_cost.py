@@ -39,15 +39,18 @@ def run_phase(phase: str, labelset: str, work: Path, embedder: str, reranker: st
     from evalkit.cache import Cache
     from evalkit.chunking.chunkers import chunk_corpus
     from evalkit.labels.read import load_labelset
+    from evalkit.pipeline.config import read_config
+    from evalkit.pipeline.counters import RunStats
     from evalkit.pipeline.plan import build_plan
-    from evalkit.pipeline.sweep import RunStats, run_sweep
+    from evalkit.pipeline.sweep import run_sweep
     from evalkit.retrieval.embedding.base import embed_texts
     from evalkit.retrieval.embedding.local import EMBEDDERS
-    from evalkit.retrieval.rerank.factory import RERANKER_NAMES, make_reranker
+    from evalkit.retrieval.rerank.factory import make_reranker
 
     # Hybrid retrieval, so the grid's embedding cost is what is measured (BM25 alone embeds nothing).
     base = [f"labelset.path={labelset}", "retriever=hybrid", f"embedder={embedder}", f"reranker={reranker}"]
-    base.append("progress=false")
+    # Each phase has its own unit store (reports_dir): the phases measure the cache, not unit reuse.
+    base += ["progress=false", f"reports_dir={work / ('reports-' + phase)}"]
     overrides = {
         "a": base,
         "a-warm": base,
@@ -55,9 +58,7 @@ def run_phase(phase: str, labelset: str, work: Path, embedder: str, reranker: st
         "c": base,
     }[phase]
     cfg = OmegaConf.to_container(_compose(overrides), resolve=True)
-    from evalkit.chunking.chunkers import CHUNKERS
-
-    plan = build_plan(cfg, tuple(CHUNKERS), tuple(EMBEDDERS), RERANKER_NAMES)
+    plan = build_plan(read_config(cfg))
     labelset_obj = load_labelset(plan.labelset_path)
     cache_name = "cache-a.sqlite" if phase.startswith("a") else f"cache-{phase}.sqlite"
     stats = RunStats()
@@ -72,18 +73,8 @@ def run_phase(phase: str, labelset: str, work: Path, embedder: str, reranker: st
             embed_texts(embedder_obj, [q.question for q in labelset_obj.questions], "query", cache, stats.embed)
             grid_points = 0
         else:
-            reranker_obj = make_reranker(plan.reranker, cache)
-            summary = run_sweep(
-                plan,
-                labelset_obj,
-                embedder_obj,
-                cache,
-                work / f"run-{phase}",
-                cfg,
-                progress=False,
-                stats=stats,
-                reranker=reranker_obj,
-            )
+            reranker_obj = make_reranker(plan.reranker, cache, plan.pricing_dir)
+            summary = run_sweep(plan, labelset_obj, embedder_obj, cache, work / f"run-{phase}", stats, reranker_obj)
             grid_points = len(summary)
     wall = time.perf_counter() - started
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
