@@ -18,14 +18,12 @@ from hypothesis import strategies as st
 
 from evalkit.cost.model import (
     NO_COST,
-    TOKENIZER_SCALE_PERCENT,
     Cost,
     TokenUsage,
     cache_writes_per_day,
     call_cost,
     daily_cost,
     embedding_cost,
-    estimate_tokens,
     index_growth,
     index_size,
     reembed_cost,
@@ -35,9 +33,11 @@ from evalkit.cost.model import (
     stuff_cached_daily_cost,
     stuff_cost_per_query,
     stuff_usage,
-    stuff_vs_retrieve,
 )
-from evalkit.cost.prices import ModelPrice, PriceTable, PricingError, load_price_table
+from evalkit.cost.prices import ModelPrice, PriceTable, PricingError, load_price_table, price_table
+from evalkit.cost.stuffing import stuff_vs_retrieve
+from evalkit.cost.tokens import TOKENIZER_SCALE_PERCENT, estimate_tokens
+from evalkit.records import Usage
 
 PRICING = Path(__file__).resolve().parents[1] / "conf" / "pricing"
 TOL = 1e-9
@@ -463,6 +463,22 @@ def test_local_models_are_free(table: PriceTable) -> None:
     assert local
     usage = TokenUsage(10_000, 1_000, 5_000, 5_000, estimated=True)
     assert all(call_cost(usage, p).usd == 0 for p in local)
+
+
+def test_price_table_reads_a_folder_once_per_process(table: PriceTable) -> None:
+    cached = price_table(PRICING)
+    assert cached == table
+    assert price_table(PRICING / ".." / "pricing") is cached  # one entry per resolved path
+    assert price_table(str(PRICING)) is cached
+
+
+def test_an_answers_usage_prices_like_the_token_usage_it_holds(table: PriceTable) -> None:
+    sonnet = table.model("claude-sonnet-5")
+    reported = Usage(1_000, 100, 2_000, 3_000, estimated=False)
+    strict = TokenUsage(1_000, 100, 2_000, 3_000, estimated=False)
+    assert isinstance(strict, Usage)
+    for batch in (False, True):
+        assert call_cost(reported, sonnet, batch=batch) == call_cost(strict, sonnet, batch=batch)
 
 
 def test_single_file_loads() -> None:

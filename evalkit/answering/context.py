@@ -4,7 +4,10 @@ One prompt is a system prompt, a context of rendered items and a question.
 The system prompt and the question are never dropped; items are whole
 retrieved chunks (the ``chunks`` arm), whole files those chunks came from
 (the ``files`` arm, :func:`file_items`) or every document in scope (the
-``stuff`` arm, :func:`stuff_items` and :func:`stuff_context`).
+``stuff`` arm, :func:`stuff_items` and :func:`stuff_context`). Items and their
+rendering are :mod:`evalkit.answering.blocks`; their order and the gold
+item's position bucket are :mod:`evalkit.answering.placement`. Every name of
+those two stays importable from here.
 
 Rules, each tested in ``tests/test_context.py``:
 
@@ -19,36 +22,38 @@ Rules, each tested in ``tests/test_context.py``:
   is found by bisection, so a remote token counter is called O(log n) times.
   The ``stuff`` arm drops nothing: it reports ``fits=False, reason="does not
   fit"`` instead of truncating.
-- **Rendering.** Each item is the block :data:`BLOCK_FORMAT`
-  (``[doc_id] title`` then a newline and the verbatim text; no trailing
-  space when the title is empty) and blocks are joined by
-  :data:`BLOCK_SEPARATOR` (a blank line). ``[doc_id]`` is what answers cite.
-- **Placement.** ``score``: best first (ties keep the given order).
-  ``shuffle``: a permutation of the score order by ``random.Random(seed)``.
-  ``gold_at``: the gold item goes at the start (``head``), the end (``tail``)
-  or the slot whose block midpoint lies nearest the context's midpoint
-  (``mid``); the others keep score order.
-- **Gold item.** The first ``is_gold`` item, in the given (rank) order, that
-  survived the budget. Its block occupies ``[gold_offset, gold_end)`` of
-  ``context_text``.
-- **Position bucket.** :func:`bucket_of` of the gold block's midpoint
-  ``gold_offset + (gold_end - gold_offset) // 2`` against
-  ``len(context_text)``: ``head`` when ``3 * midpoint < length``, ``mid``
-  when ``3 * midpoint < 2 * length``, else ``tail`` (integer arithmetic, no
-  float boundaries). The midpoint, not the start, makes the rule symmetric:
-  reversing the order swaps head and tail, and a gold block placed last among
-  two lands in ``tail``. ``none`` when no gold item is in the context.
+- **Gold block.** The gold item's block (see :mod:`evalkit.answering.placement`)
+  occupies ``[gold_offset, gold_end)`` of ``context_text``; its midpoint gives
+  the position bucket.
 """
 
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from evalkit.records import Document
+from evalkit.answering.blocks import (
+    BLOCK_FORMAT,
+    BLOCK_SEPARATOR,
+    ContextItem,
+    block_span,
+    render_block,
+    render_context,
+)
+from evalkit.answering.placement import (
+    Bucket,
+    GoldBucket,
+    Placement,
+    PlacementPolicy,
+    bucket_of,
+    first_gold,
+    parse_placement,
+    place,
+    score_order,
+)
+from evalkit.records import DOES_NOT_FIT, PROMPT_TOO_LONG, Document
 
 __all__ = [
     "BLOCK_FORMAT",
@@ -56,9 +61,13 @@ __all__ = [
     "DOES_NOT_FIT",
     "PROMPT_TOO_LONG",
     "AssembledContext",
+    "Bucket",
     "Budget",
     "ContextItem",
+    "GoldBucket",
+    "Overflow",
     "Placement",
+    "PlacementPolicy",
     "assemble",
     "bucket_of",
     "file_items",
@@ -69,51 +78,12 @@ __all__ = [
     "stuff_items",
 ]
 
-Bucket = Literal["head", "mid", "tail"]
-GoldBucket = Literal["head", "mid", "tail", "none"]
-PlacementPolicy = Literal["score", "shuffle", "gold_at"]
 Overflow = Literal["drop", "refuse"]
-
-BLOCK_FORMAT = "[{doc_id}] {title}\n{text}"
-"""One rendered item; with an empty title the header is just ``[{doc_id}]``."""
-BLOCK_SEPARATOR = "\n\n"
-"""Between two rendered items (a blank line)."""
-
-PROMPT_TOO_LONG = "system prompt and question exceed the budget"
-"""``reason`` when nothing but the fixed parts already breaks the input budget."""
-DOES_NOT_FIT = "does not fit"
-"""``reason`` when the ``stuff`` arm's documents do not all fit (nothing is truncated)."""
-
-_BUCKETS: tuple[Bucket, ...] = ("head", "mid", "tail")
+"""Over budget, retrieval arms drop the lowest-scored items; the ``stuff`` arm refuses (reports ``DOES_NOT_FIT``)."""
+# PROMPT_TOO_LONG and DOES_NOT_FIT live in evalkit.records: scoring reads them without importing answering.
 
 
 # Records ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ContextItem:
-    """One unit that may go into the context: a retrieved chunk or one whole file."""
-
-    unit_id: str
-    """Chunk id, parent-span id, or the doc_id for a whole file."""
-    doc_id: str
-    """Document the text comes from; rendered as ``[doc_id]`` for citation."""
-    start: int
-    """First code point of ``text`` in the document, inclusive."""
-    end: int
-    """Last code point of ``text`` in the document, exclusive."""
-    text: str
-    """Verbatim text, never cut or rewritten."""
-    score: float
-    """Retrieval (or rerank) score: the lowest is dropped first."""
-    is_gold: bool
-    """Holds gold evidence (as judged by ``relevance.py``)."""
-    title: str = ""
-    """Shown after ``[doc_id]`` in the block header."""
-
-    def __post_init__(self) -> None:
-        if math.isnan(self.score):
-            raise ValueError(f"item {self.unit_id!r} has a NaN score: it cannot be ranked")
 
 
 @dataclass(frozen=True)
@@ -154,39 +124,6 @@ class Budget:
 
 
 @dataclass(frozen=True)
-class Placement:
-    """Where items go in the context; see :func:`parse_placement` for config strings."""
-
-    policy: PlacementPolicy = "score"
-    """``score``, ``shuffle`` or ``gold_at``."""
-    position: Bucket | None = None
-    """For ``gold_at`` only: ``head``, ``mid`` or ``tail``."""
-
-    def __post_init__(self) -> None:
-        if self.policy not in ("score", "shuffle", "gold_at"):
-            raise ValueError(f"unknown placement policy {self.policy!r}")
-        if (self.policy == "gold_at") != (self.position is not None):
-            raise ValueError("a position is required for gold_at and allowed for gold_at only")
-        if self.position is not None and self.position not in _BUCKETS:
-            raise ValueError(f"gold_at position must be one of {_BUCKETS}, got {self.position!r}")
-
-    @property
-    def name(self) -> str:
-        """Config spelling: ``score``, ``shuffle`` or ``gold_at:<position>``."""
-        return f"gold_at:{self.position}" if self.position else self.policy
-
-
-def parse_placement(name: str) -> Placement:
-    """``"score"``, ``"shuffle"`` or ``"gold_at:head|mid|tail"`` as a :class:`Placement`."""
-    policy, _, position = name.partition(":")
-    if policy == "gold_at":
-        return Placement("gold_at", position)  # type: ignore[arg-type]  # validated in __post_init__
-    if position:
-        raise ValueError(f"placement {name!r} takes no position")
-    return Placement(policy)  # type: ignore[arg-type]
-
-
-@dataclass(frozen=True)
 class AssembledContext:
     """A prompt's parts after budgeting and placement."""
 
@@ -217,82 +154,6 @@ class AssembledContext:
     """Index in ``context_text`` where the gold block (its ``[doc_id]`` header) starts."""
     gold_end: int | None
     """Index in ``context_text`` just past the gold block."""
-
-
-# Pure helpers -----------------------------------------------------------------
-
-
-def bucket_of(offset: int, length: int) -> Bucket:
-    """Third of a text of ``length`` characters that ``offset`` falls in.
-
-    ``head`` when ``3 * offset < length``, ``mid`` when ``3 * offset < 2 * length``,
-    else ``tail``; for length 9: offsets 0-2 head, 3-5 mid, 6-8 tail.
-    """
-    if length <= 0 or not 0 <= offset < length:
-        raise ValueError(f"offset must lie in [0, length) with length > 0, got offset={offset}, length={length}")
-    if 3 * offset < length:
-        return "head"
-    return "mid" if 3 * offset < 2 * length else "tail"
-
-
-def render_block(item: ContextItem) -> str:
-    """One item as :data:`BLOCK_FORMAT`; ``item.text`` appears verbatim."""
-    header = f"[{item.doc_id}] {item.title}" if item.title else f"[{item.doc_id}]"
-    return f"{header}\n{item.text}"
-
-
-def render_context(items: Iterable[ContextItem]) -> str:
-    """Blocks of ``items`` in order, joined by :data:`BLOCK_SEPARATOR`."""
-    return BLOCK_SEPARATOR.join(render_block(item) for item in items)
-
-
-def _score_order(items: Sequence[ContextItem]) -> list[int]:
-    """Indices of ``items``, best score first; ties keep the given order."""
-    return sorted(range(len(items)), key=lambda i: -items[i].score)
-
-
-def _first_gold(kept: Sequence[int], items: Sequence[ContextItem]) -> int | None:
-    """Index of the first gold item in the given (rank) order among ``kept``."""
-    return next((i for i in sorted(kept) if items[i].is_gold), None)
-
-
-def _mid_slot(gold_len: int, other_lens: Sequence[int]) -> int:
-    """Insertion slot among ``other_lens`` putting the gold block's midpoint nearest the centre."""
-    total = sum(other_lens) + gold_len + len(BLOCK_SEPARATOR) * len(other_lens)
-    best_slot, best_gap, offset = 0, None, 0
-    for slot in range(len(other_lens) + 1):
-        gap = abs(2 * offset + gold_len - total)  # twice the distance of midpoint from centre
-        if best_gap is None or gap < best_gap:
-            best_slot, best_gap = slot, gap
-        if slot < len(other_lens):
-            offset += other_lens[slot] + len(BLOCK_SEPARATOR)
-    return best_slot
-
-
-def _place(kept: Sequence[int], items: Sequence[ContextItem], placement: Placement, seed: int) -> list[int]:
-    """Order of the ``kept`` indices under ``placement``."""
-    keep = set(kept)
-    order = [i for i in _score_order(items) if i in keep]
-    if placement.policy == "shuffle":
-        random.Random(seed).shuffle(order)
-        return order
-    gold = _first_gold(kept, items)
-    if placement.policy == "score" or gold is None:
-        return order
-    others = [i for i in order if i != gold]
-    if placement.position == "head":
-        slot = 0
-    elif placement.position == "tail":
-        slot = len(others)
-    else:
-        slot = _mid_slot(len(render_block(items[gold])), [len(render_block(items[i])) for i in others])
-    return [*others[:slot], gold, *others[slot:]]
-
-
-def _block_span(blocks: Sequence[ContextItem], position: int) -> tuple[int, int]:
-    """``[start, end)`` of the block at ``position`` in the rendered context of ``blocks``."""
-    start = sum(len(render_block(item)) + len(BLOCK_SEPARATOR) for item in blocks[:position])
-    return start, start + len(render_block(blocks[position]))
 
 
 # Assembly ---------------------------------------------------------------------
@@ -331,10 +192,10 @@ def assemble(
     """
     system_tokens, question_tokens = count_tokens(system_prompt), count_tokens(question)
     cap = budget.context_cap(system_tokens + question_tokens, use_share=overflow == "drop")
-    by_score = _score_order(items)
+    by_score = score_order(items)
 
     def build(n_kept: int) -> _Candidate:
-        order = tuple(_place(by_score[:n_kept], items, placement, seed))
+        order = tuple(place(by_score[:n_kept], items, placement, seed))
         text = render_context(items[i] for i in order)
         return _Candidate(order, text, count_tokens(text))
 
@@ -348,8 +209,8 @@ def assemble(
     fits = cap >= 0 and chosen.tokens <= cap
     reason = "" if fits else (DOES_NOT_FIT if overflow == "refuse" and cap >= 0 else PROMPT_TOO_LONG)
     placed = tuple(items[i] for i in chosen.order)
-    gold = _first_gold(chosen.order, items)
-    span = None if gold is None else _block_span(placed, chosen.order.index(gold))
+    gold = first_gold(chosen.order, items)
+    span = None if gold is None else block_span(placed, chosen.order.index(gold))
     gold_bucket: GoldBucket = "none" if span is None else bucket_of((span[0] + span[1]) // 2, len(chosen.text))
     return AssembledContext(
         system=system_prompt,

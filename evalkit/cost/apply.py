@@ -17,16 +17,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalkit.cost.model import (
-    Cost,
-    TokenUsage,
-    call_cost,
-    estimate_tokens,
-    index_growth,
-    rerank_search_units,
-    stuff_vs_retrieve,
-)
+from evalkit.cost.model import Cost, TokenUsage, call_cost, index_growth, rerank_cost
 from evalkit.cost.prices import PriceTable
+from evalkit.cost.stuffing import stuff_vs_retrieve
+from evalkit.cost.tokens import unit_token_counts
+
+__all__ = [
+    "CostSettings",
+    "price_configs",
+    "question_costs",
+    "rerank_cost_per_query",
+    "returned_tokens",
+    "stuffing_decision",
+    "unit_token_counts",
+]
+"""``unit_token_counts`` lives in :mod:`evalkit.cost.tokens`; kept importable here."""
 
 
 @dataclass(frozen=True)
@@ -52,11 +57,6 @@ class CostSettings:
         return cls(**{k: v for k, v in (cfg or {}).items() if k in known})
 
 
-def unit_token_counts(texts: list[str] | tuple[str, ...], family: str) -> np.ndarray:
-    """Estimated tokens of each retrievable unit's text."""
-    return np.array([estimate_tokens(text, family) for text in texts], dtype=np.int64)
-
-
 def returned_tokens(returned: np.ndarray, pool_indices: np.ndarray, unit_tokens: np.ndarray) -> np.ndarray:
     """Per question: tokens of the units a slice returned."""
     tokens = np.where(pool_indices >= 0, unit_tokens[np.maximum(pool_indices, 0)], 0)
@@ -67,9 +67,7 @@ def rerank_cost_per_query(prices: PriceTable, rerank_model: str | None, pool_siz
     """Search units of one question's pool, for a paid reranker (0 for local ones)."""
     if rerank_model is None or rerank_model not in prices.rerankers:
         return Cost(0.0, estimated=False)
-    rerank = prices.reranker(rerank_model)
-    units = rerank_search_units(pool_size, rerank.documents_per_search)
-    return Cost(units * rerank.per_1000_searches / 1000, estimated=False)
+    return rerank_cost(1, pool_size, prices.reranker(rerank_model))
 
 
 def question_costs(rows: pd.DataFrame, settings: CostSettings, prices: PriceTable, rerank: Cost) -> np.ndarray:

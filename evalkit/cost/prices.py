@@ -1,7 +1,9 @@
 """Price tables: read ``conf/pricing/*.yaml`` into frozen records.
 
 This is the I/O edge of the cost model; :mod:`evalkit.cost.model` is pure and
-only reads the records defined here. One YAML file per provider::
+only reads the records defined here. Every caller reads prices through
+:func:`price_table` (cached: each folder is read once per process);
+:func:`load_price_table` always reads the files. One YAML file per provider::
 
     provider: anthropic
     currency: USD
@@ -21,6 +23,7 @@ one :class:`PricingError` line naming the file, the entry and the field.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -170,8 +173,23 @@ def _lookup(table: Mapping[str, Any], model_id: str, what: str, files: tuple[str
     raise PricingError(f"unknown {what} {model_id!r} in price table ({', '.join(files)}); known: {known}")
 
 
+def price_table(path_or_dir: str | Path) -> PriceTable:
+    """The price table of a file or folder, read once per process (cached on the resolved path).
+
+    The one loader every stage uses (sweep, dry run, position experiment, paid rerankers), so a
+    process prices everything from one reading of the files. Errors are not cached: a fixed file is
+    read again on the next call. Use :func:`load_price_table` to re-read files changed in-process.
+    """
+    return _cached_table(Path(path_or_dir).resolve())
+
+
+@functools.cache
+def _cached_table(resolved: Path) -> PriceTable:
+    return load_price_table(resolved)
+
+
 def load_price_table(path_or_dir: str | Path) -> PriceTable:
-    """Read one YAML file, or every ``*.yaml`` in a folder (sorted), into a table.
+    """Read one YAML file, or every ``*.yaml`` in a folder (sorted), into a table (uncached; see :func:`price_table`).
 
     Raises :class:`PricingError` (one line naming file, entry and field) on
     any malformed entry, and when an id appears twice in the same section.
