@@ -10,8 +10,7 @@ cost carries that label (``cost_estimated``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -39,22 +38,17 @@ class CostSettings:
     """What a query costs at the team's volume: the target model and the traffic."""
 
     model: str = "claude-sonnet-5"
-    queries_per_day: float = 1000.0
-    system_tokens: int = 300
+    queries_per_day: float = field(default=1000.0, metadata={"above": 0.0})
+    system_tokens: int = field(default=300, metadata={"min": 0})
     """Instructions sent with every query (a fixed estimate)."""
-    output_tokens: int = 200
+    output_tokens: int = field(default=200, metadata={"min": 0})
     """Answer length per query."""
-    cache_ttl: str = "5m"
-    active_hours: float = 24.0
+    cache_ttl: str = field(default="5m", metadata={"choices": ("5m", "1h")})
+    active_hours: float = field(default=24.0, metadata={"above": 0.0, "max": 24.0})
     batch: bool = False
-    headroom_tokens: int = 8000
+    headroom_tokens: int = field(default=8000, metadata={"min": 0})
     """Kept free in the window for instructions, question and answer when stuffing."""
     pricing_dir: str = "conf/pricing"
-
-    @classmethod
-    def from_config(cls, cfg: Mapping[str, Any] | None) -> CostSettings:
-        known = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in (cfg or {}).items() if k in known})
 
 
 def returned_tokens(returned: np.ndarray, pool_indices: np.ndarray, unit_tokens: np.ndarray) -> np.ndarray:

@@ -38,11 +38,6 @@ class FilterSettings:
     role_tag: str = "role"
     as_of_tag: str = "as_of"
 
-    @classmethod
-    def from_config(cls, cfg: Mapping[str, Any] | None) -> FilterSettings:
-        known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in (cfg or {}).items() if k in known})
-
 
 def _date(value: Any) -> dt.date | None:
     if value in (None, ""):
