@@ -16,6 +16,7 @@ from evalkit.scoring.answers import (
     exact_match,
     flip_rate,
     is_refusal,
+    match_tokens,
     normalize_cjk,
     normalize_squad,
     quoted_passages,
@@ -89,7 +90,10 @@ def test_cmrc_f1_uses_the_longest_common_contiguous_run():
     # P = R = 1/4, F1 = 0.25, as CMRC's find_lcs gives
     assert cjk_f1("北京大学", "北大京学") == pytest.approx(0.25)
     assert cjk_f1("六百元", "三天") == 0.0
-    assert token_f1("每晚不超过六百元", ["六百元", "600元"], "zh-Hans") == pytest.approx(2 * 1 * 3 / 8 / (1 + 3 / 8))
+    # token_f1 folds Chinese numerals first: prediction [每, 晚, 不, 超, 过, 600, 元] (7), both golds [600, 元]
+    # (2): run 2, P = 2/7, R = 1, F1 = 2 * (2/7) / (9/7) = 4/9 (cjk_f1 on the raw text keeps CMRC's 8 tokens)
+    assert token_f1("每晚不超过六百元", ["六百元", "600元"], "zh-Hans") == pytest.approx(4 / 9)
+    assert cjk_f1("六百元", "每晚不超过六百元") == pytest.approx(2 * 1 * 3 / 8 / (1 + 3 / 8))
 
 
 @pytest.mark.parametrize(
@@ -120,6 +124,90 @@ def test_contains_on_token_boundaries():
     assert not contains_match("上限是200次。", ["20"], "zh")
     assert contains_match("Normans", ["the Normans"], "en")  # exact implies contains
     assert not contains_match("anything", [], "en")
+
+
+# Folding: dashes, quotes, number words, empty golds ---------------------------------------
+
+
+@pytest.mark.parametrize("dash", ["-", "\u2010", "\u2011", "\u2012", "\u2013", "\u2014", "\u2212", "\uff0d"])
+def test_dash_variants_match(dash):
+    # official SQuAD deletes the ASCII hyphen ("20-18" -> "2018") but keeps an en dash: both now read "2018"
+    assert exact_match(f"20{dash}18", ["20-18"], "en") and exact_match("20-18", [f"20{dash}18"], "en")
+    assert contains_match(f"The final score was 20{dash}18 [sports.md].", ["20–18"], "en")
+    assert not contains_match("The final score was 20 18.", ["20–18"], "en")  # a space is not a dash
+    assert contains_match(f"比分是20{dash}18。", ["20-18"], "zh")
+
+
+def test_quote_variants_match():
+    assert exact_match("don’t panic", ["don't panic"], "en") and exact_match("“Normans”", ['"Normans"'], "en")
+    assert exact_match("‘Normans’", ["Normans"], "en") and exact_match("«Normans»", ["Normans"], "en")
+    assert normalize_squad("don’t") == "don’t"  # the official replica itself is unchanged
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold"),
+    [
+        ("It retried ten times [ops.md].", "10 times"),
+        ("10 times", "ten times"),
+        ("twenty-one days", "21 days"),
+        ("twenty one days", "21 days"),
+        ("a hundred euros", "100 euros"),
+        ("two hundred and fifty", "250"),
+        ("three thousand two hundred", "3,200"),
+        ("zero", "0"),
+    ],
+)
+def test_english_number_words_match_digits(prediction, gold):
+    assert contains_match(prediction, [gold], "en")
+
+
+def test_english_number_words_keep_token_boundaries():
+    assert match_tokens("one two", "squad") == ["1", "2"]  # two numbers, not 3 or 12
+    assert match_tokens("twenty twenty", "squad") == ["20", "20"]
+    assert not contains_match("It retried a hundred times.", ["10 times"], "en")
+    assert not contains_match("twenty one days", ["20 days"], "en")
+    # exact and F1 see the same tokens: "ten times" vs "10 times" is an exact match with F1 1
+    assert exact_match("Ten times.", ["10 times"], "en") and token_f1("Ten times.", ["10 times"], "en") == 1.0
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold"),
+    [
+        ("重试了十次", "10次"),
+        ("重试了10次", "十次"),
+        ("上限是十二次", "12次"),
+        ("上限是二十五次", "25次"),
+        ("每晚不超过六百元", "600元"),
+        ("一百零五公里", "105公里"),
+        ("两天", "2天"),
+        ("三万五千元", "35000元"),
+        ("二〇二四年", "2024年"),
+        ("八百", "800"),
+        ("九", "9"),
+    ],
+)
+def test_chinese_numerals_match_digits(prediction, gold):
+    assert contains_match(prediction, [gold], "zh")
+
+
+def test_chinese_numerals_keep_token_boundaries():
+    assert not contains_match("上限是二百次", ["20"], "zh")  # 200, not 20
+    assert not contains_match("上限是十次", ["1"], "zh")
+    assert exact_match("十", ["10"], "zh") and token_f1("十", ["10"], "zh") == 1.0
+
+
+def test_golds_that_normalise_to_nothing_are_dropped():
+    # evaluate-v2.0.py: gold_answers = [a for a in answers if normalize_answer(a)] or [""]
+    assert not exact_match("an", ["the", "20"], "en")  # before: "the" and "an" both normalise to ""
+    assert exact_match("20", ["the", "20"], "en") and token_f1("20", ["...", "20"], "en") == 1.0
+    assert token_f1("The 20 limit", ["a", "20"], "en") == pytest.approx(2 * (1 / 2) / (1 + 1 / 2))
+    # none left: the gold is the empty no-answer, as in the official script
+    assert exact_match("", ["the"], "en") and token_f1("", ["the"], "en") == 1.0
+    assert not exact_match("Normans", ["the"], "en") and token_f1("Normans", ["the"], "en") == 0.0
+    assert not contains_match("", ["the"], "en") and not contains_match("the end", ["the", "."], "en")
+    assert not contains_match("。", ["。"], "zh")  # an empty CJK gold is never contained either
+    # and an answerable question whose only gold is empty is not answered by an empty answer
+    assert not score(question(("the",)), "").correct
 
 
 # Refusals ------------------------------------------------------------------------------

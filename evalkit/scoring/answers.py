@@ -1,46 +1,40 @@
 """Score one generated answer against a labelled question (pure).
 
-Two scoring schemes, picked per question by :func:`scheme_for`:
-
-- ``squad`` (English and other spaced scripts): :func:`normalize_squad`,
-  :func:`squad_exact` and :func:`squad_f1` replicate ``normalize_answer``,
-  ``compute_exact`` and ``compute_f1`` of the official SQuAD v2.0 evaluation
-  script (``evaluate-v2.0.py``, Rajpurkar et al. 2018, distributed with the
-  SQuAD 2.0 dev set on CodaLab): lowercase, drop ASCII punctuation, drop the
-  articles a/an/the, collapse whitespace; bag-of-tokens F1.
-- ``cjk`` (Chinese, Japanese, Korean): :func:`normalize_cjk` folds width with
-  NFKC, lowercases, and removes every Unicode punctuation (``P*``) and symbol
-  (``S*``) character and all whitespace. F1 follows ``calc_f1_score`` of the
-  official CMRC 2018 script (``ymcui/cmrc2018``,
-  ``squad-style-data/cmrc2018_evaluate.py``, v5): segment into tokens where
-  every CJK character is one token, take the longest common *contiguous*
-  token run (``find_lcs``), then precision = lcs / len(prediction tokens),
-  recall = lcs / len(gold tokens). Deviations, on purpose: CMRC deletes a
-  fixed list of 33 punctuation strings, splits non-Chinese runs with
-  ``nltk.word_tokenize`` and compares exact matches without NFKC and with
-  whitespace kept; here every ``P*``/``S*`` character becomes a space, non-CJK
-  runs split on whitespace (nltk and its downloaded models are not a
-  dependency), exact match compares :func:`normalize_cjk` forms, and kana and
-  Hangul count as CJK as well as Han (CMRC: ``[\u4e00-\u9fa5]`` only).
-
-LLM answers are sentences, so :func:`contains_match` (a gold answer occurs in
-the prediction on token boundaries) is reported beside exact match, and it is
-what :func:`score_answer` calls correct. Refusals are compared whole after
+The scheme (``squad`` or ``cjk``) is picked per question by :func:`scheme_for`;
+the text normalisations, the official SQuAD v2.0 / CMRC 2018 replicas and
+evalkit's folds (dash and quote variants, number words, empty golds) live in
+:mod:`evalkit.scoring.normalise`. LLM answers are sentences, so
+:func:`contains_match` (a gold answer occurs in the prediction on token
+boundaries) is reported beside exact match, and it is what
+:func:`score_answer` calls correct. Refusals are compared whole after
 :func:`refusal_key`.
 """
 
 from __future__ import annotations
 
-import collections
 import math
 import re
-import string
 import unicodedata
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from evalkit.records import Question
+from evalkit.scoring.normalise import (
+    CJK_OR_WORD,
+    CJK_RE,
+    Scheme,
+    bag_f1,
+    cjk_f1,
+    cjk_tokens,
+    is_punct_or_symbol,
+    match_tokens,
+    normalize_cjk,
+    normalize_squad,
+    run_f1,
+    squad_exact,
+    squad_f1,
+    squad_tokens,
+)
 
 __all__ = [
     "CJK_LANGS",
@@ -54,6 +48,7 @@ __all__ = [
     "exact_match",
     "flip_rate",
     "is_refusal",
+    "match_tokens",
     "normalize",
     "normalize_cjk",
     "normalize_squad",
@@ -69,8 +64,6 @@ __all__ = [
     "token_f1",
 ]
 
-Scheme = Literal["squad", "cjk"]
-
 DEFAULT_REFUSALS = ("I don't have that information", "我没有这方面的信息")
 """The refusal strings the generator is told to answer with when the context lacks the answer."""
 
@@ -79,98 +72,6 @@ CJK_LANGS = frozenset({"zh", "ja", "ko", "yue", "wuu", "cmn", "lzh", "hak", "nan
 
 MIN_QUOTE_CHARS = 8
 """Quotes shorter than this are not checked (too short to be a verbatim claim)."""
-
-_CJK_CHARS = (
-    "\u3040-\u30ff"  # hiragana, katakana
-    "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # Han: extension A, unified, compatibility
-    "\uac00-\ud7af"  # Hangul syllables
-    "\U00020000-\U0003134f"  # Han extensions B-G
-)
-_CJK = re.compile(f"[{_CJK_CHARS}]")
-_CJK_OR_WORD = re.compile(rf"[{_CJK_CHARS}]|[^\W{_CJK_CHARS}]+")
-
-
-# SQuAD v2.0 (replicated from the official evaluate-v2.0.py) -------------------
-
-_SQUAD_PUNCT = frozenset(string.punctuation)
-_SQUAD_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
-
-
-def normalize_squad(text: str) -> str:
-    """SQuAD v2.0 ``normalize_answer``: lower, drop ASCII punctuation, then articles, collapse whitespace."""
-    lowered = text.lower()
-    no_punct = "".join(ch for ch in lowered if ch not in _SQUAD_PUNCT)
-    no_articles = _SQUAD_ARTICLES.sub(" ", no_punct)
-    return " ".join(no_articles.split())
-
-
-def squad_tokens(text: str) -> list[str]:
-    """SQuAD v2.0 ``get_tokens``."""
-    return normalize_squad(text).split() if text else []
-
-
-def squad_exact(gold: str, prediction: str) -> bool:
-    """SQuAD v2.0 ``compute_exact`` (as a bool)."""
-    return normalize_squad(gold) == normalize_squad(prediction)
-
-
-def squad_f1(gold: str, prediction: str) -> float:
-    """SQuAD v2.0 ``compute_f1``: F1 of the token multisets; 1.0 when both are empty."""
-    gold_tokens, pred_tokens = squad_tokens(gold), squad_tokens(prediction)
-    if not gold_tokens or not pred_tokens:
-        return float(gold_tokens == pred_tokens)  # either is no-answer: 1 if they agree
-    num_same = sum((collections.Counter(gold_tokens) & collections.Counter(pred_tokens)).values())
-    if num_same == 0:
-        return 0.0
-    precision, recall = num_same / len(pred_tokens), num_same / len(gold_tokens)
-    return 2 * precision * recall / (precision + recall)
-
-
-# CJK (CMRC 2018 style) --------------------------------------------------------
-
-
-def _is_punct_or_symbol(ch: str) -> bool:
-    return unicodedata.category(ch)[0] in "PS"
-
-
-def _fold(text: str) -> str:
-    """NFKC (full-width to half-width), lowercase, each ``P*``/``S*`` character to a space."""
-    folded = unicodedata.normalize("NFKC", text).lower()
-    return "".join(" " if _is_punct_or_symbol(ch) else ch for ch in folded)
-
-
-def normalize_cjk(text: str) -> str:
-    """NFKC, lowercase, without punctuation, symbols or whitespace: ``３６４．６ 公里。`` -> ``3646公里``."""
-    return "".join(_fold(text).split())
-
-
-def cjk_tokens(text: str) -> list[str]:
-    """CMRC-style mixed segmentation: each CJK character one token, other runs split on whitespace."""
-    return [token for run in _fold(text).split() for token in _CJK_OR_WORD.findall(run) or [run]]
-
-
-def _longest_common_run(a: Sequence[str], b: Sequence[str]) -> int:
-    """Length of the longest common contiguous run of ``a`` and ``b`` (CMRC ``find_lcs``)."""
-    best, previous = 0, [0] * (len(b) + 1)
-    for x in a:
-        current = [0] * (len(b) + 1)
-        for j, y in enumerate(b):
-            if x == y:
-                current[j + 1] = previous[j] + 1
-                best = max(best, current[j + 1])
-        previous = current
-    return best
-
-
-def cjk_f1(gold: str, prediction: str) -> float:
-    """CMRC 2018 ``calc_f1_score`` for one gold: F1 of the longest common token run; 0.0 when none."""
-    gold_tokens, pred_tokens = cjk_tokens(gold), cjk_tokens(prediction)
-    common = _longest_common_run(gold_tokens, pred_tokens)
-    if common == 0:
-        return 0.0
-    precision, recall = common / len(pred_tokens), common / len(gold_tokens)
-    return 2 * precision * recall / (precision + recall)
-
 
 # Language ---------------------------------------------------------------------
 
@@ -185,8 +86,8 @@ def scheme_for(lang: str, text: str = "") -> Scheme:
     """
     if lang:
         return "cjk" if re.split(r"[-_]", lang.strip().lower())[0] in CJK_LANGS else "squad"
-    units = _CJK_OR_WORD.findall(unicodedata.normalize("NFKC", text))
-    cjk = sum(1 for unit in units if _CJK.fullmatch(unit))
+    units = CJK_OR_WORD.findall(unicodedata.normalize("NFKC", text))
+    cjk = sum(1 for unit in units if CJK_RE.fullmatch(unit))
     return "cjk" if units and 2 * cjk >= len(units) else "squad"
 
 
@@ -195,24 +96,29 @@ def normalize(text: str, scheme: Scheme) -> str:
     return normalize_squad(text) if scheme == "squad" else normalize_cjk(text)
 
 
+def _match_form(text: str, scheme: Scheme) -> str:
+    """What exact match compares: the folded tokens, spaced (SQuAD) or joined (CJK, as normalize_cjk)."""
+    return ("" if scheme == "cjk" else " ").join(match_tokens(text, scheme))
+
+
 # Answer matching --------------------------------------------------------------
 
 
+def _scored_golds(golds: Sequence[str], scheme: Scheme) -> list[str]:
+    """Golds that normalise to something (SQuAD v2.0); when none is left, the empty no-answer ``''``."""
+    kept = [gold for gold in golds if _match_form(gold, scheme)]
+    return kept or ([""] if golds else [])
+
+
 def _exact(prediction: str, golds: Sequence[str], scheme: Scheme) -> bool:
-    if scheme == "squad":
-        return any(squad_exact(gold, prediction) for gold in golds)
-    return any(normalize_cjk(gold) == normalize_cjk(prediction) for gold in golds)
+    form = _match_form(prediction, scheme)
+    return any(_match_form(gold, scheme) == form for gold in _scored_golds(golds, scheme))
 
 
 def _f1(prediction: str, golds: Sequence[str], scheme: Scheme) -> float:
-    f1 = squad_f1 if scheme == "squad" else cjk_f1
-    return max((f1(gold, prediction) for gold in golds), default=0.0)
-
-
-def _loose_en_tokens(text: str) -> list[str]:
-    """SQuAD tokens after NFKC and after non-ASCII punctuation/symbols (curly quotes, dashes) became spaces."""
-    folded = unicodedata.normalize("NFKC", text)
-    return normalize_squad("".join(" " if ord(ch) > 127 and _is_punct_or_symbol(ch) else ch for ch in folded)).split()
+    f1 = bag_f1 if scheme == "squad" else run_f1
+    predicted = match_tokens(prediction, scheme)
+    return max((f1(match_tokens(gold, scheme), predicted) for gold in _scored_golds(golds, scheme)), default=0.0)
 
 
 def _contains_run(haystack: Sequence[str], needle: Sequence[str]) -> bool:
@@ -222,15 +128,18 @@ def _contains_run(haystack: Sequence[str], needle: Sequence[str]) -> bool:
 
 
 def _contains(prediction: str, golds: Sequence[str], scheme: Scheme) -> bool:
-    if _exact(prediction, golds, scheme):
+    """A non-empty gold matches exactly or occurs as a token run (an empty gold is never contained)."""
+    usable = [gold for gold in golds if _match_form(gold, scheme)]
+    if _exact(prediction, usable, scheme):
         return True
-    tokens = _loose_en_tokens if scheme == "squad" else cjk_tokens
-    predicted = tokens(prediction)
-    return any(_contains_run(predicted, tokens(gold)) for gold in golds)
+    predicted = match_tokens(prediction, scheme)
+    return any(_contains_run(predicted, match_tokens(gold, scheme)) for gold in usable)
 
 
 def exact_match(prediction: str, golds: Sequence[str], lang: str) -> bool:
-    """Some gold equals the prediction once both are normalised; False when there is no gold.
+    """Some gold equals the prediction once both are folded and normalised; False when there is no gold.
+
+    Golds that normalise to nothing are dropped; when all do, the gold is the empty no-answer (SQuAD v2.0).
 
     ``lang`` is a language tag (``en``, ``zh-Hans``, ...); empty means: decide
     from the golds' text (:func:`scheme_for`).
@@ -246,10 +155,12 @@ def token_f1(prediction: str, golds: Sequence[str], lang: str) -> float:
 def contains_match(prediction: str, golds: Sequence[str], lang: str) -> bool:
     """Some gold occurs in the prediction as a whole run of tokens, or matches exactly.
 
-    Tokens are the scheme's: SQuAD tokens (after curly quotes and other
-    non-ASCII punctuation become spaces) or CJK tokens (each CJK character;
-    other runs split at punctuation and whitespace). Token boundaries keep
-    gold ``20`` from matching ``200``. Exact match implies containment.
+    Tokens are :func:`match_tokens`: SQuAD tokens of the folded text (dash and
+    quote variants to ASCII, number words to digits) or CJK tokens (each CJK
+    character; other runs split at punctuation and whitespace; Chinese
+    numerals to digits). Token boundaries keep gold ``20`` from matching
+    ``200``. Exact match implies containment; a gold that normalises to
+    nothing is never contained.
     """
     return _contains(prediction, golds, scheme_for(lang, " ".join(golds)))
 
@@ -264,7 +175,7 @@ def refusal_key(text: str) -> str:
     share one key, as do ``我没有这方面的信息。`` and ``我没有这方面的信息``.
     """
     folded = unicodedata.normalize("NFKC", text).casefold()
-    return " ".join("".join(ch for ch in folded if not _is_punct_or_symbol(ch)).split())
+    return " ".join("".join(ch for ch in folded if not is_punct_or_symbol(ch)).split())
 
 
 def is_refusal(text: str, refusals: Iterable[str] = DEFAULT_REFUSALS) -> bool:

