@@ -4,9 +4,13 @@ Two results folders (``--baseline reports/A --candidate reports/B``) or one
 folder and two of its grid points (``--run reports/X --baseline-config ID
 --candidate-config ID``). Each check in the margins file (``conf/gate/
 default.yaml``) pairs the two configs' per-question values, takes the paired
-bootstrap CI of the difference and asks :func:`evalkit.scoring.stats.non_inferior`
+bootstrap CI of the difference and asks :func:`evalkit.scoring.compare.non_inferiority`
 whether its bad-side bound stays within the margin. Writes ``gate.json`` and
 ``gate.md`` to the candidate folder (or ``--out``).
+
+This module is the entry point only: the comparison is :mod:`evalkit.scoring.compare`
+(the same the report makes), measure names and directions come from
+:mod:`evalkit.scoring.registry`, the run folders are read by :mod:`evalkit.report.data`.
 
 Exit codes: 0 every check passed, 1 a check failed, 2 bad input (one line on
 stderr: different labelled sets, unknown config, broken margins file, ...).
@@ -26,42 +30,27 @@ import numpy as np
 import yaml
 
 from evalkit.report import fmt
+from evalkit.report.analysis import resolve_baseline
 from evalkit.report.data import Run, RunError, load_run
-from evalkit.report.measures import MEASURES, Measure, per_question
 from evalkit.run import files
-from evalkit.scoring import stats
+from evalkit.scoring import compare, stats
+from evalkit.scoring.compare import MARGIN_KINDS, Margin, Resampling
+from evalkit.scoring.registry import COST_COLUMNS, MEASURES, Measure
+from evalkit.scoring.values import per_question
 
 GATE_CONF = Path(__file__).resolve().parents[1] / "conf" / "gate"
-MARGIN_KINDS = {"max_drop": True, "max_drop_pct": True, "max_rise": False, "max_rise_pct": False}
-"""Margin key -> whether it belongs to a higher-is-better metric."""
 
 
 class GateError(ValueError):
     """Bad input to the gate; the message is one line."""
 
 
-@dataclass(frozen=True)
-class Margin:
-    """One check of the margins file."""
-
-    metric: str
-    kind: str
-    """max_drop, max_drop_pct, max_rise or max_rise_pct."""
-    amount: float
-
-    @property
-    def relative(self) -> bool:
-        return self.kind.endswith("_pct")
-
-    def absolute(self, baseline_mean: float) -> float:
-        """The margin in the metric's units (a percentage applies to the baseline mean)."""
-        return abs(baseline_mean) * self.amount / 100.0 if self.relative else self.amount
-
-    def describe(self, m: Measure) -> str:
-        word = "drop" if MARGIN_KINDS[self.kind] else "rise"
-        if self.relative:
-            return f"{word} ≤ {self.amount:g}%"
-        return f"{word} ≤ {100 * self.amount:g} points" if m.proportion else f"{word} ≤ {self.amount:g}"
+def describe_margin(margin: Margin, m: Measure) -> str:
+    """The margin in words, e.g. ``drop ≤ 2 points``."""
+    word = "drop" if margin.higher_is_better else "rise"
+    if margin.relative:
+        return f"{word} ≤ {margin.amount:g}%"
+    return f"{word} ≤ {100 * margin.amount:g} points" if m.proportion else f"{word} ≤ {margin.amount:g}"
 
 
 @dataclass(frozen=True)
@@ -73,6 +62,10 @@ class GateConfig:
     seed: int
     margins: tuple[Margin, ...]
     source: str
+
+    @property
+    def resampling(self) -> Resampling:
+        return Resampling(self.confidence, self.n_resamples, self.seed)
 
 
 @dataclass(frozen=True)
@@ -153,17 +146,9 @@ def _baseline_config(run: Run) -> str:
     """The run's only config, else its manifest's production grid point."""
     if len(run.summary) == 1:
         return str(run.summary["config_id"].iloc[0])
-    point = run.baseline_point()
-    if point is not None:
-        threshold = float(run.summary["threshold"].min()) if point.threshold is None else point.threshold
-        match = run.summary[
-            (run.summary["chunk_size"] == point.chunk_size)
-            & (run.summary["chunk_overlap"] == point.chunk_overlap)
-            & (run.summary["top_k"] == point.top_k)
-            & np.isclose(run.summary["threshold"].astype(float), threshold, rtol=0, atol=1e-9)
-        ]
-        if not match.empty:
-            return str(match["config_id"].iloc[0])
+    config_id = resolve_baseline(run.summary, run.baseline_point())
+    if config_id is not None:
+        return config_id
     raise GateError(
         f"{run.root}: {len(run.summary)} configs and none is the manifest's baseline; choose one with --baseline-config"
     )
@@ -211,7 +196,24 @@ def point_comparison(baseline: Side, candidate: Side, m: Measure) -> stats.Paire
     base = float(baseline.run.config_row(baseline.config_id)[m.column])
     cand = float(candidate.run.config_row(candidate.config_id)[m.column])
     n = int(candidate.run.config_row(candidate.config_id).get("n_questions") or 0)
-    return stats.PairedComparison(m.name, base, cand, cand - base, cand - base, cand - base, math.nan, n, "point")
+    return compare.point(m.name, base, cand, n)
+
+
+def _comparison(
+    baseline: Side, candidate: Side, m: Measure, config: GateConfig
+) -> tuple[stats.PairedComparison, str] | str:
+    """The comparison of one measure and its method, or why it is skipped (GateError for a missing column)."""
+    sides = (("baseline", baseline), ("candidate", candidate))
+    missing = [s for s, side in sides if m.column not in side.run.results.columns]
+    if missing and all(m.column in side.run.summary.columns for _, side in sides):
+        return point_comparison(baseline, candidate, m), "point"
+    if missing:
+        if m.column in COST_COLUMNS:
+            return f"no {m.column} in the {' or '.join(missing)} run"
+        raise GateError(f"{m.name}: column {m.column!r} missing from the {' and '.join(missing)} results")
+    base, cand = paired_values(baseline, candidate, m)
+    c = compare.paired(base, cand, config.resampling, m.name)
+    return "no question where both values are defined" if c is None else (c, "paired bootstrap")
 
 
 def evaluate(
@@ -222,26 +224,12 @@ def evaluate(
     skipped: list[dict[str, str]] = []
     for margin in config.margins:
         m = MEASURES[margin.metric]
-        sides = (("baseline", baseline), ("candidate", candidate))
-        missing = [s for s, side in sides if m.column not in side.run.results.columns]
-        method = "paired bootstrap"
-        if missing and all(m.column in side.run.summary.columns for _, side in sides):
-            c = point_comparison(baseline, candidate, m)
-            method = "point"
-        elif missing:
-            if m.column in files.COST_COLUMNS:
-                skipped.append({"metric": m.name, "reason": f"no {m.column} in the {' or '.join(missing)} run"})
-                continue
-            raise GateError(f"{m.name}: column {m.column!r} missing from the {' and '.join(missing)} results")
-        else:
-            base, cand = paired_values(baseline, candidate, m)
-            if not (~(np.isnan(base) | np.isnan(cand))).any():
-                skipped.append({"metric": m.name, "reason": "no question where both values are defined"})
-                continue
-            c = stats.paired_bootstrap(
-                base, cand, level=config.confidence, n_resamples=config.n_resamples, seed=config.seed, metric=m.name
-            )
-        absolute = margin.absolute(c.baseline_mean)
+        found = _comparison(baseline, candidate, m, config)
+        if isinstance(found, str):
+            skipped.append({"metric": m.name, "reason": found})
+            continue
+        c, method = found
+        absolute, passed = compare.non_inferiority(c, margin, m.higher_is_better)
         checks.append(
             Check(
                 metric=m.name,
@@ -255,11 +243,11 @@ def evaluate(
                 delta_high=c.delta_high,
                 margin=absolute,
                 margin_kind=margin.kind,
-                margin_text=margin.describe(m),
+                margin_text=describe_margin(margin, m),
                 n=c.n,
                 n_missing=c.n_missing,
                 p_value=c.p_value,
-                passed=stats.non_inferior(c, absolute, higher_is_better=m.higher_is_better),
+                passed=passed,
                 method=method,
             )
         )

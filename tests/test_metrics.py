@@ -234,7 +234,7 @@ def test_score_metric_dispatches_every_name() -> None:
     judged = JudgedRanking(rel=REL, n_relevant=N_REL)
     assert score_metric("hit@2", judged) == 1.0
     assert score_metric("recall@1", judged) == 0.0  # mode any: hit@1
-    assert score_metric("ir_recall@5", judged) == approx(0.75)
+    assert score_metric("recall_trec@5", judged) == approx(0.75)
     assert score_metric("precision@10", judged) == approx(0.3)
     assert score_metric("context_precision@5", judged) == approx(1.6 / 3)
     assert score_metric("mrr@5", judged) == approx(0.5)

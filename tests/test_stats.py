@@ -18,7 +18,7 @@ import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import evalkit.scoring.stats as stats_module
+import evalkit.scoring.stats.resample as resample_module
 from evalkit.scoring.stats import (
     Interval,
     PairedComparison,
@@ -148,7 +148,7 @@ def test_block_size_does_not_change_results(monkeypatch: pytest.MonkeyPatch) -> 
     values = np.random.default_rng(6).random(500)
     diffs = np.random.default_rng(7).normal(0.1, 1.0, 60)
     before = (bootstrap_ci(values, seed=4), paired_permutation_test(np.zeros(60), diffs, 3000, seed=4))
-    monkeypatch.setattr(stats_module, "_BLOCK_ELEMENTS", 1000)
+    monkeypatch.setattr(resample_module, "BLOCK_ELEMENTS", 1000)
     after = (bootstrap_ci(values, seed=4), paired_permutation_test(np.zeros(60), diffs, 3000, seed=4))
     assert before == after
 

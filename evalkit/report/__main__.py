@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from evalkit.report.analysis import Objective
 from evalkit.report.build import write_report
 from evalkit.report.data import RunError
-from evalkit.report.measures import MEASURES
+from evalkit.scoring.registry import MEASURES
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

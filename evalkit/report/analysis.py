@@ -1,13 +1,13 @@
 """What the report computes from a run (pure: frames in, frozen records out).
 
 The recommendation, its comparison with the production (baseline) config,
-the top_k plateau and the minimum detectable effect. Every statistic comes
-from :mod:`evalkit.scoring.stats`; this module only chooses what to compare.
+the top_k plateau and the minimum detectable effect. Every comparison comes
+from :mod:`evalkit.scoring.compare` (the one the gate uses too); this module
+only chooses what to compare.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -17,9 +17,34 @@ import numpy as np
 import pandas as pd
 
 from evalkit.report.data import BaselinePoint
-from evalkit.report.measures import HEADLINE, Measure, available, is_binary, matrix, measure, per_question
-from evalkit.run import files
-from evalkit.scoring import stats
+from evalkit.scoring import compare, stats
+from evalkit.scoring.compare import Mde, Resampling
+from evalkit.scoring.registry import COST_PER_QUERY, HEADLINE, Measure, measure
+from evalkit.scoring.values import available, matrix, per_question
+
+__all__ = [
+    "BaselineComparison",
+    "Curve",
+    "HeadlineRow",
+    "Mde",
+    "Objective",
+    "Recommendation",
+    "Step",
+    "compare_family",
+    "compare_with_baseline",
+    "config_interval",
+    "cost_key",
+    "curve",
+    "find_config",
+    "headline",
+    "interval",
+    "mde",
+    "plateau",
+    "prompt_chars",
+    "recommend",
+    "resolve_baseline",
+    "steps",
+]
 
 
 @dataclass(frozen=True)
@@ -37,6 +62,11 @@ class Objective:
     level: float = 0.95
     n_resamples: int = 5000
     seed: int = 0
+
+    @property
+    def resampling(self) -> Resampling:
+        """The comparison settings every paired comparison of the report uses."""
+        return Resampling(self.level, self.n_resamples, self.seed)
 
     def describe(self) -> str:
         parts = [f"maximise {measure(self.metric).label}"]
@@ -90,16 +120,6 @@ class BaselineComparison:
 
 
 @dataclass(frozen=True)
-class Mde:
-    """Minimum detectable effect of a paired comparison on this set."""
-
-    value: float
-    n: int
-    how: str
-    """The inputs in words, e.g. ``McNemar, discordance 12.3% observed``."""
-
-
-@dataclass(frozen=True)
 class Step:
     """The paired gain from one grid value to the next (top_k or threshold)."""
 
@@ -112,7 +132,7 @@ class Step:
 
 def cost_key(row: Mapping[str, Any]) -> tuple[float, ...]:
     """Order from cheaper to dearer: index size, then $/query (when priced), then prompt size."""
-    cost = row.get(files.COST_PER_QUERY)
+    cost = row.get(COST_PER_QUERY)
     cost = float(cost) if cost is not None and not _isnan(cost) else 0.0
     stored = float(row.get("stored_chars") or 0.0)
     return (stored, cost, prompt_chars(row), float(row.get("top_k") or 0.0), float(row.get("chunk_size") or 0.0))
@@ -161,8 +181,8 @@ def _eligible(summary: pd.DataFrame, objective: Objective) -> tuple[pd.Series, i
         within = summary["zero_hit_answerable"].fillna(0.0) <= objective.max_zero_hit_answerable + 1e-12
         over_zero = int((~within).sum())
         ok &= within
-    if objective.max_cost_per_query is not None and files.COST_PER_QUERY in summary.columns:
-        within = summary[files.COST_PER_QUERY].fillna(math.inf) <= objective.max_cost_per_query
+    if objective.max_cost_per_query is not None and COST_PER_QUERY in summary.columns:
+        within = summary[COST_PER_QUERY].fillna(math.inf) <= objective.max_cost_per_query
         over_cost = int((ok & ~within).sum())
         ok &= within
     return ok, over_zero, over_cost
@@ -213,26 +233,14 @@ def _score(row: Mapping[str, Any], m: Measure) -> float:
 
 
 def _paired(
-    baseline: np.ndarray, candidate: np.ndarray, m: Measure, objective: Objective, n_resamples: int | None = None
+    baseline: np.ndarray, candidate: np.ndarray, m: Measure, objective: Objective
 ) -> stats.PairedComparison | None:
-    keep = ~(np.isnan(baseline) | np.isnan(candidate))
-    if not keep.any():
-        return None
-    return stats.paired_bootstrap(
-        baseline,
-        candidate,
-        level=objective.level,
-        n_resamples=n_resamples or objective.n_resamples,
-        seed=objective.seed,
-        metric=m.name,
-    )
+    return compare.paired(baseline, candidate, objective.resampling, m.name)
 
 
 def interval(values: np.ndarray, objective: Objective) -> stats.Interval | None:
     """Bootstrap CI of the mean (None when every value is missing)."""
-    if np.isnan(values).all():
-        return None
-    return stats.bootstrap_ci(values, level=objective.level, n_resamples=objective.n_resamples, seed=objective.seed)
+    return compare.mean_interval(values, objective.resampling)
 
 
 def config_interval(results: pd.DataFrame, m: Measure, config_id: str, objective: Objective) -> stats.Interval | None:
@@ -248,27 +256,15 @@ def compare_family(
     """
     m = measure(objective.metric)
     wide = matrix(results, m, [*dict.fromkeys([baseline_id, *config_ids])])
-    base = wide[baseline_id].to_numpy()
-    done: dict[str, stats.PairedComparison] = {}
-    out: list[tuple[str, stats.PairedComparison]] = []
-    for config_id in config_ids:
-        values = wide[config_id].to_numpy()
-        key = hashlib.sha256(np.ascontiguousarray(values).tobytes()).hexdigest()
-        if key not in done:
-            comparison = _paired(base, values, m, objective)
-            if comparison is None:
-                continue
-            done[key] = comparison
-        out.append((config_id, done[key]))
-    adjusted = stats.with_holm([c for _, c in out]) if out else ()
-    return tuple((cid, c) for (cid, _), c in zip(out, adjusted, strict=True))
+    candidates = [(config_id, wide[config_id].to_numpy()) for config_id in config_ids]
+    return compare.family(wide[baseline_id].to_numpy(), candidates, objective.resampling, m.name)
 
 
 def headline(
     results: pd.DataFrame, recommended_id: str, baseline_id: str, objective: Objective
 ) -> tuple[HeadlineRow, ...]:
     """Recommended versus baseline on each headline measure present in the results."""
-    names = HEADLINE + (("cost_per_query",) if files.COST_PER_QUERY in results.columns else ())
+    names = HEADLINE + (("cost_per_query",) if COST_PER_QUERY in results.columns else ())
     rows = []
     for m in available(results, names):
         wide = matrix(results, m, [*dict.fromkeys([baseline_id, recommended_id])])
@@ -294,29 +290,8 @@ def mde(results: pd.DataFrame, recommended_id: str, baseline_id: str, objective:
     """
     m = measure(objective.metric)
     ids = [*dict.fromkeys([baseline_id, recommended_id])]  # the same config may be both
-    both = matrix(results, m, ids).dropna()
-    if both.empty:
-        return None
-    base = both[baseline_id].to_numpy()
-    rec = both[recommended_id].to_numpy()
-    n = len(both)
-    alpha = 1.0 - objective.level
-    if is_binary(base) and is_binary(rec):
-        psi = stats.discordance_rate(base, rec)
-        if psi > 0:
-            value = stats.minimum_detectable_effect(n, discordance=psi, alpha=alpha)
-            return Mde(value, n, f"paired McNemar, {psi:.1%} of questions discordant between the two configs")
-        rate = float(base.mean())
-        value = stats.minimum_detectable_effect(n, baseline_rate=rate, alpha=alpha)
-        return Mde(value, n, f"paired McNemar, discordance 2p(1-p) from the baseline rate {rate:.1%}")
-    sd = float(np.std(rec - base, ddof=1)) if n > 1 else 0.0
-    if sd > 0:
-        value = stats.minimum_detectable_effect(n, sd=sd, alpha=alpha)
-        return Mde(value, n, f"paired, standard deviation of the differences {sd:.3f}")
-    # The two configs never differ: plan with the baseline's own spread, as if a change were independent.
-    spread = float(np.std(base, ddof=1)) if n > 1 else 0.0
-    value = stats.minimum_detectable_effect(n, sd=spread, alpha=alpha, paired=False)
-    return Mde(value, n, f"the configs never differ; planned from the baseline's standard deviation {spread:.3f}")
+    wide = matrix(results, m, ids)
+    return compare.detectable_effect(wide[baseline_id].to_numpy(), wide[recommended_id].to_numpy(), objective.level)
 
 
 def compare_with_baseline(
@@ -337,6 +312,16 @@ def compare_with_baseline(
     )
 
 
+def _along(summary: pd.DataFrame, chunking: str, axis: str, fixed: float) -> pd.DataFrame:
+    """One chunking's summary rows along ``axis`` (``top_k`` or ``threshold``), the other fixed, sorted."""
+    rows = summary[summary["chunking"] == chunking]
+    if axis == "top_k":
+        rows = rows[np.isclose(rows["threshold"].astype(float), fixed, rtol=0, atol=1e-9)]
+    else:
+        rows = rows[rows["top_k"] == int(fixed)]
+    return rows.sort_values(axis)
+
+
 def steps(
     results: pd.DataFrame,
     summary: pd.DataFrame,
@@ -347,12 +332,7 @@ def steps(
     objective: Objective,
 ) -> tuple[Step, ...]:
     """Paired gains between consecutive values of ``axis`` (``top_k`` or ``threshold``), the other fixed."""
-    rows = summary[summary["chunking"] == chunking]
-    if axis == "top_k":
-        rows = rows[np.isclose(rows["threshold"].astype(float), fixed, rtol=0, atol=1e-9)]
-    else:
-        rows = rows[rows["top_k"] == int(fixed)]
-    rows = rows.sort_values(axis)
+    rows = _along(summary, chunking, axis, fixed)
     ids = [str(c) for c in rows["config_id"]]
     values = list(rows[axis].astype(float))
     if len(ids) < 2:
@@ -401,12 +381,7 @@ def curve(
     with_ci: bool,
 ) -> Curve:
     """``m`` along ``axis`` with the other of top_k/threshold fixed; CIs only when ``with_ci``."""
-    rows = summary[summary["chunking"] == chunking]
-    if axis == "top_k":
-        rows = rows[np.isclose(rows["threshold"].astype(float), fixed, rtol=0, atol=1e-9)]
-    else:
-        rows = rows[rows["top_k"] == int(fixed)]
-    rows = rows.sort_values(axis)
+    rows = _along(summary, chunking, axis, fixed)
     ids = tuple(str(c) for c in rows["config_id"])
     column = m.name if m.name in rows.columns else m.column
     means = tuple(float(v) for v in rows[column]) if column in rows.columns else ()

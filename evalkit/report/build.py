@@ -4,60 +4,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalkit.report import figures, sections
 from evalkit.report.analysis import Objective
 from evalkit.report.fonts import cjk_font
-from evalkit.report.html import Markup, page
+from evalkit.report.html import page
 from evalkit.report.model import ReportModel, ReportOptions, build_model
+from evalkit.report.sections import SECTIONS
 from evalkit.run import files
-
-TOC = (
-    ("recommendation", "Recommendation"),
-    ("gate", "Gate"),
-    ("configs", "vs baseline"),
-    ("diagnostics", "Diagnostics"),
-    ("grid", "Grid"),
-    ("top-k", "top_k"),
-    ("zero-hit", "Zero-hit"),
-    ("index", "Index size"),
-    ("calibration", "Calibration"),
-    ("position", "Position"),
-    ("cost", "Cost"),
-    ("chunk-health", "Chunk health"),
-    ("compare", "Run over run"),
-    ("labelset", "Labelled set"),
-    ("questions", "Questions"),
-    ("run", "About"),
-)
 
 
 def render(model: ReportModel) -> str:
     """The whole HTML document for a computed model."""
-    parts: list[Markup | None] = [
-        sections.recommendation(model),
-        sections.gate(model),
-        sections.family_table(model),
-        sections.diagnostics(model),
-        figures.grid(model),
-        figures.top_k(model),
-        figures.zero_hit(model),
-        figures.index_size(model),
-        figures.calibration(model),
-        figures.position(model),
-        figures.cost(model),
-        figures.chunk_health(model),
-        sections.run_over_run(model),
-        figures.labelset(model),
-        sections.questions(model),
-        sections.about(model),
-    ]
-    toc = [(anchor, label) for anchor, label in TOC if anchor != "gate" or model.run.gate is not None]
+    rendered = [(s, s.render(model)) for s in SECTIONS]
+    parts = [part for _, part in rendered if part is not None]
+    toc = [(s.anchor, s.label) for s, part in rendered if part is not None]
     title = f"evalkit review — {model.run.run_id}"
     subtitle = (
         f"labelled set {model.run.labelset_name} · {len(model.run.summary)} configs · "
         f"{model.run.results['question_id'].nunique()} questions"
     )
-    return page(title, subtitle, toc, [p for p in parts if p is not None])
+    return page(title, subtitle, toc, parts)
 
 
 def write_report(

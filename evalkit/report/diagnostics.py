@@ -1,7 +1,8 @@
 """Plain-word diagnostics: rules applied where the data supports them, each stating its arithmetic.
 
 Every rule is a pure function of the run's frames (and the paired comparisons
-it asks :mod:`evalkit.report.analysis` for) returning :class:`Finding` records.
+of :mod:`evalkit.scoring.compare`, directly or through the steps of
+:mod:`evalkit.report.analysis`) returning :class:`Finding` records.
 A rule that fires gives advice; one that does not still shows its numbers, so
 a reviewer sees what was checked.
 """
@@ -18,8 +19,9 @@ import pandas as pd
 from evalkit.report import fmt
 from evalkit.report.analysis import Objective, Step, find_config, steps
 from evalkit.report.experiments import PositionSummary
-from evalkit.report.measures import matrix, measure
-from evalkit.scoring import stats
+from evalkit.scoring import compare
+from evalkit.scoring.registry import measure
+from evalkit.scoring.values import matrix
 
 MIN_CHUNK_GROWTH = 0.05
 """Overlap rule: below this growth in chunk count, overlap costs too little to flag."""
@@ -68,14 +70,9 @@ def overlap_rule(
             if lo_id is None or hi_id is None or not n_lo or n_hi is None:
                 continue
             wide = matrix(results, m, [lo_id, hi_id])
-            c = stats.paired_bootstrap(
-                wide[lo_id].to_numpy(),
-                wide[hi_id].to_numpy(),
-                level=objective.level,
-                n_resamples=objective.n_resamples,
-                seed=objective.seed,
-                metric=m.name,
-            )
+            c = compare.paired(wide[lo_id].to_numpy(), wide[hi_id].to_numpy(), objective.resampling, m.name)
+            if c is None:  # no question defines the objective in both configs: nothing to compare
+                continue
             growth = n_hi / n_lo - 1
             arithmetic = (
                 f"chunk_size {size}: overlap {low} → {high} takes the index from {fmt.count(n_lo)} to "

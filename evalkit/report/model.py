@@ -23,7 +23,7 @@ from evalkit.report.experiments import (
 )
 from evalkit.report.fonts import FontStatus
 from evalkit.report.labels import LabelledSet, find_labelset, read_documents, read_labelset
-from evalkit.report.measures import measure
+from evalkit.scoring.registry import measure
 
 CURVE_MEASURES = ("recall", "context_precision")
 
@@ -108,6 +108,49 @@ def _drilldown(
     return Drilldown(selection, tuple(configs), rows, chunks, documents)
 
 
+def _k_curves(
+    run: Run, chunking: str, threshold: float, objective: Objective
+) -> tuple[dict[str, tuple[Step, ...]], dict[str, tuple[Curve, ...]]]:
+    """Steps along top_k for the recommended chunking, and one curve per chunking (CIs on the recommended one)."""
+    k_steps = {
+        name: analysis.steps(run.results, run.summary, measure(name), chunking, "top_k", threshold, objective)
+        for name in CURVE_MEASURES
+    }
+    chunkings = list(dict.fromkeys(run.summary["chunking"]))
+    k_curves = {
+        name: tuple(
+            analysis.curve(
+                run.results, run.summary, measure(name), c, "top_k", threshold, objective, with_ci=c == chunking
+            )
+            for c in chunkings
+        )
+        for name in CURVE_MEASURES
+    }
+    return k_steps, k_curves
+
+
+def _zero_curves(run: Run, chunking: str, top_k: int, objective: Objective) -> tuple[Curve, Curve]:
+    """Zero-hit on answerable, then unanswerable, questions against the threshold."""
+    return (
+        analysis.curve(
+            run.results, run.summary, measure("zero_hit_answerable"), chunking, "threshold", top_k, objective, True
+        ),
+        analysis.curve(
+            run.results, run.summary, measure("zero_hit_unanswerable"), chunking, "threshold", top_k, objective, True
+        ),
+    )
+
+
+def _position(run: Run, objective: Objective) -> PositionSummary | None:
+    """The experiment's own summary when it wrote one, else computed from its rows."""
+    position = None
+    if run.position_summary is not None:
+        position = position_from_summary(run.position_summary, objective.level)
+    if position is None and run.position_rows is not None:
+        position = position_from_rows(run.position_rows, objective.level, objective.n_resamples, objective.seed)
+    return position
+
+
 def build_model(run_dir: str | Path, options: ReportOptions, font: FontStatus) -> ReportModel:
     """Read the run (and the earlier one, and the labelled set) and compute every section's numbers."""
     run = load_run(run_dir)
@@ -119,33 +162,11 @@ def build_model(run_dir: str | Path, options: ReportOptions, font: FontStatus) -
     if baseline_id is not None:
         comparison = analysis.compare_with_baseline(run.results, run.summary, rec, baseline_id)
     chunking, k, t = str(rec_row["chunking"]), int(rec_row["top_k"]), float(rec_row["threshold"])
-    k_steps = {
-        name: analysis.steps(run.results, run.summary, measure(name), chunking, "top_k", t, objective)
-        for name in CURVE_MEASURES
-    }
+    k_steps, k_curves = _k_curves(run, chunking, t, objective)
     plateaus = {name: analysis.plateau(s) for name, s in k_steps.items()}
-    chunkings = list(dict.fromkeys(run.summary["chunking"]))
-    k_curves = {
-        name: tuple(
-            analysis.curve(run.results, run.summary, measure(name), c, "top_k", t, objective, with_ci=c == chunking)
-            for c in chunkings
-        )
-        for name in CURVE_MEASURES
-    }
-    zero_curves = (
-        analysis.curve(
-            run.results, run.summary, measure("zero_hit_answerable"), chunking, "threshold", k, objective, True
-        ),
-        analysis.curve(
-            run.results, run.summary, measure("zero_hit_unanswerable"), chunking, "threshold", k, objective, True
-        ),
-    )
+    zero_curves = _zero_curves(run, chunking, k, objective)
     calibrated = calibrated_threshold(run.calibration, chunking)
-    position = None
-    if run.position_summary is not None:
-        position = position_from_summary(run.position_summary, objective.level)
-    if position is None and run.position_rows is not None:
-        position = position_from_rows(run.position_rows, objective.level, objective.n_resamples, objective.seed)
+    position = _position(run, objective)
     objective_steps = k_steps.get(objective.metric) or analysis.steps(
         run.results, run.summary, measure(objective.metric), chunking, "top_k", t, objective
     )

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-METRIC_COLUMNS = ("recall", "hit", "precision", "recall_trec", "context_precision", "mrr", "ndcg")
+from evalkit.scoring.registry import RANKING_COLUMNS
+
+METRIC_COLUMNS = RANKING_COLUMNS
+"""IR metric columns averaged over answerable questions (names and meaning in :mod:`evalkit.scoring.registry`)."""
 CONFIG_COLUMNS = (
     "config_id",
     "chunking",

@@ -1,11 +1,10 @@
 """Every (top_k, threshold) of the sweep as a slice of one candidate pool (pure, vectorised).
 
-The per-question metric definitions live in :mod:`evalkit.scoring.metrics` as small
-scalar functions; this module computes the same numbers for all questions of
-a chunking at once, and the tests check the two agree. The returned list is:
-pool entries whose score is at least the threshold, in pool order, cut at k.
-Nothing falls back to the top-1 hit when every score is below the threshold:
-that is a zero-hit.
+The returned list is: pool entries whose score is at least the threshold, in
+pool order, cut at k (:func:`returned_mask`). Nothing falls back to the top-1
+hit when every score is below the threshold: that is a zero-hit. The metric
+maths is the vectorised form of each family in :mod:`evalkit.scoring.ir`;
+this module only composes them into the record the pipeline writes rows from.
 """
 
 from __future__ import annotations
@@ -13,6 +12,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from evalkit.scoring.ir.context_precision import context_precision_matrix
+from evalkit.scoring.ir.coverage import SpanCoverage, answer_recall
+from evalkit.scoring.ir.hit import hit_matrix
+from evalkit.scoring.ir.ndcg import ndcg_matrix
+from evalkit.scoring.ir.precision import precision_matrix, recall_trec_matrix
+from evalkit.scoring.ir.reciprocal_rank import reciprocal_rank_matrix
+from evalkit.scoring.ir.returned import Returned, returned_mask
+from evalkit.scoring.ir.zero_hit import zero_hit_matrix
+
+__all__ = [
+    "PoolJudgement",
+    "SliceMetrics",
+    "SpanCoverage",
+    "answer_recall",
+    "best_score",
+    "returned_mask",
+    "slice_metrics",
+]
 
 
 @dataclass(frozen=True)
@@ -36,6 +54,7 @@ class SliceMetrics:
     recall_trec: np.ndarray
     context_precision: np.ndarray
     reciprocal_rank: np.ndarray
+    """Written as the ``mrr`` column."""
     ndcg: np.ndarray
     zero_hit: np.ndarray
     n_returned: np.ndarray
@@ -43,45 +62,24 @@ class SliceMetrics:
     """bool (n_q, N): which pool entries were returned."""
 
 
-def returned_mask(scores: np.ndarray, k: int, threshold: float) -> np.ndarray:
-    """Pool entries at or above the threshold, first k of them per question."""
-    keep = np.nan_to_num(scores, nan=-np.inf) >= threshold
-    return keep & (np.cumsum(keep, axis=1) <= k)
-
-
 def slice_metrics(judgement: PoolJudgement, k: int, threshold: float) -> SliceMetrics:
-    """Metrics of the returned list for every question at once (definitions in :mod:`evalkit.scoring.metrics`)."""
-    if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
-    returned = returned_mask(judgement.scores, k, threshold)
-    position = np.cumsum(returned, axis=1)  # 1-based rank within the returned list
-    relevant = judgement.relevant & returned
-    n_hits = relevant.sum(axis=1)
-    n_returned = returned.sum(axis=1)
+    """Metrics of the returned list for every question at once (definitions in :mod:`evalkit.scoring.ir`).
 
-    precision_at_rank = np.cumsum(relevant, axis=1) / np.maximum(position, 1)
-    context_precision = np.where(n_hits > 0, (precision_at_rank * relevant).sum(axis=1) / np.maximum(n_hits, 1), 0.0)
-
-    first = np.where(relevant, position, np.iinfo(np.int64).max).min(axis=1)
-    reciprocal_rank = np.where(n_hits > 0, 1.0 / np.maximum(first, 1), 0.0)
-
-    discount = 1.0 / np.log2(np.maximum(position, 1) + 1.0)  # position 0 (not returned) is masked out below
-    dcg = np.where(relevant, discount, 0.0).sum(axis=1)
-    ideal_discounts = np.concatenate([[0.0], np.cumsum(1.0 / np.log2(np.arange(2, k + 2)))])
-    idcg = ideal_discounts[np.minimum(judgement.n_relevant, k)]
-    ndcg = np.where(idcg > 0, dcg / np.where(idcg > 0, idcg, 1.0), 0.0)
-
-    recall_trec = np.where(judgement.n_relevant > 0, n_hits / np.maximum(judgement.n_relevant, 1), 0.0)
+    ``recall`` is not here: for multi-hop questions it needs the span coverage
+    of ``returned``, which the caller computes; :func:`answer_recall` then
+    combines it with ``hit``.
+    """
+    r = Returned.slice(judgement.relevant, judgement.scores, judgement.n_relevant, k, threshold)
     return SliceMetrics(
-        hit=(n_hits > 0).astype(np.float64),
-        precision=n_hits / k,
-        recall_trec=recall_trec,
-        context_precision=context_precision,
-        reciprocal_rank=reciprocal_rank,
-        ndcg=ndcg,
-        zero_hit=n_returned == 0,
-        n_returned=n_returned,
-        returned=returned,
+        hit=hit_matrix(r),
+        precision=precision_matrix(r),
+        recall_trec=recall_trec_matrix(r),
+        context_precision=context_precision_matrix(r),
+        reciprocal_rank=reciprocal_rank_matrix(r),
+        ndcg=ndcg_matrix(r),
+        zero_hit=zero_hit_matrix(r),
+        n_returned=r.n_returned,
+        returned=r.returned,
     )
 
 

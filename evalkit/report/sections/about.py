@@ -1,0 +1,44 @@
+"""About this run: the manifest's provenance (labelled set, models, grid, statistics, packages, font)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from evalkit.report.html import Markup, join, section, tag
+from evalkit.report.model import ReportModel
+
+
+def about(model: ReportModel) -> Markup:
+    manifest = model.run.manifest
+    labelset = manifest.get("labelset") or {}
+    config = manifest.get("config") or {}
+    grid = manifest.get("grid") or {}
+    objective = model.rec.objective
+    items: list[tuple[str, Any]] = [
+        ("run id", model.run.run_id),
+        ("folder", str(model.run.root)),
+        (
+            "labelled set",
+            f"{labelset.get('name')} at {labelset.get('path')} ({labelset.get('documents')} documents, "
+            f"{labelset.get('questions')} questions)",
+        ),
+        ("labelled set fingerprint", labelset.get("fingerprint")),
+        ("retriever", json.dumps(config.get("retriever"), ensure_ascii=False, sort_keys=True)),
+        ("embedder", json.dumps(manifest.get("embedder"), ensure_ascii=False, sort_keys=True)),
+        (
+            "grid",
+            f"{len(grid.get('chunkings', []))} chunkings × top_k {grid.get('top_k')} × threshold "
+            f"{grid.get('threshold')} = {grid.get('points')} points",
+        ),
+        ("pool size / relevance tau", f"{config.get('pool_size')} / {config.get('relevance_tau')}"),
+        (
+            "statistics",
+            f"{objective.level:.0%} percentile bootstrap, {objective.n_resamples} resamples, seed "
+            f"{objective.seed}; paired by question",
+        ),
+        ("packages", json.dumps(manifest.get("packages"), sort_keys=True)),
+        ("plot font for Chinese", model.font.family or f"none — {model.font.warning}"),
+    ]
+    dl = join(join([tag("dt", k), tag("dd", v)]) for k, v in items)
+    return section("run", "About this run", [Markup(f'<dl class="kv">{dl}</dl>')])

@@ -1,0 +1,69 @@
+"""The configs-versus-baseline table: the best eligible configs, each paired with production, Holm-adjusted."""
+
+from __future__ import annotations
+
+from evalkit.report import fmt
+from evalkit.report.html import Markup, join, section, table, tag
+from evalkit.report.model import ReportModel
+from evalkit.report.sections.recommendation import verdict
+from evalkit.scoring.registry import measure
+
+TOP_CONFIGS = 15
+"""Rows of the configs-versus-baseline table (the Holm family is always all eligible configs)."""
+
+
+def family_table(model: ReportModel) -> Markup:
+    comparison = model.comparison
+    objective = model.rec.objective
+    m = measure(objective.metric)
+    if comparison is None:
+        return section(
+            "configs",
+            "Configs against the baseline",
+            [tag("p", "No baseline config in this grid, so no paired comparisons.", class_="note")],
+        )
+    summary = model.run.summary.set_index("config_id")
+    family = dict(comparison.family)
+    ordered = sorted(family, key=lambda c: -float(summary.loc[c, objective.metric]))
+    shown = ordered[:TOP_CONFIGS]
+    for extra in (model.rec.config_id, comparison.baseline_id):
+        if extra not in shown:
+            shown.append(extra)
+    rows = []
+    for cid in shown:
+        row = summary.loc[cid]
+        c = family.get(cid)
+        name = [tag("code", cid)]
+        if cid == model.rec.config_id:
+            name.append(tag("span", " recommended", class_="pill good"))
+        if cid == comparison.baseline_id:
+            name.append(tag("span", " baseline", class_="pill neutral"))
+        rows.append(
+            [
+                join(name),
+                fmt.pct(row[objective.metric]),
+                fmt.pct(row.get("zero_hit_answerable")),
+                fmt.count(row.get("stored_chars")),
+                fmt.delta(c) if c else "—",
+                fmt.p_value(c.p_value) if c else "—",
+                fmt.p_value(c.p_adjusted) if c else "—",
+                verdict(c, m, 1 - objective.level, adjusted=True) if c else "",
+            ]
+        )
+    note = (
+        f"{len(shown)} of {len(family)} eligible configs shown, best {m.label} first. Differences are paired "
+        f"by question (bootstrap, {objective.n_resamples} resamples, seed {objective.seed}: the smallest p it can "
+        f"show is {fmt.p_value(2 / (objective.n_resamples + 1))}); Holm's correction runs over all {len(family)} "
+        "comparisons with the baseline."
+    )
+    headers = [
+        "config",
+        m.label,
+        "zero-hit (answerable)",
+        "index chars",
+        "Δ vs baseline [95% CI]",
+        "p",
+        "Holm p",
+        "verdict",
+    ]
+    return section("configs", "Configs against the baseline", [table(headers, rows, numeric=(1, 2, 3, 4, 5, 6))], note)

@@ -1,0 +1,247 @@
+"""The recommendation card: the chosen config, why it was chosen, and how it compares with production."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from evalkit.report import fmt
+from evalkit.report.analysis import BaselineComparison, cost_key
+from evalkit.report.html import Markup, section, table, tag
+from evalkit.report.model import ReportModel
+from evalkit.run import files
+from evalkit.scoring import stats
+from evalkit.scoring.registry import Measure, measure
+
+
+def _points(share: float) -> str:
+    value = 100 * share
+    return f"{value:g} point" + ("" if value == 1 else "s")
+
+
+def describe_config(row: Mapping[str, Any]) -> str:
+    return (
+        f"chunk_size {int(row['chunk_size'])} · overlap {int(row['chunk_overlap'])} · "
+        f"top_k {int(row['top_k'])} · threshold {fmt.threshold(float(row['threshold']))}"
+    )
+
+
+def verdict(c: stats.PairedComparison | None, m: Measure, alpha: float, adjusted: bool = False) -> Markup:
+    """``within noise`` when the CI contains 0, else better/worse (and whether Holm keeps it)."""
+    if c is None:
+        return tag("span", "n/a", class_="pill neutral")
+    if c.delta_low == c.delta_high == 0.0:
+        return tag("span", "no difference", class_="pill neutral")
+    if stats.within_noise(c):
+        return tag("span", "within noise", class_="pill neutral")
+    better = (c.delta > 0) == m.higher_is_better
+    word = "better" if better else "worse"
+    if adjusted and c.p_adjusted is not None and c.p_adjusted >= alpha:
+        return tag("span", f"{word}, not after Holm", class_="pill warn")
+    return tag("span", word, class_="pill good" if better else "pill bad")
+
+
+def _k_label(m: Measure, row: Mapping[str, Any]) -> str:
+    return m.label.replace("@k", f"@{int(row['top_k'])}")
+
+
+def _heading(model: ReportModel) -> list[Markup | str]:
+    row = model.rec_row
+    return [
+        tag("p", "Recommended configuration", class_="note"),
+        tag("div", describe_config(row), class_="big"),
+        tag(
+            "p",
+            [
+                "config ",
+                tag("code", model.rec.config_id),
+                f" · {model.run.labelset_name} · "
+                f"{fmt.count(row.get('n_questions'))} questions ({fmt.count(row.get('n_answerable'))} answerable)",
+            ],
+            class_="note",
+        ),
+    ]
+
+
+def _why(model: ReportModel) -> str:
+    """The objective, how many configs were eligible, and why this one among the ties."""
+    rec, row, objective = model.rec, model.rec_row, model.rec.objective
+    label = _k_label(measure(objective.metric), row)
+    caps = []
+    if rec.n_over_zero_hit_cap:
+        caps.append(f"{rec.n_over_zero_hit_cap} over the zero-hit cap")
+    if rec.n_over_cost_cap:
+        caps.append(f"{rec.n_over_cost_cap} over the cost cap")
+    why = (
+        f"Objective: {objective.describe()}. {rec.n_eligible} of {rec.n_configs} configs eligible"
+        + (f" ({', '.join(caps)})" if caps else "")
+        + "."
+    )
+    if rec.caps_relaxed:
+        why += " No config met the caps, so all were considered."
+    leader = model.run.config_row(rec.leader_id)
+    ties = len(rec.ties)
+    if rec.config_id == rec.leader_id:
+        why += f" It has the best mean {label}"
+        why += (
+            f"; {ties - 1} other config(s) tie with it (within {_points(objective.tie_tolerance)} and "
+            "within noise)"
+            " and none is cheaper."
+            if ties > 1
+            else "."
+        )
+        return why
+    rec_index, lead_index = row.get("stored_chars"), leader.get("stored_chars")
+    index_words = (
+        f"the same index ({fmt.count(rec_index)} characters)"
+        if rec_index == lead_index
+        else f"an index of {fmt.count(rec_index)} characters vs {fmt.count(lead_index)}"
+    )
+    return why + (
+        f" The best mean is {fmt.pct(leader.get(objective.metric))} ({leader['config_id']}); "
+        f"{ties} configs tie with it (mean at most {_points(objective.tie_tolerance)} below and "
+        f"the paired 95% CI of the difference contains 0). The recommendation is the cheapest of them: "
+        f"{index_words}, about {fmt.num(cost_key(row)[2], 0)} vs {fmt.num(cost_key(leader)[2], 0)} context "
+        "characters per question."
+    )
+
+
+def _no_baseline(model: ReportModel) -> Markup:
+    point = model.run.baseline_point()
+    return tag(
+        "p",
+        [
+            tag("strong", "No baseline comparison: "),
+            (
+                f"the production grid point ({point.describe()}) is not in this grid. "
+                "Include its values in the sweep, e.g. "
+                f"python -m evalkit.sweep chunk_size=[...,{point.chunk_size}] "
+                f"chunk_overlap=[...,{point.chunk_overlap}] top_k=[...,{point.top_k}]."
+            )
+            if point
+            else "the manifest has no baseline block.",
+        ],
+    )
+
+
+def _headline(
+    comparison: BaselineComparison, row: Mapping[str, Any], base_row: Mapping[str, Any], alpha: float
+) -> list[Markup]:
+    """The headline measures, recommended against baseline, with the difference and its verdict."""
+    same_k = int(base_row["top_k"]) == int(row["top_k"])
+    rows = []
+    for h in comparison.headline:
+        rows.append(
+            [
+                _k_label(h.measure, row) if same_k else h.measure.label,
+                fmt.interval(h.recommended, h.measure.proportion),
+                fmt.interval(h.baseline, h.measure.proportion),
+                fmt.delta(h.comparison, h.measure.proportion),
+                verdict(h.comparison, h.measure, alpha),
+            ]
+        )
+    parts = [
+        table(
+            ["measure", "recommended [95% CI]", "baseline [95% CI]", "difference [95% CI]", "verdict"],
+            rows,
+            numeric=(1, 2, 3),
+        )
+    ]
+    if not same_k:
+        parts.append(tag("p", "@k: each config at its own top_k.", class_="note"))
+    return parts
+
+
+def _against_production(model: ReportModel, comparison: BaselineComparison, alpha: float) -> Markup | None:
+    """Whether the recommended config's difference from production survives Holm's correction."""
+    rec = model.rec
+    if rec.config_id == comparison.baseline_id:
+        return tag("p", [tag("strong", "The recommendation is the production config: keep it.")])
+    family = dict(comparison.family)
+    own = family.get(rec.config_id)
+    if own is None:
+        return None
+    label = _k_label(measure(rec.objective.metric), model.rec_row)
+    holm = (
+        f"Holm-adjusted p = {fmt.p_value(own.p_adjusted)} across the {len(family)} eligible configs compared "
+        "with the baseline"
+    )
+    if stats.within_noise(own):
+        text = (
+            f"On {label}, the recommended config differs from production by {fmt.delta(own)}: within noise "
+            f"(the 95% CI contains 0; {holm}). Switching buys a cheaper or equal config, not a measured gain."
+        )
+    elif own.p_adjusted is not None and own.p_adjusted < alpha:
+        text = f"On {label}, the recommended config differs from production by {fmt.delta(own)} ({holm})."
+    else:
+        text = (
+            f"On {label}, the recommended config differs from production by {fmt.delta(own)}; the CI excludes "
+            f"0 but the difference does not survive the correction for picking among many configs ({holm})."
+        )
+    return tag("p", text)
+
+
+def _mde_note(comparison: BaselineComparison, m: Measure, alpha: float) -> Markup | None:
+    """The smallest difference this many paired questions can tell from noise."""
+    mde = comparison.mde
+    if mde is None or not mde.n:
+        return None
+    value = (
+        "more than 100 points (unmeasurable)"
+        if mde.value == float("inf")
+        else (f"{fmt.signed_points(mde.value).lstrip('+')} points")
+    )
+    return tag(
+        "p",
+        (
+            f"Minimum detectable effect: with {fmt.count(mde.n)} paired questions, a difference in {m.label} "
+            f"smaller than {value} cannot reliably be told from noise (80% power, two-sided α = {alpha:g}; "
+            f"{mde.how})."
+        ),
+        class_="note",
+    )
+
+
+def recommendation(model: ReportModel) -> Markup:
+    row, objective = model.rec_row, model.rec.objective
+    m = measure(objective.metric)
+    alpha = 1 - objective.level
+    body: list[Markup | str] = [*_heading(model), tag("p", _why(model))]
+    comparison = model.comparison
+    if comparison is None:
+        body.append(_no_baseline(model))
+        return section("recommendation", "Recommendation", body)
+    base_row = model.run.config_row(comparison.baseline_id)
+    body.append(
+        tag(
+            "p",
+            [
+                "Production (baseline): ",
+                tag("strong", describe_config(base_row)),
+                " — ",
+                tag("code", comparison.baseline_id),
+            ],
+        )
+    )
+    body.extend(_headline(comparison, row, base_row, alpha))
+    cost = cost_sentence(row, base_row)
+    if cost:
+        body.append(tag("p", cost))
+    for part in (_against_production(model, comparison, alpha), _mde_note(comparison, m, alpha)):
+        if part is not None:
+            body.append(part)
+    return Markup(section("recommendation", "Recommendation", body).replace('class="card"', 'class="card rec"', 1))
+
+
+def cost_sentence(rec: Mapping[str, Any], base: Mapping[str, Any]) -> str:
+    """$/query and $/day of the recommended against the baseline config, from the summary (point values)."""
+    r, b = rec.get(files.COST_PER_QUERY), base.get(files.COST_PER_QUERY)
+    if r is None or b is None or not (float(b) > 0):
+        return ""
+    change = (float(r) / float(b) - 1) * 100
+    text = f"Cost per query: {fmt.money(r)} against {fmt.money(b)} ({change:+.0f}%)".replace("-", fmt.MINUS)
+    if rec.get(files.COST_PER_DAY) is not None and base.get(files.COST_PER_DAY) is not None:
+        text += f"; per day {fmt.money(rec[files.COST_PER_DAY])} against {fmt.money(base[files.COST_PER_DAY])}"
+    model = rec.get("cost_model")
+    estimated = " (estimated tokens)" if rec.get("cost_estimated") else ""
+    return text + (f" on {model}" if model else "") + estimated + "."

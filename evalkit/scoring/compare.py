@@ -1,0 +1,182 @@
+"""A config against the baseline on per-question values: the one paired comparison (pure, no I/O).
+
+The report (recommendation, ties, headline table, Holm family, top_k and
+threshold steps, diagnostics) and the gate (non-inferiority within margins)
+compare configs through these functions only, so one seed and one order of
+resampling give one answer everywhere. The statistics themselves are in
+:mod:`evalkit.scoring.stats`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from evalkit.scoring import stats
+
+__all__ = [
+    "MARGIN_KINDS",
+    "Margin",
+    "Mde",
+    "Resampling",
+    "detectable_effect",
+    "family",
+    "is_binary",
+    "mean_interval",
+    "non_inferiority",
+    "paired",
+    "point",
+]
+
+
+@dataclass(frozen=True)
+class Resampling:
+    """How a comparison resamples: two-sided level, bootstrap resamples and seed."""
+
+    level: float = 0.95
+    n_resamples: int = 5000
+    seed: int = 0
+
+
+def paired(
+    baseline: np.ndarray, candidate: np.ndarray, settings: Resampling, metric: str = ""
+) -> stats.PairedComparison | None:
+    """Paired bootstrap of ``candidate - baseline`` over the questions both define; None when none does.
+
+    The arrays hold one value per question in the same order (NaN where undefined).
+    """
+    keep = ~(np.isnan(baseline) | np.isnan(candidate))
+    if not keep.any():
+        return None
+    return stats.paired_bootstrap(
+        baseline,
+        candidate,
+        level=settings.level,
+        n_resamples=settings.n_resamples,
+        seed=settings.seed,
+        metric=metric,
+    )
+
+
+def point(metric: str, baseline_mean: float, candidate_mean: float, n: int) -> stats.PairedComparison:
+    """A comparison of two per-config means without per-question values: the interval is the point itself."""
+    delta = candidate_mean - baseline_mean
+    return stats.PairedComparison(metric, baseline_mean, candidate_mean, delta, delta, delta, math.nan, n, "point")
+
+
+def family(
+    baseline: np.ndarray, candidates: Sequence[tuple[str, np.ndarray]], settings: Resampling, metric: str = ""
+) -> tuple[tuple[str, stats.PairedComparison], ...]:
+    """Each candidate versus the baseline, Holm-adjusted across the family.
+
+    Candidates no question defines together with the baseline are left out. Candidates with
+    identical per-question values share one bootstrap (same seed, same answer).
+    """
+    done: dict[str, stats.PairedComparison] = {}
+    out: list[tuple[str, stats.PairedComparison]] = []
+    for config_id, values in candidates:
+        key = hashlib.sha256(np.ascontiguousarray(values).tobytes()).hexdigest()
+        if key not in done:
+            comparison = paired(baseline, values, settings, metric)
+            if comparison is None:
+                continue
+            done[key] = comparison
+        out.append((config_id, done[key]))
+    adjusted = stats.with_holm([c for _, c in out]) if out else ()
+    return tuple((cid, c) for (cid, _), c in zip(out, adjusted, strict=True))
+
+
+def mean_interval(values: np.ndarray, settings: Resampling) -> stats.Interval | None:
+    """Bootstrap CI of the mean (None when every value is missing)."""
+    if np.isnan(values).all():
+        return None
+    return stats.bootstrap_ci(values, level=settings.level, n_resamples=settings.n_resamples, seed=settings.seed)
+
+
+# Minimum detectable effect ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mde:
+    """Minimum detectable effect of a paired comparison on this set."""
+
+    value: float
+    n: int
+    how: str
+    """The inputs in words, e.g. ``McNemar, discordance 12.3% observed``."""
+
+
+def is_binary(values: np.ndarray) -> bool:
+    """Whether all non-missing values are 0 or 1."""
+    kept = values[~np.isnan(values)]
+    return bool(kept.size) and bool(np.isin(kept, (0.0, 1.0)).all())
+
+
+def detectable_effect(baseline: np.ndarray, candidate: np.ndarray, level: float) -> Mde | None:
+    """Minimum detectable effect (80% power, two-sided at 1 - level) on the questions both define.
+
+    Binary values: the paired McNemar formula with the discordance observed between the two
+    configs (or, when they never disagree, ``2p(1-p)`` from the baseline rate). Continuous
+    values: the standard deviation of the per-question differences.
+    """
+    keep = ~(np.isnan(baseline) | np.isnan(candidate))
+    if not keep.any():
+        return None
+    base, cand = baseline[keep], candidate[keep]
+    n = int(keep.sum())
+    alpha = 1.0 - level
+    if is_binary(base) and is_binary(cand):
+        psi = stats.discordance_rate(base, cand)
+        if psi > 0:
+            value = stats.minimum_detectable_effect(n, discordance=psi, alpha=alpha)
+            return Mde(value, n, f"paired McNemar, {psi:.1%} of questions discordant between the two configs")
+        rate = float(base.mean())
+        value = stats.minimum_detectable_effect(n, baseline_rate=rate, alpha=alpha)
+        return Mde(value, n, f"paired McNemar, discordance 2p(1-p) from the baseline rate {rate:.1%}")
+    sd = float(np.std(cand - base, ddof=1)) if n > 1 else 0.0
+    if sd > 0:
+        value = stats.minimum_detectable_effect(n, sd=sd, alpha=alpha)
+        return Mde(value, n, f"paired, standard deviation of the differences {sd:.3f}")
+    # The two configs never differ: plan with the baseline's own spread, as if a change were independent.
+    spread = float(np.std(base, ddof=1)) if n > 1 else 0.0
+    value = stats.minimum_detectable_effect(n, sd=spread, alpha=alpha, paired=False)
+    return Mde(value, n, f"the configs never differ; planned from the baseline's standard deviation {spread:.3f}")
+
+
+# Non-inferiority within a margin ------------------------------------------------
+
+MARGIN_KINDS = {"max_drop": True, "max_drop_pct": True, "max_rise": False, "max_rise_pct": False}
+"""Margin key -> whether it belongs to a higher-is-better metric."""
+
+
+@dataclass(frozen=True)
+class Margin:
+    """The largest tolerated loss on one measure: an amount in its units, or a percentage of the baseline."""
+
+    metric: str
+    kind: str
+    """max_drop, max_drop_pct, max_rise or max_rise_pct."""
+    amount: float
+
+    @property
+    def relative(self) -> bool:
+        return self.kind.endswith("_pct")
+
+    @property
+    def higher_is_better(self) -> bool:
+        """A drop margin guards a higher-is-better measure, a rise margin a lower-is-better one."""
+        return MARGIN_KINDS[self.kind]
+
+    def absolute(self, baseline_mean: float) -> float:
+        """The margin in the metric's units (a percentage applies to the baseline mean)."""
+        return abs(baseline_mean) * self.amount / 100.0 if self.relative else self.amount
+
+
+def non_inferiority(comparison: stats.PairedComparison, margin: Margin, higher_is_better: bool) -> tuple[float, bool]:
+    """The margin in the metric's units, and whether the candidate's bad-side bound stays within it."""
+    absolute = margin.absolute(comparison.baseline_mean)
+    return absolute, stats.non_inferior(comparison, absolute, higher_is_better=higher_is_better)

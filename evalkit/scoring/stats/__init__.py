@@ -1,0 +1,61 @@
+"""Statistics over per-question metric values (pure; one module per job, re-exported here).
+
+Every metric keeps one float per question (hit@5 in {0, 1}, context
+precision in [0, 1], cost in dollars, ...); the functions here aggregate
+those values into intervals, paired comparisons and planning figures.
+
+Conventions shared by every function:
+
+- Pure: inputs are never modified; results are frozen dataclasses.
+- Missing values are ``NaN``. They are dropped (pairwise for paired data)
+  and counted in the result's ``n_missing``; ``+-inf`` is an error.
+- Randomness comes only from the ``seed`` argument: an ``int`` (the same
+  seed gives the same result) or a ``numpy.random.Generator``, which is
+  advanced. No global random state is touched.
+- Bootstrap resamples are drawn in blocks of at most
+  ``resample.BLOCK_ELEMENTS`` indices, so memory stays bounded for large
+  sets and many resamples.
+
+Modules: :mod:`.records` (result records), :mod:`.inputs` (missing values,
+checks, seeds), :mod:`.resample` (bootstrap and sign-flip machinery),
+:mod:`.intervals` (intervals of a mean), :mod:`.paired` (paired comparisons),
+:mod:`.planning` (Holm, minimum detectable effect, non-inferiority). The
+comparison of a config with the baseline, as the report and the gate make it,
+is :mod:`evalkit.scoring.compare`.
+"""
+
+from __future__ import annotations
+
+from evalkit.scoring.stats.inputs import FloatArray, Seed
+from evalkit.scoring.stats.intervals import CIMethod, bootstrap_ci, wilson_ci
+from evalkit.scoring.stats.paired import PValueTest, paired_bootstrap, paired_permutation_test, relative_change
+from evalkit.scoring.stats.planning import (
+    discordance_rate,
+    holm,
+    minimum_detectable_effect,
+    non_inferior,
+    with_holm,
+    within_noise,
+)
+from evalkit.scoring.stats.records import Interval, PairedComparison, RatioInterval
+
+__all__ = [
+    "CIMethod",
+    "FloatArray",
+    "Interval",
+    "PValueTest",
+    "PairedComparison",
+    "RatioInterval",
+    "Seed",
+    "bootstrap_ci",
+    "discordance_rate",
+    "holm",
+    "minimum_detectable_effect",
+    "non_inferior",
+    "paired_bootstrap",
+    "paired_permutation_test",
+    "relative_change",
+    "wilson_ci",
+    "with_holm",
+    "within_noise",
+]
