@@ -23,6 +23,8 @@ from typing import Any
 
 import pandas as pd
 
+from evalkit.run import files
+
 
 def write_json(path: Path, payload: Mapping[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -55,13 +57,13 @@ class RunFolder:
         self.root = root
 
     def done_marker(self, key: str) -> Path:
-        return self.root / "chunkings" / f"{key}.json"
+        return self.root / files.CHUNKINGS_DIR / f"{key}.json"
 
     def rows_path(self, key: str) -> Path:
-        return self.root / "rows" / f"{key}.parquet"
+        return self.root / files.ROWS_DIR / f"{key}.parquet"
 
     def pool_path(self, key: str) -> Path:
-        return self.root / "pools" / f"{key}.parquet"
+        return self.root / files.POOLS_DIR / f"{key}.parquet"
 
     def is_done(self, key: str, plan_fingerprint: str) -> bool:
         marker = self.done_marker(key)
