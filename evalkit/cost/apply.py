@@ -19,7 +19,6 @@ import pandas as pd
 from evalkit.cost.model import Cost, TokenUsage, call_cost, index_growth, rerank_cost
 from evalkit.cost.prices import PriceTable
 from evalkit.cost.stuffing import stuff_vs_retrieve
-from evalkit.cost.tokens import unit_token_counts
 
 __all__ = [
     "CostSettings",
@@ -28,9 +27,7 @@ __all__ = [
     "rerank_cost_per_query",
     "returned_tokens",
     "stuffing_decision",
-    "unit_token_counts",
 ]
-"""``unit_token_counts`` lives in :mod:`evalkit.cost.tokens`; kept importable here."""
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
-from evalkit.cost.tokens import TOKENIZER_SCALE_PERCENT, estimate_tokens
 from evalkit.records import Usage
 
 if TYPE_CHECKING:
@@ -39,7 +38,6 @@ if TYPE_CHECKING:
 __all__ = [
     "NO_COST",
     "PER_MILLION",
-    "TOKENIZER_SCALE_PERCENT",
     "TTL_MINUTES",
     "CacheUse",
     "Cost",
@@ -51,7 +49,6 @@ __all__ = [
     "check_tokens",
     "daily_cost",
     "embedding_cost",
-    "estimate_tokens",
     "index_growth",
     "index_size",
     "reembed_cost",
@@ -64,7 +61,6 @@ __all__ = [
     "stuff_usage",
     "ttl_minutes",
 ]
-"""``estimate_tokens`` and ``TOKENIZER_SCALE_PERCENT`` live in :mod:`evalkit.cost.tokens`; kept importable here."""
 
 CacheUse = Literal["off", "write", "read"]
 """How a stuffed prompt meets the prompt cache."""

@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evalkit.cost.model import estimate_tokens
+from evalkit.cost.tokens import estimate_tokens
 from evalkit.pipeline.work import UnitOfWork, WorkContext, chunk_stage
 
 

@@ -13,15 +13,15 @@ import numpy as np
 import pandas as pd
 
 from evalkit.chunking import relevance
-from evalkit.cost.apply import returned_tokens, unit_token_counts
-from evalkit.cost.model import estimate_tokens
+from evalkit.cost.apply import returned_tokens
+from evalkit.cost.tokens import estimate_tokens, unit_token_counts
 from evalkit.pipeline.plan import SweepPlan
 from evalkit.pipeline.units import Units
 from evalkit.records import ChunkingSpec, Question
 from evalkit.retrieval.filters import Access, leaked
 from evalkit.retrieval.pools import CandidatePool
 from evalkit.scoring.calibration import best_scores
-from evalkit.scoring.slicing import PoolJudgement, best_score, slice_metrics
+from evalkit.scoring.slicing import PoolJudgement, SpanCoverage, answer_recall, best_score, slice_metrics
 
 
 def judge(questions: Sequence[Question], pool: CandidatePool, units: Units, tau: float) -> PoolJudgement:
@@ -38,11 +38,19 @@ def judge(questions: Sequence[Question], pool: CandidatePool, units: Units, tau:
     return PoolJudgement(relevant=relevant, scores=pool.scores, n_relevant=n_relevant)
 
 
-def span_coverage(question: Question, returned: np.ndarray, pool_row: np.ndarray, units: Units, tau: float) -> float:
-    """Multi-hop recall: the share of evidence spans covered by the union of returned units."""
-    kept = [units.span(int(i)) for i in pool_row[returned]]
-    covered = relevance.covered_evidence(kept, question, tau)
-    return len(covered) / len(question.evidence)
+def span_coverage(
+    questions: Sequence[Question], returned: np.ndarray, pool: CandidatePool, units: Units, tau: float
+) -> SpanCoverage | None:
+    """Evidence spans of each multi-hop question covered by the union of its returned units (relevance's rule)."""
+    multi_hop = np.array([q.evidence_mode == "all" for q in questions])
+    if not multi_hop.any():
+        return None
+    n_covered = np.zeros(len(questions), dtype=np.int64)
+    n_spans = np.array([len(q.evidence) for q in questions], dtype=np.int64)
+    for i in np.flatnonzero(multi_hop):
+        kept = [units.span(int(u)) for u in pool.indices[i][returned[i]]]
+        n_covered[i] = len(relevance.covered_evidence(kept, questions[i], tau))
+    return SpanCoverage(multi_hop, n_covered, n_spans)
 
 
 def gold_cut_share(questions: Sequence[Question], units: Units) -> float:
@@ -77,7 +85,6 @@ def score_chunking(
     best_relevant, best_irrelevant = best_scores(pool.scores, judgement.relevant)
     first_relevant = np.where(judgement.relevant.any(axis=1), judgement.relevant.argmax(axis=1) + 1, 0)
     answerable = np.array([q.evidence_mode != "none" for q in questions])
-    multi_hop = [i for i, q in enumerate(questions) if q.evidence_mode == "all"]
     base = {
         "question_id": [q.id for q in questions],
         "lang": [q.lang for q in questions],
@@ -94,9 +101,8 @@ def score_chunking(
     for k in plan.top_ks:
         for threshold in plan.thresholds:
             sliced = slice_metrics(judgement, k, threshold)
-            recall = sliced.hit.copy()
-            for i in multi_hop:
-                recall[i] = span_coverage(questions[i], sliced.returned[i], pool.indices[i], units, plan.relevance_tau)
+            coverage = span_coverage(questions, sliced.returned, pool, units, plan.relevance_tau)
+            recall = answer_recall(sliced.hit, coverage)
             na = np.where(answerable, 1.0, np.nan)  # IR metrics are undefined without gold
             frames.append(
                 pd.DataFrame(

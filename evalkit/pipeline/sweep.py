@@ -22,8 +22,8 @@ import pandas as pd
 
 from evalkit.cache import Cache
 from evalkit.cost.apply import price_configs, question_costs, rerank_cost_per_query, stuffing_decision
-from evalkit.cost.model import estimate_tokens
 from evalkit.cost.prices import price_table
+from evalkit.cost.tokens import estimate_tokens
 from evalkit.labels.read import LabelSet, document_fingerprints
 from evalkit.pipeline.counters import RunStats
 from evalkit.pipeline.executor import Executor, LocalExecutor

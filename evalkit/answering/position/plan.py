@@ -23,8 +23,9 @@ from evalkit.answering.generation.base import (
     GenerationRequest,
     build_request,
 )
-from evalkit.cost.model import TokenUsage, call_cost, estimate_tokens
+from evalkit.cost.model import TokenUsage, call_cost
 from evalkit.cost.prices import ModelPrice
+from evalkit.cost.tokens import estimate_tokens
 from evalkit.records import Document, Question
 
 if TYPE_CHECKING:
