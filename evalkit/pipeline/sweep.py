@@ -13,7 +13,7 @@ import functools
 import platform
 import sys
 from collections.abc import Sequence
-from dataclasses import fields, is_dataclass
+from dataclasses import fields, is_dataclass, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -95,7 +95,8 @@ def run_sweep(
         progress=plan.options.progress,
     )
     executor = executor or LocalExecutor()
-    finished = collect(executor.map(functools.partial(run_unit, ctx=ctx), units), RunFolder(run_dir), plan, questions)
+    work = functools.partial(run_unit, ctx=ctx)
+    finished = collect(executor.map(work, units), RunFolder(run_dir), ctx.store, plan, questions)
     summary = write_results(plan, labelset, finished, run_dir, family)
     if plan.options.progress and plan.uses_embedder:
         print(
@@ -106,8 +107,13 @@ def run_sweep(
     return summary
 
 
-def collect(results: Any, folder: RunFolder, plan: SweepPlan, questions: Sequence[Question]) -> list[UnitResult]:
-    """Write each unit's files as it finishes (the report's drill-down reads them), with a progress bar."""
+def collect(
+    results: Any, folder: RunFolder, store: UnitStore, plan: SweepPlan, questions: Sequence[Question]
+) -> list[UnitResult]:
+    """Link each unit's files into the run folder as it finishes (the report reads them), with a progress bar.
+
+    Only rows and info are kept in memory for the summary; each pool stays on disk.
+    """
     from tqdm.auto import tqdm
 
     finished = []
@@ -115,9 +121,11 @@ def collect(results: Any, folder: RunFolder, plan: SweepPlan, questions: Sequenc
         total=len(plan.chunkings), desc="chunkings", unit="chunking", disable=not plan.options.progress, file=sys.stderr
     )
     for result in results:
-        if not folder.holds(result.key, result.info["unit_ids"]["score"]):  # a resumed run leaves finished files be
-            folder.save_chunking(result.key, result.rows, result.pool, result.info)
-        finished.append(result)
+        score_id = result.info["unit_ids"]["score"]
+        if not folder.holds(result.key, score_id):  # a resumed run leaves finished files be
+            rows_file, pool_file = (store.path("score", score_id, f"{name}.parquet") for name in ("rows", "pool"))
+            folder.link_chunking(result.key, rows_file, pool_file, result.info)
+        finished.append(replace(result, pool=None))
         bar.set_postfix_str(f"{result.key} ({len(questions)} questions)")
         bar.update(1)
     bar.close()

@@ -72,7 +72,8 @@ class UnitResult:
 
     key: str
     rows: pd.DataFrame
-    pool: pd.DataFrame
+    pool: pd.DataFrame | None
+    """None once the pool is on disk only (the sweep keeps rows and info for the summary)."""
     info: dict[str, Any]
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -65,12 +66,6 @@ class RunFolder:
     def pool_path(self, key: str) -> Path:
         return self.root / files.POOLS_DIR / f"{key}.parquet"
 
-    def is_done(self, key: str, plan_fingerprint: str) -> bool:
-        marker = self.done_marker(key)
-        if not (marker.exists() and self.rows_path(key).exists()):
-            return False
-        return read_json(marker).get("plan_fingerprint") == plan_fingerprint
-
     def holds(self, key: str, score_unit_id: str) -> bool:
         """The chunking's files are there and were written from the unit with this score id."""
         marker = self.done_marker(key)
@@ -78,9 +73,16 @@ class RunFolder:
             return False
         return (read_json(marker).get("unit_ids") or {}).get("score") == score_unit_id
 
-    def save_chunking(self, key: str, rows: pd.DataFrame, pool: pd.DataFrame, info: Mapping[str, Any]) -> None:
-        write_table(self.rows_path(key), rows)
-        write_table(self.pool_path(key), pool)
+    def link_chunking(self, key: str, rows_file: Path, pool_file: Path, info: Mapping[str, Any]) -> None:
+        """The chunking's files as links to a finished unit's (same bytes, no second serialisation)."""
+        for source, target in ((rows_file, self.rows_path(key)), (pool_file, self.pool_path(key))):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{target.name}.{os.getpid()}.link")
+            try:
+                os.link(source, tmp)
+            except OSError:  # another file system, or links not allowed: copy instead
+                shutil.copyfile(source, tmp)
+            os.replace(tmp, target)
         write_json(self.done_marker(key), info)  # last: its presence means the chunking is complete
 
     def load_rows(self, key: str) -> pd.DataFrame:
