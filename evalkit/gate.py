@@ -26,71 +26,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-import numpy as np
-import yaml
-
+from evalkit.pipeline.margins import load_gate_config
 from evalkit.report import fmt
 from evalkit.report.analysis import resolve_baseline
 from evalkit.report.data import Run, RunError, load_run
 from evalkit.run import files
-from evalkit.scoring import compare, stats
-from evalkit.scoring.compare import MARGIN_KINDS, Margin, Resampling
-from evalkit.scoring.registry import COST_COLUMNS, MEASURES, Measure
-from evalkit.scoring.values import per_question
-
-GATE_CONF = Path(__file__).resolve().parents[1] / "conf" / "gate"
-
-
-class GateError(ValueError):
-    """Bad input to the gate; the message is one line."""
-
-
-def describe_margin(margin: Margin, m: Measure) -> str:
-    """The margin in words, e.g. ``drop ≤ 2 points``."""
-    word = "drop" if margin.higher_is_better else "rise"
-    if margin.relative:
-        return f"{word} ≤ {margin.amount:g}%"
-    return f"{word} ≤ {100 * margin.amount:g} points" if m.proportion else f"{word} ≤ {margin.amount:g}"
-
-
-@dataclass(frozen=True)
-class GateConfig:
-    """The margins file, validated."""
-
-    confidence: float
-    n_resamples: int
-    seed: int
-    margins: tuple[Margin, ...]
-    source: str
-
-    @property
-    def resampling(self) -> Resampling:
-        return Resampling(self.confidence, self.n_resamples, self.seed)
-
-
-@dataclass(frozen=True)
-class Check:
-    """One metric's verdict (a row of gate.json)."""
-
-    metric: str
-    label: str
-    higher_is_better: bool
-    proportion: bool
-    baseline: float
-    candidate: float
-    delta: float
-    delta_low: float
-    delta_high: float
-    margin: float
-    """Absolute margin in the metric's units."""
-    margin_kind: str
-    margin_text: str
-    n: int
-    n_missing: int
-    p_value: float
-    passed: bool
-    method: str = "paired bootstrap"
-    """``paired bootstrap`` over questions, or ``point`` (per-config means: no per-question values)."""
+from evalkit.scoring.gatecheck import Check, ConfigData, GateConfig, GateError, evaluate
 
 
 @dataclass(frozen=True)
@@ -100,46 +41,12 @@ class Side:
     run: Run
     config_id: str
 
+    @property
+    def data(self) -> ConfigData:
+        return ConfigData(self.run.results, self.run.summary, self.config_id)
+
     def describe(self) -> dict[str, str]:
         return {"run": str(self.run.root), "run_id": self.run.run_id, "config_id": self.config_id}
-
-
-def load_gate_config(name_or_path: str) -> GateConfig:
-    """Read and validate a margins file (a path, or a name under conf/gate/)."""
-    path = Path(name_or_path)
-    if not path.is_file():
-        path = GATE_CONF / f"{name_or_path}.yaml"
-    if not path.is_file():
-        raise GateError(f"margins: {name_or_path!r} is neither a file nor a name in {GATE_CONF}")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise GateError(f"{path}: invalid YAML ({str(exc).splitlines()[0]})") from exc
-    if not isinstance(raw, dict) or not isinstance(raw.get("checks"), dict) or not raw["checks"]:
-        raise GateError(f"{path}: expected a mapping with a non-empty 'checks' mapping")
-    confidence = float(raw.get("confidence", 0.95))
-    if not 0.5 <= confidence < 1.0:
-        raise GateError(f"{path}: confidence {confidence} must lie in [0.5, 1)")
-    margins = []
-    for metric, spec in raw["checks"].items():
-        if metric not in MEASURES:
-            raise GateError(f"{path}: checks.{metric}: unknown metric; known: {', '.join(MEASURES)}")
-        if not isinstance(spec, dict) or len(spec) != 1 or next(iter(spec)) not in MARGIN_KINDS:
-            raise GateError(f"{path}: checks.{metric}: give exactly one of {', '.join(MARGIN_KINDS)}")
-        kind, amount = next(iter(spec.items()))
-        if MARGIN_KINDS[kind] != MEASURES[metric].higher_is_better:
-            better = "higher" if MEASURES[metric].higher_is_better else "lower"
-            raise GateError(f"{path}: checks.{metric}: {kind} does not fit a metric where {better} is better")
-        try:
-            amount = float(amount)
-        except (TypeError, ValueError):
-            raise GateError(f"{path}: checks.{metric}.{kind}: {amount!r} is not a number") from None
-        if not (math.isfinite(amount) and amount >= 0):
-            raise GateError(f"{path}: checks.{metric}.{kind}: must be a non-negative number")
-        margins.append(Margin(str(metric), str(kind), amount))
-    return GateConfig(
-        confidence, int(raw.get("n_resamples", 10000)), int(raw.get("seed", 0)), tuple(margins), str(path)
-    )
 
 
 def _baseline_config(run: Run) -> str:
@@ -177,81 +84,6 @@ def check_same_labelset(baseline: Run, candidate: Run) -> None:
             f"different labelled sets: baseline {baseline.labelset_name} ({a[:12]}) vs candidate "
             f"{candidate.labelset_name} ({b[:12]}); the gate compares configs on the same questions"
         )
-
-
-def paired_values(baseline: Side, candidate: Side, m: Measure) -> tuple[np.ndarray, np.ndarray]:
-    """Both configs' values of ``m`` on the same questions, in the same order."""
-    base = per_question(baseline.run.results, m, baseline.config_id)
-    cand = per_question(candidate.run.results, m, candidate.config_id)
-    if set(base.index) != set(cand.index):
-        raise GateError(f"the runs scored different questions ({len(base)} vs {len(cand)}; same labelset.limit?)")
-    return base.to_numpy(dtype=float), cand.reindex(base.index).to_numpy(dtype=float)
-
-
-def point_comparison(baseline: Side, candidate: Side, m: Measure) -> stats.PairedComparison:
-    """Per-config means from the summaries when the results hold no per-question values (e.g. cost).
-
-    The interval is the point itself: the gate then compares the observed difference with the margin.
-    """
-    base = float(baseline.run.config_row(baseline.config_id)[m.column])
-    cand = float(candidate.run.config_row(candidate.config_id)[m.column])
-    n = int(candidate.run.config_row(candidate.config_id).get("n_questions") or 0)
-    return compare.point(m.name, base, cand, n)
-
-
-def _comparison(
-    baseline: Side, candidate: Side, m: Measure, config: GateConfig
-) -> tuple[stats.PairedComparison, str] | str:
-    """The comparison of one measure and its method, or why it is skipped (GateError for a missing column)."""
-    sides = (("baseline", baseline), ("candidate", candidate))
-    missing = [s for s, side in sides if m.column not in side.run.results.columns]
-    if missing and all(m.column in side.run.summary.columns for _, side in sides):
-        return point_comparison(baseline, candidate, m), "point"
-    if missing:
-        if m.column in COST_COLUMNS:
-            return f"no {m.column} in the {' or '.join(missing)} run"
-        raise GateError(f"{m.name}: column {m.column!r} missing from the {' and '.join(missing)} results")
-    base, cand = paired_values(baseline, candidate, m)
-    c = compare.paired(base, cand, config.resampling, m.name)
-    return "no question where both values are defined" if c is None else (c, "paired bootstrap")
-
-
-def evaluate(
-    baseline: Side, candidate: Side, config: GateConfig
-) -> tuple[tuple[Check, ...], tuple[dict[str, str], ...]]:
-    """Every check of the margins file; checks whose data is absent are returned as skipped."""
-    checks: list[Check] = []
-    skipped: list[dict[str, str]] = []
-    for margin in config.margins:
-        m = MEASURES[margin.metric]
-        found = _comparison(baseline, candidate, m, config)
-        if isinstance(found, str):
-            skipped.append({"metric": m.name, "reason": found})
-            continue
-        c, method = found
-        absolute, passed = compare.non_inferiority(c, margin, m.higher_is_better)
-        checks.append(
-            Check(
-                metric=m.name,
-                label=m.label,
-                higher_is_better=m.higher_is_better,
-                proportion=m.proportion,
-                baseline=c.baseline_mean,
-                candidate=c.candidate_mean,
-                delta=c.delta,
-                delta_low=c.delta_low,
-                delta_high=c.delta_high,
-                margin=absolute,
-                margin_kind=margin.kind,
-                margin_text=describe_margin(margin, m),
-                n=c.n,
-                n_missing=c.n_missing,
-                p_value=c.p_value,
-                passed=passed,
-                method=method,
-            )
-        )
-    return tuple(checks), tuple(skipped)
 
 
 def report_payload(
@@ -369,7 +201,7 @@ def gate(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
     else:
         raise GateError("give --baseline RUN --candidate RUN, or --run RUN --candidate-config ID")
     config = load_gate_config(args.margins)
-    checks, skipped = evaluate(baseline, candidate, config)
+    checks, skipped = evaluate(baseline.data, candidate.data, config)
     if not checks:
         raise GateError("no check could run (every metric of the margins file lacks data)")
     payload = report_payload(baseline, candidate, config, checks, skipped)

@@ -1,0 +1,200 @@
+"""The gate's checks, pure: is a candidate config non-inferior to a baseline on every margin?
+
+``python -m evalkit.gate`` and the sweep's recommendation both call :func:`evaluate`
+on the same per-question values, so a config the recommendation picks passes
+the gate by construction. Reading the margins file and the run folders is the
+callers' job (:mod:`evalkit.pipeline.margins`, :mod:`evalkit.report.data`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evalkit.scoring import compare, stats
+from evalkit.scoring.compare import MARGIN_KINDS, Margin, Resampling
+from evalkit.scoring.registry import COST_COLUMNS, MEASURES, Measure
+from evalkit.scoring.values import per_question
+
+
+class GateError(ValueError):
+    """Bad input to the gate; the message is one line."""
+
+
+@dataclass(frozen=True)
+class ConfigData:
+    """One config's per-question results and summary row source (a run's frames, or the sweep's in memory)."""
+
+    results: pd.DataFrame
+    summary: pd.DataFrame
+    config_id: str
+
+    def row(self) -> Mapping[str, Any]:
+        match = self.summary[self.summary["config_id"] == self.config_id]
+        if match.empty:
+            raise GateError(f"no config {self.config_id!r} in the summary")
+        return match.iloc[0].to_dict()
+
+
+def describe_margin(margin: Margin, m: Measure) -> str:
+    """The margin in words, e.g. ``drop ≤ 2 points``."""
+    word = "drop" if margin.higher_is_better else "rise"
+    if margin.relative:
+        return f"{word} ≤ {margin.amount:g}%"
+    return f"{word} ≤ {100 * margin.amount:g} points" if m.proportion else f"{word} ≤ {margin.amount:g}"
+
+
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """The margins file, validated."""
+
+    confidence: float
+    n_resamples: int
+    seed: int
+    margins: tuple[Margin, ...]
+    source: str
+
+    @property
+    def resampling(self) -> Resampling:
+        return Resampling(self.confidence, self.n_resamples, self.seed)
+
+
+
+
+@dataclass(frozen=True)
+class Check:
+    """One metric's verdict (a row of gate.json)."""
+
+    metric: str
+    label: str
+    higher_is_better: bool
+    proportion: bool
+    baseline: float
+    candidate: float
+    delta: float
+    delta_low: float
+    delta_high: float
+    margin: float
+    """Absolute margin in the metric's units."""
+    margin_kind: str
+    margin_text: str
+    n: int
+    n_missing: int
+    p_value: float
+    passed: bool
+    method: str = "paired bootstrap"
+    """``paired bootstrap`` over questions, or ``point`` (per-config means: no per-question values)."""
+
+
+
+
+def parse_margins(raw: Any, source: str) -> GateConfig:
+    """Validate a margins mapping (``conf/gate/*.yaml``) into a :class:`GateConfig`."""
+    path = source
+    if not isinstance(raw, dict) or not isinstance(raw.get("checks"), dict) or not raw["checks"]:
+        raise GateError(f"{path}: expected a mapping with a non-empty 'checks' mapping")
+    confidence = float(raw.get("confidence", 0.95))
+    if not 0.5 <= confidence < 1.0:
+        raise GateError(f"{path}: confidence {confidence} must lie in [0.5, 1)")
+    margins = []
+    for metric, spec in raw["checks"].items():
+        if metric not in MEASURES:
+            raise GateError(f"{path}: checks.{metric}: unknown metric; known: {', '.join(MEASURES)}")
+        if not isinstance(spec, dict) or len(spec) != 1 or next(iter(spec)) not in MARGIN_KINDS:
+            raise GateError(f"{path}: checks.{metric}: give exactly one of {', '.join(MARGIN_KINDS)}")
+        kind, amount = next(iter(spec.items()))
+        if MARGIN_KINDS[kind] != MEASURES[metric].higher_is_better:
+            better = "higher" if MEASURES[metric].higher_is_better else "lower"
+            raise GateError(f"{path}: checks.{metric}: {kind} does not fit a metric where {better} is better")
+        try:
+            amount = float(amount)
+        except (TypeError, ValueError):
+            raise GateError(f"{path}: checks.{metric}.{kind}: {amount!r} is not a number") from None
+        if not (math.isfinite(amount) and amount >= 0):
+            raise GateError(f"{path}: checks.{metric}.{kind}: must be a non-negative number")
+        margins.append(Margin(str(metric), str(kind), amount))
+    return GateConfig(confidence, int(raw.get("n_resamples", 10000)), int(raw.get("seed", 0)), tuple(margins), source)
+
+
+def paired_values(baseline: ConfigData, candidate: ConfigData, m: Measure) -> tuple[np.ndarray, np.ndarray]:
+    """Both configs' values of ``m`` on the same questions, in the same order."""
+    base = per_question(baseline.results, m, baseline.config_id)
+    cand = per_question(candidate.results, m, candidate.config_id)
+    if set(base.index) != set(cand.index):
+        raise GateError(f"the runs scored different questions ({len(base)} vs {len(cand)}; same labelset.limit?)")
+    return base.to_numpy(dtype=float), cand.reindex(base.index).to_numpy(dtype=float)
+
+
+def point_comparison(baseline: ConfigData, candidate: ConfigData, m: Measure) -> stats.PairedComparison:
+    """Per-config means from the summaries when the results hold no per-question values (e.g. cost).
+
+    The interval is the point itself: the gate then compares the observed difference with the margin.
+    """
+    base = float(baseline.row()[m.column])
+    cand = float(candidate.row()[m.column])
+    n = int(candidate.row().get("n_questions") or 0)
+    return compare.point(m.name, base, cand, n)
+
+
+def _comparison(
+    baseline: ConfigData, candidate: ConfigData, m: Measure, config: GateConfig
+) -> tuple[stats.PairedComparison, str] | str:
+    """The comparison of one measure and its method, or why it is skipped (GateError for a missing column)."""
+    sides = (("baseline", baseline), ("candidate", candidate))
+    missing = [s for s, side in sides if m.column not in side.results.columns]
+    if missing and all(m.column in side.summary.columns for _, side in sides):
+        return point_comparison(baseline, candidate, m), "point"
+    if missing:
+        if m.column in COST_COLUMNS:
+            return f"no {m.column} in the {' or '.join(missing)} run"
+        raise GateError(f"{m.name}: column {m.column!r} missing from the {' and '.join(missing)} results")
+    base, cand = paired_values(baseline, candidate, m)
+    c = compare.paired(base, cand, config.resampling, m.name)
+    return "no question where both values are defined" if c is None else (c, "paired bootstrap")
+
+
+def evaluate(
+    baseline: ConfigData, candidate: ConfigData, config: GateConfig
+) -> tuple[tuple[Check, ...], tuple[dict[str, str], ...]]:
+    """Every check of the margins file; checks whose data is absent are returned as skipped."""
+    checks: list[Check] = []
+    skipped: list[dict[str, str]] = []
+    for margin in config.margins:
+        m = MEASURES[margin.metric]
+        found = _comparison(baseline, candidate, m, config)
+        if isinstance(found, str):
+            skipped.append({"metric": m.name, "reason": found})
+            continue
+        c, method = found
+        absolute, passed = compare.non_inferiority(c, margin, m.higher_is_better)
+        checks.append(
+            Check(
+                metric=m.name,
+                label=m.label,
+                higher_is_better=m.higher_is_better,
+                proportion=m.proportion,
+                baseline=c.baseline_mean,
+                candidate=c.candidate_mean,
+                delta=c.delta,
+                delta_low=c.delta_low,
+                delta_high=c.delta_high,
+                margin=absolute,
+                margin_kind=margin.kind,
+                margin_text=describe_margin(margin, m),
+                n=c.n,
+                n_missing=c.n_missing,
+                p_value=c.p_value,
+                passed=passed,
+                method=method,
+            )
+        )
+    return tuple(checks), tuple(skipped)
+
+
