@@ -22,6 +22,7 @@ from evalkit.answering.position.settings import PositionSettings
 from evalkit.cost.apply import CostSettings
 from evalkit.retrieval.filters import FilterSettings
 from evalkit.retrieval.settings import RerankerSettings, RetrieverSettings, check_reranker_keys
+from evalkit.scoring.objective import ObjectiveSettings
 from evalkit.settings import ConfigError, check_keys, parse_settings
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -97,6 +98,7 @@ class SweepConfig:
     seed: int = field(default=0, metadata={"min": 0})
     baseline: BaselineSettings = field(default_factory=BaselineSettings)
     cost: CostSettings = field(default_factory=CostSettings)
+    objective: ObjectiveSettings = field(default_factory=ObjectiveSettings)
     dry_run: bool = False
     budget_usd: float | None = field(default=None, metadata={"min": 0.0})
     results_csv: bool = False

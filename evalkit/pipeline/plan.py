@@ -11,7 +11,7 @@ import hashlib
 import itertools
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from evalkit.records import ChunkingSpec
 from evalkit.retrieval.embedding.local import EMBEDDERS
 from evalkit.retrieval.filters import FilterSettings
 from evalkit.retrieval.settings import RerankerSettings, RetrieverSettings
+from evalkit.scoring.objective import ObjectiveSettings
 from evalkit.settings import ConfigError
 
 __all__ = ["PROJECT_ROOT", "ConfigError", "RunOptions", "SweepPlan", "build_plan", "resolve_path"]
@@ -66,6 +67,7 @@ class SweepPlan:
     calibration_tag: str
     baseline: BaselineSettings
     options: RunOptions
+    objective: ObjectiveSettings = field(default_factory=ObjectiveSettings)
     position: PositionSettings | None = None
     generator: Any = None
     """The generator group's settings (read-only mapping) when the position experiment runs."""
@@ -169,6 +171,7 @@ def build_plan(
         calibration_tag=config.calibration.class_tag,
         baseline=config.baseline,
         options=_options(config),
+        objective=config.objective,
         position=config.position,
         generator=config.generator,
         judge=config.judge,

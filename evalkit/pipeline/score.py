@@ -21,7 +21,8 @@ from evalkit.records import ChunkingSpec, Question
 from evalkit.retrieval.filters import Access, leaked
 from evalkit.retrieval.pools import CandidatePool
 from evalkit.scoring.calibration import best_scores
-from evalkit.scoring.slicing import PoolJudgement, SpanCoverage, answer_recall, best_score, slice_metrics
+from evalkit.scoring.ir.chars import char_measures, overlapping_units
+from evalkit.scoring.slicing import PoolJudgement, best_score, slice_metrics
 
 
 def judge(questions: Sequence[Question], pool: CandidatePool, units: Units, tau: float) -> PoolJudgement:
@@ -38,19 +39,10 @@ def judge(questions: Sequence[Question], pool: CandidatePool, units: Units, tau:
     return PoolJudgement(relevant=relevant, scores=pool.scores, n_relevant=n_relevant)
 
 
-def span_coverage(
-    questions: Sequence[Question], returned: np.ndarray, pool: CandidatePool, units: Units, tau: float
-) -> SpanCoverage | None:
-    """Evidence spans of each multi-hop question covered by the union of its returned units (relevance's rule)."""
-    multi_hop = np.array([q.evidence_mode == "all" for q in questions])
-    if not multi_hop.any():
-        return None
-    n_covered = np.zeros(len(questions), dtype=np.int64)
-    n_spans = np.array([len(q.evidence) for q in questions], dtype=np.int64)
-    for i in np.flatnonzero(multi_hop):
-        kept = [units.span(int(u)) for u in pool.indices[i][returned[i]]]
-        n_covered[i] = len(relevance.covered_evidence(kept, questions[i], tau))
-    return SpanCoverage(multi_hop, n_covered, n_spans)
+def _pool_spans(pool: CandidatePool, units: Units) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Document, start and end of every pool entry (n_q, N); entries past the end are never returned."""
+    at = np.maximum(pool.indices, 0)
+    return units.doc_ids[at], units.starts[at], units.ends[at]
 
 
 def gold_cut_share(questions: Sequence[Question], units: Units) -> float:
@@ -97,12 +89,18 @@ def score_chunking(
         "n_relevant_units": judgement.n_relevant,
         "question_tokens": [estimate_tokens(q.question, token_family) for q in questions],
     }
+    spans = _pool_spans(pool, units)
+    evidence = [[(e.doc_id, e.start, e.end) for e in q.evidence] for q in questions]
+    omega = overlapping_units(units.doc_ids, units.starts, units.ends, evidence)
+    multi_hop = np.array([q.evidence_mode == "all" for q in questions])
     frames = []
     for k in plan.top_ks:
         for threshold in plan.thresholds:
             sliced = slice_metrics(judgement, k, threshold)
-            coverage = span_coverage(questions, sliced.returned, pool, units, plan.relevance_tau)
-            recall = answer_recall(sliced.hit, coverage)
+            chars = char_measures(*spans, sliced.returned, evidence, omega)
+            # Multi-hop recall: the share of evidence characters the returned chunks cover together (a chunk
+            # inside a long evidence span covers its own characters, not the whole span).
+            recall = np.where(multi_hop, chars.recall, sliced.hit)
             na = np.where(answerable, 1.0, np.nan)  # IR metrics are undefined without gold
             frames.append(
                 pd.DataFrame(
@@ -123,6 +121,10 @@ def score_chunking(
                         "context_precision": sliced.context_precision * na,
                         "mrr": sliced.reciprocal_rank * na,
                         "ndcg": sliced.ndcg * na,
+                        "char_recall": chars.recall * na,
+                        "char_precision": chars.precision * na,
+                        "char_iou": chars.iou * na,
+                        "char_precision_omega": chars.precision_omega * na,
                         "zero_hit": sliced.zero_hit,
                         "n_returned": sliced.n_returned,
                         "returned_tokens": returned_tokens(sliced.returned, pool.indices, unit_tokens),

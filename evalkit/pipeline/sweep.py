@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import platform
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import fields, is_dataclass, replace
 from importlib import metadata
@@ -26,6 +27,7 @@ from evalkit.cost.prices import price_table
 from evalkit.cost.tokens import estimate_tokens
 from evalkit.labels.read import LabelSet, document_fingerprints
 from evalkit.pipeline.counters import RunStats
+from evalkit.pipeline.decision import announce, write_recommendation
 from evalkit.pipeline.executor import Executor, LocalExecutor
 from evalkit.pipeline.plan import SweepPlan
 from evalkit.pipeline.work import UnitResult, WorkContext, plan_units, run_unit
@@ -97,7 +99,8 @@ def run_sweep(
     executor = executor or LocalExecutor()
     work = functools.partial(run_unit, ctx=ctx)
     finished = collect(executor.map(work, units), RunFolder(run_dir), ctx.store, plan, questions)
-    summary = write_results(plan, labelset, finished, run_dir, family)
+    results, summary = write_results(plan, labelset, finished, run_dir, family)
+    stats.add_time("decide", _timed(lambda: announce(write_recommendation(plan, results, summary, run_dir), run_dir)))
     if plan.options.progress and plan.uses_embedder:
         print(
             f"evalkit: {stats.embed.total_texts} texts embedded by this command (the rest came from the cache)",
@@ -134,8 +137,8 @@ def collect(
 
 def write_results(
     plan: SweepPlan, labelset: LabelSet, finished: Sequence[UnitResult], run_dir: Path, family: str
-) -> pd.DataFrame:
-    """Results, summary, costs, calibration and chunk health of the whole grid."""
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Results, summary, costs, calibration and chunk health of the whole grid; returns results and summary."""
     results = pd.concat([r.rows for r in finished], ignore_index=True)
     infos = pd.DataFrame([r.info for r in finished])
     settings, prices = plan.cost, price_table(plan.pricing_dir)
@@ -156,7 +159,13 @@ def write_results(
     write_json(run_dir / files.CHUNK_HEALTH_JSON, {"findings": findings})
     calibration = [dict(c) for r in finished for c in r.info.get("calibration", [])]
     write_table(run_dir / files.CALIBRATION_TABLE, pd.DataFrame(calibration), csv=True)
-    return summary
+    return results, summary
+
+
+def _timed(work: Any) -> float:
+    started = time.perf_counter()
+    work()
+    return time.perf_counter() - started
 
 
 def write_manifest(

@@ -41,7 +41,7 @@ from evalkit.retrieval.rerank.base import Reranker
 from evalkit.run.units import UnitStore
 from evalkit.scoring.calibration import calibrate_by_class
 
-STAGE_VERSIONS = {"chunk": 1, "retrieve": 1, "rerank": 1, "score": 1}
+STAGE_VERSIONS = {"chunk": 1, "retrieve": 1, "rerank": 1, "score": 2}
 """Bump a stage's version when its code changes what it computes: its finished units are then redone."""
 
 

@@ -19,6 +19,7 @@ import pandas as pd
 from evalkit.report.data import BaselinePoint
 from evalkit.scoring import compare, stats
 from evalkit.scoring.compare import Mde, Resampling
+from evalkit.scoring.decide import find_production
 from evalkit.scoring.registry import COST_PER_QUERY, HEADLINE, Measure, measure
 from evalkit.scoring.values import available, matrix, per_question
 
@@ -164,14 +165,7 @@ def resolve_baseline(summary: pd.DataFrame, point: BaselinePoint | None) -> str 
     """The baseline's config_id; a null threshold means the lowest of the grid. None if not in the grid."""
     if point is None:
         return None
-    threshold = float(summary["threshold"].min()) if point.threshold is None else point.threshold
-    match = summary[
-        (summary["chunk_size"] == point.chunk_size)
-        & (summary["chunk_overlap"] == point.chunk_overlap)
-        & (summary["top_k"] == point.top_k)
-        & np.isclose(summary["threshold"].astype(float), threshold, rtol=0, atol=1e-9)
-    ]
-    return None if match.empty else str(match.iloc[0]["config_id"])
+    return find_production(summary, point.chunk_size, point.chunk_overlap, point.top_k, point.threshold)
 
 
 def _eligible(summary: pd.DataFrame, objective: Objective) -> tuple[pd.Series, int, int]:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from evalkit.scoring.registry import RANKING_COLUMNS
+from evalkit.scoring.registry import CHAR_COLUMNS, RANKING_COLUMNS
 
-METRIC_COLUMNS = RANKING_COLUMNS
+METRIC_COLUMNS = (*RANKING_COLUMNS, *CHAR_COLUMNS)
 """IR metric columns averaged over answerable questions (names and meaning in :mod:`evalkit.scoring.registry`)."""
 CONFIG_COLUMNS = (
     "config_id",

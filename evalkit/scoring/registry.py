@@ -20,6 +20,7 @@ from typing import Literal
 from evalkit.scoring.ir.forms import FORMS, MetricForms
 
 __all__ = [
+    "CHAR_COLUMNS",
     "COLUMNS",
     "COST_COLUMNS",
     "COST_PER_DAY",
@@ -80,7 +81,7 @@ COLUMNS: dict[str, Column] = _table(
     # Ranking metrics, per question (NaN on unanswerable questions); averaged over answerable ones.
     Column(
         "recall", "recall@k", True, "proportion",
-        "Did the top k bring the answer's evidence: hit@k for mode any, share of spans covered for mode all.",
+        "Did the top k bring the evidence: hit@k for mode any; for mode all the share of evidence characters covered.",
     ),
     Column("hit", "hit@k", True, "proportion", "1 if any of the top k returned units is relevant, else 0."),
     Column(
@@ -97,6 +98,23 @@ COLUMNS: dict[str, Column] = _table(
     ),
     Column("mrr", "MRR", True, "proportion", "1 / rank of the first relevant unit within the top k, else 0."),
     Column("ndcg", "nDCG@k", True, "proportion", "nDCG@k with binary gains and a log2 discount."),
+    # Character-level measures (Chroma's chunking evaluation; evalkit.scoring.ir.chars), NaN on unanswerable questions.
+    Column(
+        "char_recall", "char recall@k", True, "proportion",
+        "Share of the evidence characters covered by the union of the top k returned units.",
+    ),
+    Column(
+        "char_precision", "char precision@k", True, "proportion",
+        "Share of the characters of the top k returned units (their union) that are evidence; 0 if none returned.",
+    ),
+    Column(
+        "char_iou", "char IoU@k", True, "proportion",
+        "Evidence characters and returned characters: size of the intersection over size of the union.",
+    ),
+    Column(
+        "char_precision_omega", "char precision-Omega", True, "proportion",
+        "Chroma's precision-Omega: the best char precision this chunking can reach (all units touching the evidence).",
+    ),
     # Abstention.
     Column(
         "zero_hit", "zero-hit", False, "proportion",
@@ -145,6 +163,9 @@ COLUMNS: dict[str, Column] = _table(
 
 RANKING_COLUMNS = ("recall", "hit", "precision", "recall_trec", "context_precision", "mrr", "ndcg")
 """IR metric columns averaged over answerable questions (NaN elsewhere), in the summary's column order."""
+
+CHAR_COLUMNS = ("char_recall", "char_precision", "char_iou", "char_precision_omega")
+"""Character-level columns (:mod:`evalkit.scoring.ir.chars`), averaged over answerable questions (NaN elsewhere)."""
 
 
 def column(name: str) -> Column:

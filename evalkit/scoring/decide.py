@@ -1,0 +1,215 @@
+"""The recommendation: the config that maximises the objective under its constraints, or "keep production" (pure).
+
+Candidates are tried best primary first. A candidate is recommended when it
+meets every cap (zero-hit, prompt tokens, abstention), passes every check of
+the gate's margins file with the gate's own code (:func:`gatecheck.evaluate`,
+so ``python -m evalkit.gate`` passes it by construction), beats production
+with a paired interval above zero, and keeps a positive gain out of sample
+(:mod:`evalkit.scoring.out_of_sample`). Otherwise the decision is "keep
+production", with the best near-misses and what each breaks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evalkit.scoring import compare
+from evalkit.scoring.gatecheck import ConfigData, GateConfig, evaluate
+from evalkit.scoring.objective import ConfigTable, ObjectiveSettings, column_means, config_table
+from evalkit.scoring.out_of_sample import out_of_sample_gain, point_constraints
+from evalkit.scoring.registry import MEASURES
+
+KEEP = "keep production"
+RECOMMEND = "recommend"
+NO_PRODUCTION = "no production config"
+
+
+def decide(
+    results: pd.DataFrame,
+    summary: pd.DataFrame,
+    production_id: str | None,
+    objective: ObjectiveSettings,
+    gate: GateConfig,
+) -> dict[str, Any]:
+    """recommendation.json's content for one sweep."""
+    record: dict[str, Any] = {"version": 1, "objective": _objective_record(objective, gate)}
+    if production_id is None or production_id not in set(summary["config_id"]):
+        return record | {"decision": NO_PRODUCTION, "production": None, "recommended": None, "near_misses": []}
+    table = config_table(results, objective.primary, tuple(m.metric for m in gate.margins))
+    means = _means(table)
+    budget = objective.prompt_tokens_max
+    budget = float(means[PROMPT][production_id]) if budget is None else budget
+    record["objective"] |= {
+        "prompt_tokens_max": budget,
+        "abstention_min": float(means[ABSTAIN][production_id]) if _abstention_applies(objective, table) else None,
+    }
+    record["production"] = {"config_id": production_id, "values": _values(means, production_id)}
+    order = summary.assign(_p=summary[MEASURES[objective.primary].column]).sort_values(
+        ["_p", "config_id"], ascending=[False, True], kind="stable"
+    )
+    production_primary = float(means[PRIMARY][production_id])
+    misses: list[dict[str, Any]] = []
+    tried = 0
+    for config_id in order["config_id"]:
+        if config_id == production_id or not float(means[PRIMARY][config_id]) > production_primary:
+            continue
+        verdict = _try(config_id, production_id, results, summary, table, means, objective, gate, budget)
+        if verdict["decision"] == RECOMMEND:
+            return record | {
+                "decision": RECOMMEND,
+                "recommended": verdict["recommended"],
+                "near_misses": _nearest(misses),
+                "gate": verdict["gate"],
+            }
+        misses.append(verdict["miss"])
+        tried += verdict["bootstrapped"]
+        if tried >= objective.max_candidates:
+            break
+    return record | {"decision": KEEP, "recommended": None, "near_misses": _nearest(misses), "gate": None}
+
+
+def _nearest(misses: list[dict[str, Any]], n: int = 5) -> list[dict[str, Any]]:
+    """The misses that got furthest (past the caps, past the gate, ...) first, then by primary value."""
+    ranked = sorted(misses, key=lambda m: (-m["stage"], -m["primary"], m["config_id"]))
+    return [{k: v for k, v in m.items() if k != "stage"} for m in ranked[:n]]
+
+
+def find_production(
+    summary: pd.DataFrame, chunk_size: int, chunk_overlap: int, top_k: int, threshold: float | None
+) -> str | None:
+    """The production config's id in the grid; a null threshold means the lowest of the grid. None if absent."""
+    level = float(summary["threshold"].min()) if threshold is None else float(threshold)
+    match = summary[
+        (summary["chunk_size"] == chunk_size)
+        & (summary["chunk_overlap"] == chunk_overlap)
+        & (summary["top_k"] == top_k)
+        & np.isclose(summary["threshold"].astype(float), level, rtol=0, atol=1e-9)
+    ]
+    return None if match.empty else str(match.iloc[0]["config_id"])
+
+
+PRIMARY, ZERO_HIT, ABSTAIN, PROMPT = "primary", "zero_hit_answerable", "abstention", "prompt_tokens"
+
+
+def _means(table: ConfigTable) -> dict[str, pd.Series]:
+    out = {
+        PRIMARY: column_means(table.primary),
+        ZERO_HIT: column_means(table.zero_hit_answerable),
+        ABSTAIN: column_means(table.abstention),
+        PROMPT: column_means(table.prompt_tokens),
+    }
+    return out | {f"margin:{name}": column_means(frame) for name, frame in table.margins.items()}
+
+
+def _values(means: Mapping[str, pd.Series], config_id: str) -> dict[str, float | None]:
+    out = {}
+    for key, series in means.items():
+        value = float(series.get(config_id, math.nan))
+        out[key.removeprefix("margin:")] = value if math.isfinite(value) else None
+    return out
+
+
+def _abstention_applies(objective: ObjectiveSettings, table: ConfigTable) -> bool:
+    return objective.abstention_no_worse and table.has_unanswerable
+
+
+def _try(
+    config_id: str,
+    production_id: str,
+    results: pd.DataFrame,
+    summary: pd.DataFrame,
+    table: ConfigTable,
+    means: Mapping[str, pd.Series],
+    objective: ObjectiveSettings,
+    gate: GateConfig,
+    budget: float,
+) -> dict[str, Any]:
+    """Recommend ``config_id``, or say what it breaks (caps and point margins first: no bootstrap for a sure miss)."""
+    caps = point_constraints(table, None, config_id, production_id, objective, gate, budget)
+    broken = [c for c in caps if not c["passed"]]
+    miss = {"config_id": config_id, "primary": float(means[PRIMARY][config_id])}
+    if broken:
+        return {"decision": KEEP, "bootstrapped": 0, "miss": miss | _breaks(broken) | {"stage": 0}}
+    checks, _ = evaluate(ConfigData(results, summary, production_id), ConfigData(results, summary, config_id), gate)
+    failed = [c for c in checks if not c.passed]
+    gain = compare.paired(
+        table.primary[production_id].to_numpy(),
+        table.primary[config_id].to_numpy(),
+        gate.resampling,
+        objective.primary,
+    )
+    gate_record = {"verdict": "fail" if failed else "pass", "checks": [_finite(asdict(c)) for c in checks]}
+    if failed:
+        detail = [{"name": c.metric, "detail": f"{c.label}: not shown within {c.margin_text}"} for c in failed]
+        return {"decision": KEEP, "bootstrapped": 1, "miss": miss | _breaks(detail) | {"stage": 1}}
+    if gain is None or not gain.delta_low > 0:
+        low = "n/a" if gain is None else f"{gain.delta_low:+.4f}"
+        detail = [{"name": "gain", "detail": f"gain over production not shown (interval low {low})"}]
+        return {"decision": KEEP, "bootstrapped": 1, "miss": miss | _breaks(detail) | {"stage": 2}}
+    held_out = out_of_sample_gain(table, config_id, production_id, objective, gate, budget)
+    if not held_out["delta"] > 0:
+        detail = [{"name": "out of sample", "detail": f"gain {held_out['delta']:+.4f} out of sample vanishes"}]
+        return {"decision": KEEP, "bootstrapped": 1, "miss": miss | _breaks(detail) | {"stage": 3}}
+    recommended = {
+        "config_id": config_id,
+        "values": _values(means, config_id),
+        "constraints": [c for c in caps if c["kind"] == "cap"] + [_check_constraint(c) for c in checks],
+        "gain_in_sample": {
+            "measure": objective.primary,
+            "delta": gain.delta,
+            "low": gain.delta_low,
+            "high": gain.delta_high,
+            "p_value": gain.p_value,
+        },
+        "gain_out_of_sample": held_out,
+        "top_k": _top_k(summary, config_id, production_id),
+    }
+    return {"decision": RECOMMEND, "recommended": recommended, "gate": gate_record, "bootstrapped": 1}
+
+
+def _breaks(broken: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"breaks": [c["name"] for c in broken], "detail": "; ".join(str(c["detail"]) for c in broken)}
+
+
+def _check_constraint(check: Any) -> dict[str, Any]:
+    return {
+        "name": check.metric,
+        "label": check.label,
+        "kind": "gate",
+        "value": check.candidate,
+        "production": check.baseline,
+        "limit": check.margin_text,
+        "passed": check.passed,
+        "delta": check.delta,
+        "delta_low": check.delta_low,
+        "delta_high": check.delta_high,
+        "detail": f"{check.label}: within {check.margin_text}",
+    }
+
+
+def _top_k(summary: pd.DataFrame, config_id: str, production_id: str) -> dict[str, Any]:
+    ks = summary.set_index("config_id")["top_k"]
+    pick, prod = int(ks[config_id]), int(ks[production_id])
+    return {"recommended": pick, "production": prod, "same_k": pick == prod}
+
+
+def _objective_record(objective: ObjectiveSettings, gate: GateConfig) -> dict[str, Any]:
+    return {
+        "primary": objective.primary,
+        "primary_label": MEASURES[objective.primary].label,
+        "zero_hit_answerable_max": objective.zero_hit_answerable_max,
+        "gate_margins": [{"metric": m.metric, "kind": m.kind, "amount": m.amount} for m in gate.margins],
+        "margins_file": gate.source,
+        "confidence": gate.confidence,
+        "out_of_sample": asdict(objective.out_of_sample),
+    }
+
+
+def _finite(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in record.items()}

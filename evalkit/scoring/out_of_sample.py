@@ -1,0 +1,155 @@
+"""Point-estimate constraints, and the pick's gain estimated out of sample (pure).
+
+The best of many configs, scored on the questions that chose it, looks better
+than it is. :func:`out_of_sample_gain` repeats the selection on a random half
+of the questions (point estimates against the caps and the gate's margins) and
+measures the chosen config's gain over production on the other half.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from evalkit.scoring.gatecheck import GateConfig
+from evalkit.scoring.objective import ConfigTable, ObjectiveSettings, column_means
+from evalkit.scoring.registry import MEASURES
+
+
+def point_constraints(
+    table: ConfigTable,
+    rows: np.ndarray | None,
+    config_id: str,
+    production_id: str,
+    objective: ObjectiveSettings,
+    gate: GateConfig,
+    budget: float,
+) -> list[dict[str, Any]]:
+    """The caps (kind ``cap``) and the gate's margins on point estimates (kind ``margin``) over ``rows``."""
+    zero_hit = column_means(table.zero_hit_answerable, rows)
+    tokens = column_means(table.prompt_tokens, rows)
+    out = [
+        _cap(
+            "zero_hit_answerable",
+            "zero-hit (answerable)",
+            zero_hit[config_id],
+            zero_hit[production_id],
+            objective.zero_hit_answerable_max,
+            f"≤ {objective.zero_hit_answerable_max:.0%}",
+            higher_ok=False,
+        ),
+        _cap(
+            "prompt_tokens",
+            "prompt tokens / query",
+            tokens[config_id],
+            tokens[production_id],
+            budget,
+            f"≤ {budget:,.0f}",
+            higher_ok=False,
+        ),
+    ]
+    if objective.abstention_no_worse and table.has_unanswerable:
+        abstain = column_means(table.abstention, rows)
+        floor = float(abstain[production_id])
+        out.append(
+            _cap(
+                "abstention",
+                "abstention (unanswerable)",
+                abstain[config_id],
+                floor,
+                floor,
+                f"≥ production's {floor:.1%}",
+                higher_ok=True,
+            )
+        )
+    for margin in gate.margins:
+        if margin.metric not in table.margins:
+            continue
+        means = column_means(table.margins[margin.metric], rows)
+        base, cand = float(means[production_id]), float(means[config_id])
+        limit = margin.absolute(base)
+        delta = cand - base
+        ok = delta >= -limit if MEASURES[margin.metric].higher_is_better else delta <= limit
+        out.append(
+            {
+                "name": margin.metric,
+                "label": MEASURES[margin.metric].label,
+                "kind": "margin",
+                "value": cand,
+                "production": base,
+                "limit": f"{margin.kind} {margin.amount:g}",
+                "passed": bool(ok),
+                "detail": f"{MEASURES[margin.metric].label} {delta:+.4g} (limit {margin.kind} {margin.amount:g})",
+            }
+        )
+    return out
+
+
+def _cap(name: str, label: str, value: float, production: float, limit: float, text: str, higher_ok: bool) -> dict:
+    value, production = float(value), float(production)
+    passed = (value >= limit - 1e-12) if higher_ok else (value <= limit + 1e-12)
+    if math.isnan(value):
+        passed = True  # undefined on this set (e.g. no answerable question in a half): no evidence against
+    return {
+        "name": name,
+        "label": label,
+        "kind": "cap",
+        "value": value,
+        "production": production,
+        "limit": text,
+        "passed": bool(passed),
+        "detail": f"{label} {value:,.4g} (limit {text})",
+    }
+
+
+def select(
+    table: ConfigTable,
+    rows: np.ndarray,
+    production_id: str,
+    objective: ObjectiveSettings,
+    gate: GateConfig,
+    budget: float,
+) -> str:
+    """The config a point-estimate selection on ``rows`` picks (production when none qualifies)."""
+    primary = column_means(table.primary, rows)
+    floor = float(primary[production_id])
+    for config_id in primary.sort_values(ascending=False, kind="stable").index:
+        if config_id == production_id or not float(primary[config_id]) > floor:
+            continue
+        checks = point_constraints(table, rows, str(config_id), production_id, objective, gate, budget)
+        if all(c["passed"] for c in checks):
+            return str(config_id)
+    return production_id
+
+
+def out_of_sample_gain(
+    table: ConfigTable,
+    config_id: str,
+    production_id: str,
+    objective: ObjectiveSettings,
+    gate: GateConfig,
+    budget: float,
+) -> dict[str, Any]:
+    """Gain over production of the config selected on one half, measured on the other, over repeated splits."""
+    settings = objective.out_of_sample
+    rng = np.random.default_rng(settings.seed)
+    n = len(table.primary.index)
+    gains, same = [], 0
+    for _ in range(settings.splits):
+        order = rng.permutation(n)
+        chooser, judge = np.sort(order[: n // 2]), np.sort(order[n // 2 :])
+        pick = select(table, chooser, production_id, objective, gate, budget)
+        same += pick == config_id
+        held_out = column_means(table.primary, judge)
+        gains.append(float(held_out[pick]) - float(held_out[production_id]))
+    values = np.array(gains)
+    return {
+        "measure": objective.primary,
+        "delta": float(values.mean()),
+        "low": float(np.quantile(values, 0.025)),
+        "high": float(np.quantile(values, 0.975)),
+        "splits": settings.splits,
+        "same_pick_share": same / settings.splits,
+    }
