@@ -11,12 +11,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from evalkit.pipeline.margins import load_gate_config
 from evalkit.pipeline.plan import SweepPlan
 from evalkit.run import files
-from evalkit.run.folder import write_json
+from evalkit.run.folder import write_json, write_table
+from evalkit.scoring.at_budget import production_budget, recall_at_budget
 from evalkit.scoring.decide import NO_PRODUCTION, RECOMMEND, decide, find_production
 from evalkit.scoring.registry import MEASURES
 
@@ -28,8 +30,25 @@ def write_recommendation(plan: SweepPlan, results: pd.DataFrame, summary: pd.Dat
     if base.chunk_size is not None and base.top_k is not None:
         production = find_production(summary, base.chunk_size, base.chunk_overlap or 0, base.top_k, base.threshold)
     record = decide(results, summary, production, plan.objective, gate)
+    if production is not None:
+        record["equal_budget"] = equal_budget(results, production, summary, run_dir)
     write_json(run_dir / files.RECOMMENDATION_JSON, record)
     return record
+
+
+def equal_budget(results: pd.DataFrame, production: str, summary: pd.DataFrame, run_dir: Path) -> dict[str, Any]:
+    """Every chunking at production's prompt-token budget (recall_at_budget.parquet), and the best of them."""
+    budget = production_budget(results, production)
+    table = recall_at_budget(results, budget)
+    write_table(run_dir / files.RECALL_AT_BUDGET, table, csv=True)
+    row = summary.set_index("config_id").loc[production]
+    own = table[(table["chunking"] == row["chunking"]) & np.isclose(table["threshold"], row["threshold"])]
+    best = table.sort_values(["recall_at_budget", "chunking"], ascending=[False, True]).iloc[0]
+    return {
+        "budget_tokens": budget,
+        "production": {"chunking": str(row["chunking"]), "recall_at_budget": float(own["recall_at_budget"].iloc[0])},
+        "best": {k: (v.item() if hasattr(v, "item") else v) for k, v in best.to_dict().items()},
+    }
 
 
 def headline(record: dict[str, Any], run_dir: Path) -> str:

@@ -23,6 +23,9 @@ ROWS_DIR = "rows"
 REPORT_HTML = "index.html"
 GATE_JSON = "gate.json"
 GATE_MD = "gate.md"
+RECOMMENDATION_JSON = "recommendation.json"
+"""The sweep's decision (evalkit/pipeline): the pick or "keep production", the objective, each constraint for the
+pick and for production, in- and out-of-sample gains, near-misses and the gate verdict; absent from older runs."""
 
 # Optional: written by later stages, or absent from runs made before them. Expected shapes:
 CALIBRATION_TABLE = "calibration.parquet"
@@ -87,3 +90,6 @@ CHUNK_HEALTH = OptionalSource(
     CHUNK_HEALTH_JSON,
     "python -m evalkit.sweep   (a sweep that writes chunk_health.json)",
 )
+RECALL_AT_BUDGET = "recall_at_budget.parquet"
+"""Each chunking at equal prompt-token budget (evalkit/scoring/at_budget.py): chunking, retriever, reranker,
+threshold, recall_at_budget, mean_k_at_budget, share_nothing_fits, budget_tokens (CSV beside it)."""

@@ -1,0 +1,85 @@
+"""The recommendation is a claim the gate checks: following it passes the gate, or it says keep production."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from evalkit.pipeline.margins import load_gate_config
+from evalkit.scoring.decide import KEEP, RECOMMEND, decide
+from evalkit.scoring.objective import ObjectiveSettings
+from tests.conftest import REPO
+from tests.test_sweep import run_in_process
+
+SHARED = REPO.parent / "shared" / "labelsets"
+
+
+def _follow(run_dir: Path) -> dict:
+    record = json.loads((run_dir / "recommendation.json").read_text(encoding="utf-8"))
+    if record["decision"] == RECOMMEND:
+        pick = record["recommended"]["config_id"]
+        gate = subprocess.run(
+            [sys.executable, "-m", "evalkit.gate", "--run", str(run_dir), "--candidate-config", pick],
+            capture_output=True, text=True, cwd=REPO, timeout=600,
+        )  # fmt: skip
+        assert gate.returncode == 0, gate.stderr
+        assert record["gate"]["verdict"] == "pass"
+        assert record["recommended"]["gain_in_sample"]["low"] > 0
+        assert record["recommended"]["gain_out_of_sample"]["delta"] > 0
+        assert all(c["passed"] for c in record["recommended"]["constraints"])
+    else:
+        assert record["decision"] == KEEP and record["near_misses"], record
+        assert all(m["breaks"] for m in record["near_misses"])
+    return record
+
+
+@pytest.mark.parametrize("labelset", ["demo", "squad2-en", "cmrc2018-zh"])
+def test_following_the_recommendation_passes_the_gate(tmp_path: Path, labelset: str) -> None:
+    path = REPO / "labelsets" / "demo" if labelset == "demo" else SHARED / labelset
+    if not path.is_dir():
+        pytest.skip(f"{path} is not here (the shared labelled sets sit beside the checkout)")
+    run_dir = run_in_process([f"labelset.path={path}", f"reports_dir={tmp_path}", "progress=false", "report=false"])
+    record = _follow(run_dir)
+    budget = record["equal_budget"]
+    assert budget["budget_tokens"] > 0 and 0 <= budget["production"]["recall_at_budget"] <= 1
+
+
+def _frames(gains: dict[str, float], costs: dict[str, float] | None = None, n: int = 400, seed: int = 0) -> tuple:
+    """Synthetic results: production 'p' and candidates with a recall gain and a relative cost."""
+    rng = np.random.default_rng(seed)
+    base = rng.random(n) < 0.7
+    rows = []
+    for config_id, gain in {"p": 0.0, **gains}.items():
+        flip = rng.random(n) < abs(gain) / 0.3
+        recall = np.where(flip & ~base, 1.0, base.astype(float)) if gain > 0 else base.astype(float)
+        rows.append(pd.DataFrame({
+            "config_id": config_id, "question_id": [f"q{i}" for i in range(n)], "answerable": True,
+            "recall": recall, "context_precision": recall, "zero_hit": 0.0,
+            "returned_tokens": 100.0, "question_tokens": 10.0, "top_k": 5, "threshold": 0.0, "chunking": "c",
+            "cost_per_query_usd": 0.01 * (1 + (costs or {}).get(config_id, 0.0)),
+        }))  # fmt: skip
+    results = pd.concat(rows, ignore_index=True)
+    summary = results.groupby("config_id", as_index=False).agg(
+        recall=("recall", "mean"), top_k=("top_k", "first"), cost_per_query_usd=("cost_per_query_usd", "mean")
+    )
+    return results, summary
+
+
+def test_a_better_config_within_the_margins_is_recommended_and_a_costly_one_is_a_near_miss() -> None:
+    results, summary = _frames({"good": 0.12, "costly": 0.2}, {"costly": 0.5})
+    record = decide(results, summary, "p", ObjectiveSettings(), load_gate_config("default"))
+    assert record["decision"] == RECOMMEND and record["recommended"]["config_id"] == "good"
+    assert [m["config_id"] for m in record["near_misses"]] == ["costly"]
+    assert "cost_per_query" in record["near_misses"][0]["breaks"]
+
+
+def test_no_gain_beyond_noise_keeps_production() -> None:
+    results, summary = _frames({"same": 0.004})
+    record = decide(results, summary, "p", ObjectiveSettings(), load_gate_config("default"))
+    assert record["decision"] == KEEP and record["recommended"] is None
