@@ -89,7 +89,8 @@ class SweepConfig:
     chunk_size: tuple[int, ...] = field(metadata=_GRID | {"min": 1})
     chunk_overlap: tuple[int, ...] = field(metadata=_GRID | {"min": 0})
     top_k: tuple[int, ...] = field(metadata=_GRID | {"min": 1})
-    threshold: tuple[float, ...] | None = field(default=None, metadata=_GRID)
+    threshold: tuple[float, ...] | str | None = field(default=None, metadata=_GRID)
+    """A number, a list, ``auto`` (a grid from the first chunking's score quantiles) or None (the stage's grid)."""
     reranker: RerankerSettings = field(default_factory=RerankerSettings)
     filters: FilterSettings = field(default_factory=FilterSettings)
     pool_size: int = field(default=50, metadata={"min": 1, "max": 1000})

@@ -16,6 +16,7 @@ from typing import Any
 from evalkit.cache import Cache
 from evalkit.cost.budget import SpendGuard
 from evalkit.labels.read import LabelSet
+from evalkit.pipeline.auto import resolve_auto_thresholds
 from evalkit.pipeline.counters import RunStats
 from evalkit.pipeline.dryrun import describe_calls, plan_calls
 from evalkit.pipeline.executor import EXECUTORS, Executor
@@ -41,8 +42,13 @@ def execute(
     executor: Executor | None = None,
 ) -> Path:
     """Run (or resume, or dry-run) the plan; returns the run folder."""
-    run_dir = run_dir_of(plan, labelset)
     embedder = EMBEDDERS[plan.embedder]()
+    if plan.thresholds_auto:
+        with Cache(plan.options.cache_path) as cache:
+            reranker = make_reranker(plan.reranker, cache, plan.pricing_dir)
+            ctx = work_context(plan, labelset, embedder, reranker, cache)
+            plan = resolve_auto_thresholds(plan, ctx, embedder.identity)
+    run_dir = run_dir_of(plan, labelset)
     print(
         f"evalkit: run {run_dir.name}: {len(labelset.questions)} questions, {len(labelset.documents)} documents, "
         f"{len(plan.chunkings)} chunkings x {len(plan.top_ks)} top_k x {len(plan.thresholds)} thresholds "

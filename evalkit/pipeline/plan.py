@@ -67,6 +67,8 @@ class SweepPlan:
     calibration_tag: str
     baseline: BaselineSettings
     options: RunOptions
+    thresholds_auto: bool = False
+    """``threshold=auto``: the grid is built from the first chunking's scores before the sweep runs."""
     objective: ObjectiveSettings = field(default_factory=ObjectiveSettings)
     position: PositionSettings | None = None
     generator: Any = None
@@ -147,7 +149,10 @@ def build_plan(
         raise ConfigError(f"pool_size: {config.pool_size} is smaller than the largest top_k {max(top_ks)}")
     # Thresholds apply to the last stage's score: the reranker's when there is one.
     stage = config.reranker.thresholds if config.reranker.enabled else config.retriever.thresholds
-    thresholds = config.threshold if config.threshold is not None else stage
+    auto = isinstance(config.threshold, str)
+    if auto and config.threshold != "auto":
+        raise ConfigError(f"threshold: {config.threshold!r} is not a number, a list or auto")
+    thresholds = () if auto else config.threshold if config.threshold is not None else stage
     if thresholds is None:
         name = config.reranker.name
         raise ConfigError(f"reranker.thresholds: reranker {name!r} has no threshold grid; set threshold=")
@@ -163,6 +168,7 @@ def build_plan(
         pool_size=config.pool_size,
         top_ks=top_ks,
         thresholds=tuple(sorted(set(thresholds))),
+        thresholds_auto=auto,
         relevance_tau=config.relevance_tau,
         seed=config.seed,
         filters=config.filters,
