@@ -134,3 +134,52 @@ def test_labels_validate_reports_exactly_the_problems_the_sweep_reports(
     said_by_sweep = [line.removeprefix("evalkit: error: ") for line in sweep.stderr.splitlines()]
     said_by_validate = [line for line in validate.stdout.splitlines() if not line.startswith("warning: ")]
     assert said_by_validate and said_by_validate == said_by_sweep
+
+
+def test_a_set_cannot_read_files_outside_its_folder(tmp_path: Path) -> None:
+    """docs.jsonl paths are confined to the set's folder: absolute, '..' and links out are refused before any work."""
+    root = tmp_path / "evil"
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "a.md").write_text("hello world\n", encoding="utf-8")
+    (root / "docs" / "out.md").symlink_to("/etc/hostname")
+    (root / "docs" / ".DS_Store").write_bytes(b"\x00\x01binary")
+    lines = [
+        {"doc_id": "a", "path": "docs/a.md"},
+        {"doc_id": "env", "path": "/proc/self/environ"},
+        {"doc_id": "pw", "path": "../../etc/passwd"},
+        {"doc_id": "link", "path": "docs/out.md"},
+    ]
+    (root / "docs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    question = {
+        "id": "q1",
+        "question": "hello?",
+        "answer": "hello",
+        "answers": ["hello"],
+        "answerable": True,
+        "evidence": [{"doc_id": "a", "start": 0, "end": 5, "text": "hello"}],
+        "evidence_mode": "any",
+    }
+    (root / "questions.jsonl").write_text(json.dumps(question) + "\n", encoding="utf-8")
+    reports = tmp_path / "reports"
+    result = subprocess.run(
+        [sys.executable, "-m", "evalkit.sweep", f"labelset.path={root}", f"reports_dir={reports}"],
+        capture_output=True, text=True, cwd=REPO, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    err = result.stderr.splitlines()
+    assert any("docs.jsonl:2: field 'path'" in line and "absolute" in line for line in err)
+    assert any("docs.jsonl:3: field 'path'" in line and "outside" in line for line in err)
+    assert any("docs.jsonl:4: field 'path'" in line and "outside" in line for line in err)
+    assert not reports.exists(), "nothing is computed or written for a refused set"
+    (root / "docs.jsonl").unlink()  # without an index: hidden files and links out are not documents
+    assert [d.doc_id for d in load_labelset(root).documents] == ["a"]
+
+
+def test_run_id_stays_inside_reports_dir(tmp_path: Path) -> None:
+    for bad in ("../../x", "/abs", "a/b"):
+        result = subprocess.run(
+            [sys.executable, "-m", "evalkit.sweep", f"reports_dir={tmp_path}", f"run_id='{bad}'", "sweep=quick"],
+            capture_output=True, text=True, cwd=REPO, timeout=300,
+        )  # fmt: skip
+        assert result.returncode == 2 and "run_id" in result.stderr and "Traceback" not in result.stderr
+    assert [p.name for p in tmp_path.iterdir()] in ([], [".hydra"])  # Hydra's own log folder only

@@ -47,6 +47,25 @@ def read_jsonl(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str,
             yield number, record
 
 
+def confined(root: Path, rel_path: str) -> tuple[Path, str]:
+    """The document's path inside the set's folder, or why it is refused (a set must never read other files).
+
+    Refused: absolute paths, ``..`` escapes, links that resolve outside the folder, anything but a regular file.
+    """
+    if Path(rel_path).is_absolute() or "\\" in rel_path:
+        return root, "is absolute; document paths are relative to the labelled set's folder"
+    path = root / rel_path
+    try:
+        inside = path.resolve(strict=True).is_relative_to(root.resolve(strict=True))
+    except (OSError, RuntimeError):
+        return path, "does not exist"
+    if not inside:
+        return path, "lies outside the labelled set's folder (a .. or a link out is refused)"
+    if not path.is_file():
+        return path, "is not a regular file"
+    return path, ""
+
+
 def load_documents(root: Path, problems: list[str], warnings: list[str]) -> dict[str, Document]:
     """The documents of a set by id: from ``docs.jsonl``, else every file under ``docs/``.
 
@@ -69,9 +88,9 @@ def load_documents(root: Path, problems: list[str], warnings: list[str]) -> dict
         if not isinstance(rel_path, str) or not rel_path:
             problems.append(f"{where}: field 'path': missing for doc {doc_id!r}")
             continue
-        path = root / rel_path
-        if not path.is_file():
-            problems.append(f"{where}: field 'path': file {rel_path!r} of doc {doc_id!r} does not exist")
+        path, refused = confined(root, rel_path)
+        if refused:
+            problems.append(f"{where}: field 'path': {rel_path!r} of doc {doc_id!r} {refused}")
             continue
         try:
             text = read_text(path)
@@ -94,6 +113,8 @@ def _folder_documents(root: Path, problems: list[str]) -> dict[str, Document]:
     docs_dir = root / "docs"
     documents: dict[str, Document] = {}
     for path in sorted(p for p in docs_dir.rglob("*") if p.is_file()):
+        if path.name.startswith(".") or confined(root, path.relative_to(root).as_posix())[1]:
+            continue  # hidden files (.DS_Store) are no documents; links out of the set are never read
         doc_id = path.relative_to(docs_dir).with_suffix("").as_posix()
         try:
             text = read_text(path)

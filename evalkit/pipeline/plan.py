@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -184,7 +185,14 @@ def build_plan(
     )
 
 
+SAFE_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
 def _options(config: SweepConfig) -> RunOptions:
+    run_id = config.run_id
+    if run_id is not None and (not SAFE_RUN_ID.fullmatch(run_id) or ".." in run_id):
+        # The run folder must stay inside reports_dir: no separators, no '..', no absolute names.
+        raise ConfigError(f"run_id: {run_id!r} is not a safe folder name (letters, digits, '.', '_', '-')")
     reports_dir = resolve_path(config.reports_dir)
     cache_path = Path(config.cache_path).expanduser()
     if not cache_path.is_absolute():
