@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,8 @@ def confined(root: Path, rel_path: str) -> tuple[Path, str]:
     if Path(rel_path).is_absolute() or "\\" in rel_path:
         return root, "is absolute; document paths are relative to the labelled set's folder"
     path = root / rel_path
+    if ".." in Path(rel_path).parts and not Path(os.path.normpath(path)).is_relative_to(os.path.normpath(root)):
+        return path, "lies outside the labelled set's folder (a .. or a link out is refused)"
     try:
         inside = path.resolve(strict=True).is_relative_to(root.resolve(strict=True))
     except (OSError, RuntimeError):
