@@ -41,7 +41,7 @@ from evalkit.retrieval.rerank.base import Reranker
 from evalkit.run.units import UnitStore
 from evalkit.scoring.calibration import calibrate_by_class
 
-STAGE_VERSIONS = {"chunk": 1, "retrieve": 1, "rerank": 1, "score": 2}
+STAGE_VERSIONS = {"chunk": 1, "retrieve": 1, "rerank": 1, "score": 3}
 """Bump a stage's version when its code changes what it computes: its finished units are then redone."""
 
 
@@ -120,6 +120,7 @@ def plan_units(
             "thresholds": plan.thresholds,
             "tau": plan.relevance_tau,
             "calibration_tag": plan.calibration_tag,
+            "zero_hit_target": plan.objective.zero_hit_answerable_max,
             "token_family": family,
             "names": [plan.retriever.name, plan.reranker.name],
         }
@@ -189,7 +190,10 @@ def score_stage(
     rows = score_chunking(plan, spec, questions, pool, units, judgement, ctx.token_family, unit_access)
     classes = [str(q.tags.get(plan.calibration_tag, "untagged")) for q in questions]
     answerable = np.array([q.evidence_mode != "none" for q in questions])
-    calibrations = calibrate_by_class(spec.key, pool.source, classes, pool.scores, judgement.relevant, answerable)
+    target = plan.objective.zero_hit_answerable_max
+    calibrations = calibrate_by_class(
+        spec.key, pool.source, classes, pool.scores, judgement.relevant, answerable, zero_hit_target=target
+    )
     info = {
         "chunking": spec.key,
         "n_chunks": len(chunks),

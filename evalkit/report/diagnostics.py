@@ -19,6 +19,7 @@ import pandas as pd
 from evalkit.report import fmt
 from evalkit.report.analysis import Objective, Step, find_config, steps
 from evalkit.report.experiments import PositionSummary
+from evalkit.report.threshold_advice import WIDEN, calibration_floor, calibration_rows, threshold_advice
 from evalkit.scoring import compare
 from evalkit.scoring.registry import measure
 from evalkit.scoring.values import matrix
@@ -34,7 +35,7 @@ class Finding:
     """One rule applied to the run."""
 
     rule: str
-    """overlap, top_k, threshold, position or gold_cut."""
+    """overlap, top_k, threshold, position, gold_cut or degenerate."""
     fired: bool
     """True when the rule recommends a change."""
     title: str
@@ -135,9 +136,13 @@ def threshold_rule(
     summary: pd.DataFrame,
     rec: Mapping[str, Any],
     objective: Objective,
-    calibrated: float | None,
+    calibrated: float | None = None,
+    calibration: pd.DataFrame | None = None,
 ) -> tuple[Finding, ...]:
-    """A higher threshold that raises zero-hit on answerable questions and gains no recall."""
+    """A higher threshold that raises zero-hit on answerable questions and gains no recall.
+
+    ``calibrated`` (the former overlap-edge value) is accepted for callers that still pass it and ignored.
+    """
     chunking, k = str(rec["chunking"]), int(rec["top_k"])
     zero = steps(results, summary, measure("zero_hit_answerable"), chunking, "threshold", k, objective)
     gain = {s.to_id: s for s in steps(results, summary, measure(objective.metric), chunking, "threshold", k, objective)}
@@ -146,12 +151,10 @@ def threshold_rule(
         for s in steps(results, summary, measure("zero_hit_unanswerable"), chunking, "threshold", k, objective)
     }
     findings = []
-    if calibrated is not None:
-        fix = f"set the threshold at the calibrated value {calibrated:.3g} (calibration.parquet, all questions)"
-    else:
-        fix = (
-            "widen the candidate pool or lower the threshold; calibrate it with python -m evalkit.sweep reranker=local"
-        )
+    # The former calibrated value (upper edge of the overlap interval) is never advised: it can leave most
+    # answerable questions without context. Only the advice columns, which respect the zero-hit target, are.
+    advice = threshold_advice(calibration, results, rec, objective)
+    fix = advice.fix if advice is not None else f"keep the threshold at its lowest value; {WIDEN}"
     for s in zero:
         g, a = gain.get(s.to_id), abstain.get(s.to_id)
         c = s.comparison
@@ -244,6 +247,108 @@ def gold_cut_rule(chunkings: pd.DataFrame) -> tuple[Finding, ...]:
     return tuple(findings)
 
 
+VALUE_COLUMNS = ("recall", "hit", "precision", "context_precision", "mrr", "ndcg", "zero_hit", "n_returned")
+"""Per-question values compared by the overlap-without-effect flag."""
+
+
+def calibration_rule(
+    calibration: pd.DataFrame | None, results: pd.DataFrame, rec: Mapping[str, Any], objective: Objective
+) -> tuple[Finding, ...]:
+    """The threshold the calibration advises for the recommended config, against the one it uses."""
+    advice = threshold_advice(calibration, results, rec, objective)
+    if advice is None:
+        return (Finding("threshold", False, "no threshold advice in this run (calibration without advice)", ""),)
+    current = float(rec["threshold"])
+    if advice.threshold is None:
+        fired = current > float(calibration_floor(calibration, str(rec["chunking"])))
+        title = advice.fix.split(":")[0] + f"; the recommended config uses {current:g}"
+    else:
+        fired = not np.isclose(current, advice.threshold, rtol=1e-3, atol=0)
+        title = f"the calibration advises threshold {advice.threshold:g}; the recommended config uses {current:g}"
+    return (Finding("threshold", fired, title, advice.arithmetic, advice.fix if fired else ""),)
+
+
+def whole_document_rule(summary: pd.DataFrame, manifest: Mapping[str, Any] | None) -> tuple[Finding, ...]:
+    """Chunkings whose chunks are whole documents: chunk_size and overlap no longer change anything."""
+    n_docs = ((manifest or {}).get("labelset") or {}).get("documents")
+    if not n_docs or "n_chunks" not in summary.columns:
+        return ()
+    findings = []
+    for row in summary.drop_duplicates("chunking").itertuples(index=False):
+        if 0 < int(row.n_chunks) <= int(n_docs):
+            findings.append(
+                Finding(
+                    "degenerate",
+                    True,
+                    f"{row.chunking}: every chunk is a whole document",
+                    f"{fmt.count(row.n_chunks)} chunks for {fmt.count(n_docs)} documents (summary n_chunks, "
+                    "manifest labelset.documents)",
+                    f"read chunk_size {row.chunk_size} as whole-document retrieval: every document fits one chunk, "
+                    "so larger sizes and overlap change nothing; keep chunk sizes below the document length to "
+                    "compare chunkings",
+                )
+            )
+    return tuple(findings)
+
+
+def overlap_effect_rule(results: pd.DataFrame, summary: pd.DataFrame) -> tuple[Finding, ...]:
+    """Two chunkings differing only in overlap whose every per-question value is identical."""
+    columns = [c for c in VALUE_COLUMNS if c in results.columns]
+    keys = [c for c in ("chunker", "chunk_size", "retriever", "reranker") if c in summary.columns]
+    chunkings = summary.drop_duplicates("chunking")
+    findings = []
+    for _, group in chunkings.groupby(keys, sort=True):
+        group = group.sort_values("chunk_overlap")
+        if len(group) < 2:
+            continue
+        values = {
+            c: results[results["chunking"] == c].sort_values(["top_k", "threshold", "question_id"])[columns]
+            for c in group["chunking"]
+        }
+        low = group.iloc[0]
+        for high in group.iloc[1:].itertuples(index=False):
+            a, b = values[low["chunking"]], values[high.chunking]
+            same = a.shape == b.shape and all(
+                np.array_equal(a[c].to_numpy(dtype=float), b[c].to_numpy(dtype=float), equal_nan=True) for c in columns
+            )
+            if same and len(a):
+                findings.append(
+                    Finding(
+                        "degenerate",
+                        True,
+                        f"overlap {high.chunk_overlap} at chunk_size {high.chunk_size} has no effect",
+                        f"{high.chunking} and {low['chunking']}: {', '.join(columns)} identical for all "
+                        f"{fmt.count(len(a))} (config, question) rows",
+                        f"drop overlap {high.chunk_overlap} at chunk_size {high.chunk_size}: it changes no result",
+                    )
+                )
+    return tuple(findings)
+
+
+def grid_edge_rule(summary: pd.DataFrame, objective: Objective) -> tuple[Finding, ...]:
+    """The best config by the objective's measure sits on the largest top_k or chunk_size of the grid."""
+    m = measure(objective.metric)
+    if m.name not in summary.columns or summary[m.name].isna().all():
+        return ()
+    best = summary.loc[summary[m.name].astype(float).idxmax()]
+    label = _k_label(m.name, int(best["top_k"]))
+    findings = []
+    for axis in ("top_k", "chunk_size"):
+        values = sorted(summary[axis].unique())
+        if len(values) > 1 and best[axis] == values[-1]:
+            findings.append(
+                Finding(
+                    "degenerate",
+                    True,
+                    f"the best {label} config uses the largest {axis} of the grid ({best[axis]:g})",
+                    f"{best['config_id']}: {label} {fmt.pct(best[m.name])}; grid {axis} "
+                    + ", ".join(f"{v:g}" for v in values),
+                    f"extend the grid: try {axis} beyond {best[axis]:g} before trusting the pick",
+                )
+            )
+    return tuple(findings)
+
+
 def diagnose(
     results: pd.DataFrame,
     summary: pd.DataFrame,
@@ -253,12 +358,23 @@ def diagnose(
     k_steps: tuple[Step, ...],
     calibrated: float | None,
     position: PositionSummary | None,
+    calibration: pd.DataFrame | None = None,
+    manifest: Mapping[str, Any] | None = None,
 ) -> tuple[Finding, ...]:
-    """Every rule, fired findings first."""
+    """Every rule, fired findings first.
+
+    ``calibration`` (calibration.parquet) falls back on the per-chunking info files; ``manifest``
+    gives the document count of the whole-document flag, which is skipped without it.
+    """
+    table = calibration_rows(calibration, chunkings)
     found = (
         overlap_rule(results, summary, chunkings, rec, objective)
         + top_k_rule(k_steps, summary, objective.metric)
-        + threshold_rule(results, summary, rec, objective, calibrated)
+        + calibration_rule(table, results, rec, objective)
+        + threshold_rule(results, summary, rec, objective, calibrated, table)
+        + whole_document_rule(summary, manifest)
+        + overlap_effect_rule(results, summary)
+        + grid_edge_rule(summary, objective)
         + gold_cut_rule(chunkings)
         + position_rule(position)
     )

@@ -29,10 +29,13 @@ pick and for production, in- and out-of-sample gains, near-misses and the gate v
 
 # Optional: written by later stages, or absent from runs made before them. Expected shapes:
 CALIBRATION_TABLE = "calibration.parquet"
-"""Threshold calibration per chunking and question class (evalkit/calibration.py ``Calibration``):
-chunking, stage (the score calibrated: retriever's or ``rerank``), question_class (``all`` first),
-n_relevant_best, n_irrelevant_best, overlap_low, overlap_high, separable, recommended_threshold,
-zero_hit_answerable_at_recommended, zero_hit_unanswerable_at_recommended."""
+"""Threshold calibration and advice per chunking and question class (evalkit/scoring/calibration.py ``Calibration``):
+chunking, stage, question_class (``all`` first), n_answerable, n_unanswerable, zero_hit_target, advice
+(``threshold`` or ``no threshold``), advice_reason, advised_threshold (NaN with no advice),
+zero_hit_answerable_at_advised, abstention_at_advised, auc_answerable_vs_unanswerable,
+auc_relevant_vs_irrelevant, recommended_threshold (what to set: the advised value, else no filtering), the
+zero-hit it implies on answerable and unanswerable questions, and the older overlap interval
+(overlap_low, overlap_high, overlap_threshold) kept for continuity."""
 POSITION_DIR = "position"
 POSITION_ROWS = f"{POSITION_DIR}/rows.parquet"
 """Position experiment answers: question_id, arm, placement, repeat, gold_bucket (head/mid/tail/none),

@@ -1,11 +1,88 @@
-"""Threshold calibration: best relevant against best irrelevant score per question class, and the threshold."""
+"""Threshold calibration: per question class, the threshold that keeps answers, whether the score separates, and
+the former overlap interval beside it."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
 
 from evalkit.report import fmt, plots
 from evalkit.report.html import Markup, img, no_data, section, table
 from evalkit.report.model import ReportModel
+from evalkit.report.threshold_advice import why_not
 from evalkit.run import files
+from evalkit.scoring.thresholds import MIN_AUC, floor_significant
+
+HEADERS = (
+    "chunking",
+    "score",
+    "class",
+    "ans. / unans.",
+    "AUC ans. vs unans.",
+    "AUC rel. vs irrel.",
+    "advice",
+    "advised threshold",
+    "zero-hit ans. at it",
+    "abstention at it",
+    "recommended threshold",
+    "overlap",
+    "overlap edge",
+    "zero-hit ans. at edge",
+)
+NUMERIC = (3, 4, 5, 7, 8, 9, 10, 12, 13)
+
+
+def _threshold(value: Any) -> str:
+    """Rounded down, so the value shown keeps the zero-hit its row states."""
+    x = float(value) if value is not None else np.nan
+    return f"{floor_significant(x):g}" if np.isfinite(x) else "n/a"
+
+
+def _row(r: Mapping[str, Any]) -> list[str]:
+    advised = "advice" in r and r.get("advice") is not None
+    # Runs written before the advice columns: recommended_threshold was the overlap's upper edge.
+    edge = r.get("overlap_threshold") if advised else r.get("recommended_threshold")
+    edge_zero = r.get("zero_hit_answerable_at_overlap") if advised else r.get("zero_hit_answerable_at_recommended")
+    advice = "n/a (older run)"
+    if advised:
+        advice = "threshold" if r.get("advice") == "threshold" else f"no threshold ({why_not(r)})"
+    return [
+        str(r.get("chunking")),
+        str(r.get("stage")),
+        str(r.get("question_class")),
+        f"{fmt.count(r.get('n_answerable'))} / {fmt.count(r.get('n_unanswerable'))}",
+        fmt.num(r.get("auc_answerable_vs_unanswerable"), 2),
+        fmt.num(r.get("auc_relevant_vs_irrelevant"), 2),
+        advice,
+        _threshold(r.get("advised_threshold")),
+        fmt.pct(r.get("zero_hit_answerable_at_advised")),
+        fmt.pct(r.get("abstention_at_advised")),
+        _threshold(r.get("recommended_threshold")) if advised else "n/a",
+        f"[{fmt.num(r.get('overlap_low'))}, {fmt.num(r.get('overlap_high'))}]",
+        fmt.num(edge),
+        fmt.pct(edge_zero),
+    ]
+
+
+def _note(target: float | None, stages: set[str], how_to_get: str) -> str:
+    cap = f"{target:.0%}" if target is not None and np.isfinite(target) else "the target"
+    note = (
+        f"Per question class: the advised threshold is the highest whose zero-hit on answerable questions (best "
+        f"pool score below it) stays within {cap}; abstention is the share of unanswerable questions it leaves "
+        f"without context. A threshold is advised only when the set has unanswerable questions and the best score "
+        f"separates them from answerable ones (ROC AUC >= {MIN_AUC:g}); otherwise the recommended threshold is the "
+        "lowest score (no filtering), and when zero-hit rises without a gain, widen the candidate pool (pool_size) "
+        "instead of lowering recall. Shown for continuity: the overlap interval (5th percentile of relevant-best to "
+        "95th of irrelevant-best) and its upper edge, the former recommendation, with the zero-hit it costs."
+    )
+    if stages and "rerank" not in stages:
+        note += (
+            f" These are the retriever's scores ({', '.join(sorted(stages))}); to calibrate a reranker's score: "
+            f"{how_to_get}."
+        )
+    return note
 
 
 def calibration(model: ReportModel) -> Markup:
@@ -17,33 +94,8 @@ def calibration(model: ReportModel) -> Markup:
     if model.baseline_id is not None:
         chunkings.append(str(model.run.config_row(model.baseline_id)["chunking"]))
     chunkings = list(dict.fromkeys(chunkings))
-    rows = []
-    for r in table_[table_["chunking"].isin(chunkings)].to_dict("records"):
-        rows.append(
-            [
-                r.get("chunking"),
-                r.get("stage"),
-                r.get("question_class"),
-                f"{fmt.count(r.get('n_relevant_best'))} / {fmt.count(r.get('n_irrelevant_best'))}",
-                f"[{fmt.num(r.get('overlap_low'))}, {fmt.num(r.get('overlap_high'))}]",
-                "yes" if r.get("separable") else "no",
-                fmt.num(r.get("recommended_threshold")),
-                fmt.pct(r.get("zero_hit_answerable_at_recommended")),
-                fmt.pct(r.get("zero_hit_unanswerable_at_recommended")),
-            ]
-        )
-    headers = [
-        "chunking",
-        "score",
-        "class",
-        "rel / irrel",
-        "overlap",
-        "separable",
-        "recommended threshold",
-        "zero-hit ans.",
-        "zero-hit unans.",
-    ]
-    body: list[Markup] = [table(headers, rows, numeric=(3, 4, 6, 7, 8))]
+    records = table_[table_["chunking"].isin(chunkings)].to_dict("records")
+    body: list[Markup] = [table(HEADERS, [_row(r) for r in records], numeric=NUMERIC)]
     results = model.run.results
     if {"best_relevant_score", "best_irrelevant_score"} <= set(results.columns):
         mine = results[results["config_id"] == model.rec.config_id]
@@ -59,14 +111,5 @@ def calibration(model: ReportModel) -> Markup:
         )
         body.insert(0, img(png, "best relevant and best irrelevant score per question"))
     stages = {str(s) for s in table_["stage"].unique()} if "stage" in table_.columns else set()
-    note = (
-        "Per question class: the best relevant candidate's score against the best irrelevant one's. Where the two "
-        "overlap (5th percentile of relevant-best to 95th of irrelevant-best) no threshold separates them; the "
-        "recommended threshold is the overlap's upper edge, and its price is the zero-hit rate shown."
-    )
-    if stages and "rerank" not in stages:
-        note += (
-            f" These are the retriever's scores ({', '.join(sorted(stages))}); to calibrate a reranker's score: "
-            f"{source.how_to_get}."
-        )
-    return section(source.key, source.title, body, note)
+    target = float(table_["zero_hit_target"].iloc[0]) if "zero_hit_target" in table_.columns else None
+    return section(source.key, source.title, body, _note(target, stages, source.how_to_get))

@@ -1,0 +1,222 @@
+"""Diagnostics that keep the constraints: threshold advice from calibration, flags for degenerate configs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hydra import compose, initialize_config_dir
+
+from evalkit.report import Objective
+from evalkit.report.analysis import recommend, steps
+from evalkit.report.data import load_run
+from evalkit.report.diagnostics import (
+    Finding,
+    calibration_rule,
+    diagnose,
+    grid_edge_rule,
+    overlap_effect_rule,
+    threshold_rule,
+    whole_document_rule,
+)
+from evalkit.report.threshold_advice import threshold_advice
+from evalkit.scoring.calibration import calibrate_by_class
+from evalkit.scoring.registry import measure
+from evalkit.scoring.thresholds import zero_hit_at
+from evalkit.sweep import sweep
+from tests.conftest import REPO
+
+FAST = Objective(n_resamples=500)
+SET_TO = re.compile(r"set threshold to (\S+?):")
+
+
+def one_config(best: np.ndarray, answerable: np.ndarray, chunking: str = "c") -> dict[str, pd.DataFrame]:
+    """Results, summary and calibration of one config whose pool is each question's best score."""
+    n = best.size
+    config_id = f"{chunking}|bm25|none|k5|t0"
+    results = pd.DataFrame(
+        {
+            "config_id": config_id,
+            "question_id": [f"q{i}" for i in range(n)],
+            "answerable": answerable,
+            "best_score": best,
+            "chunking": chunking,
+            "chunk_size": 512,
+            "chunk_overlap": 0,
+            "top_k": 5,
+            "threshold": 0.0,
+            "recall": answerable.astype(float),
+            "zero_hit": False,
+        }
+    )
+    summary = pd.DataFrame(
+        [{"config_id": config_id, "chunking": chunking, "chunk_size": 512, "chunk_overlap": 0, "top_k": 5}]
+    ).assign(threshold=0.0, recall=answerable.mean(), zero_hit_answerable=0.0, n_chunks=100)
+    scores, relevant = best[:, None], answerable[:, None]
+    rows = calibrate_by_class(chunking, "bm25", ["all"] * n, scores, relevant, answerable)
+    calibration = pd.DataFrame([r.to_dict() for r in rows])
+    return {"results": results, "summary": summary, "calibration": calibration}
+
+
+def test_separating_score_gets_a_threshold_within_the_target() -> None:
+    rng = np.random.default_rng(0)
+    best = np.concatenate([rng.normal(10, 2, 200), rng.normal(4, 1.5, 40)])
+    answerable = np.arange(240) < 200
+    f = one_config(best, answerable)
+    rec = f["summary"].iloc[0].to_dict()
+    advice = threshold_advice(f["calibration"], f["results"], rec, FAST)
+    assert advice is not None and advice.threshold is not None
+    # The value shown, rounded down, keeps zero-hit on answerable questions within 5%.
+    assert zero_hit_at(best[answerable], advice.threshold) <= 0.05
+    shown = f"{zero_hit_at(best[~answerable], advice.threshold):.1%}"
+    assert advice.fix.startswith(f"set threshold to {advice.threshold:g}: zero-hit on answerable ")
+    assert f"<= 5%, abstains on {shown} of unanswerable" in advice.fix
+    # A stricter objective cap than the calibration's target is honoured, not broken.
+    strict = threshold_advice(f["calibration"], f["results"], rec, Objective(max_zero_hit_answerable=0.01))
+    assert strict is not None and strict.threshold is not None and strict.threshold < advice.threshold
+    assert zero_hit_at(best[answerable], strict.threshold) <= 0.01
+    # The recommended config at threshold 0 is told to set it.
+    (finding,) = rule(f, rec)
+    assert finding.fired and finding.advice == advice.fix
+
+
+def rule(f: dict[str, pd.DataFrame], rec: dict) -> tuple[Finding, ...]:
+    return calibration_rule(f["calibration"], f["results"], rec, FAST)
+
+
+def test_poor_separation_says_no_threshold_and_widen_the_pool() -> None:
+    rng = np.random.default_rng(1)
+    best = rng.normal(8, 2, 300)  # answerable and unanswerable from one distribution: AUC about 0.5
+    answerable = np.arange(300) % 5 != 0
+    f = one_config(best, answerable)
+    rec = f["summary"].iloc[0].to_dict()
+    auc = float(f["calibration"]["auc_answerable_vs_unanswerable"].iloc[0])
+    advice = threshold_advice(f["calibration"], f["results"], rec, FAST)
+    assert advice is not None and advice.threshold is None
+    assert advice.fix == (
+        f"no threshold for this score (AUC {auc:.2f} < 0.7): keep 0; "
+        "if zero-hit rises without a gain, widen the pool (pool_size)"
+    )
+    (finding,) = rule(f, rec)
+    assert not finding.fired  # the recommended config already filters nothing
+    (finding,) = rule(f, {**rec, "threshold": 5.0})
+    assert finding.fired and finding.advice.startswith("no threshold for this score (AUC")
+
+
+def test_no_unanswerable_questions_means_no_threshold() -> None:
+    best = np.linspace(1, 20, 50)
+    f = one_config(best, np.ones(50, dtype=bool))
+    advice = threshold_advice(f["calibration"], f["results"], f["summary"].iloc[0].to_dict(), FAST)
+    assert advice is not None and advice.fix.startswith("no threshold for this score (no unanswerable questions)")
+
+
+def test_an_older_calibration_is_never_advised() -> None:
+    best = np.linspace(1, 20, 50)
+    f = one_config(best, np.arange(50) > 5)
+    old = f["calibration"][["chunking", "stage", "question_class", "recommended_threshold"]].assign(
+        recommended_threshold=15.0
+    )
+    rec = f["summary"].iloc[0].to_dict()
+    assert threshold_advice(old, f["results"], rec, FAST) is None
+    findings = threshold_rule(f["results"], f["summary"], rec, FAST, calibrated=15.0, calibration=old)
+    assert all("15" not in x.advice for x in findings)
+
+
+def grid(sizes: tuple[int, ...], overlaps: tuple[int, ...], ks: tuple[int, ...]) -> dict[str, pd.DataFrame]:
+    """Summary and results of a small grid where recall grows with chunk_size and top_k, overlap changes nothing."""
+    rows, summary = [], []
+    for size in sizes:
+        for overlap in overlaps:
+            chunking = f"recursive-s{size}-o{overlap}"
+            for k in ks:
+                config_id = f"{chunking}|bm25|none|k{k}|t0"
+                recall = np.array([float(i < size / 100 + k) for i in range(20)])
+                for i, r in enumerate(recall):
+                    rows.append(
+                        {"config_id": config_id, "question_id": f"q{i}", "chunking": chunking, "chunk_size": size}
+                        | {"chunk_overlap": overlap, "top_k": k, "threshold": 0.0, "recall": r, "hit": r}
+                        | {"answerable": True, "best_score": 5.0, "zero_hit": False, "n_returned": k}
+                    )
+                summary.append(
+                    {"config_id": config_id, "chunking": chunking, "chunker": "recursive", "chunk_size": size}
+                    | {"chunk_overlap": overlap, "retriever": "bm25", "reranker": "none", "top_k": k}
+                    | {"threshold": 0.0, "recall": recall.mean(), "n_chunks": 1000 // size}
+                )
+    return {"results": pd.DataFrame(rows), "summary": pd.DataFrame(summary)}
+
+
+def test_overlap_without_effect_and_whole_documents_and_grid_edge() -> None:
+    g = grid((256, 1024), (0, 64), (3, 5))
+    flagged = overlap_effect_rule(g["results"], g["summary"])
+    assert {f.title for f in flagged} == {
+        "overlap 64 at chunk_size 256 has no effect",
+        "overlap 64 at chunk_size 1024 has no effect",
+    }
+    # Once overlap changes a value, the flag goes.
+    changed = g["results"].copy()
+    changed.loc[(changed["chunking"] == "recursive-s256-o64") & (changed["question_id"] == "q0"), "recall"] = 0.0
+    assert {f.title for f in overlap_effect_rule(changed, g["summary"])} == {
+        "overlap 64 at chunk_size 1024 has no effect"
+    }
+    # 1000 // 1024 = 0 chunks is not a chunking; 1000 // 256 = 3 chunks for 3 documents is whole documents.
+    whole = whole_document_rule(g["summary"], {"labelset": {"documents": 3}})
+    assert [f.title for f in whole] == [
+        "recursive-s256-o0: every chunk is a whole document",
+        "recursive-s256-o64: every chunk is a whole document",
+    ]
+    assert whole_document_rule(g["summary"], None) == ()
+    edge = grid_edge_rule(g["summary"], FAST)
+    assert [f.title for f in edge] == [
+        "the best recall@5 config uses the largest top_k of the grid (5)",
+        "the best recall@5 config uses the largest chunk_size of the grid (1024)",
+    ]
+    assert all(f.fired and f.advice.startswith("extend the grid") for f in edge)
+
+
+def _sweep(labelset: Path, reports: Path) -> Path:
+    with initialize_config_dir(version_base="1.3", config_dir=str(REPO / "conf")):
+        cfg = compose(
+            config_name="config",
+            overrides=[
+                f"labelset.path={labelset}",
+                "retriever=bm25",
+                f"reports_dir={reports}",
+                "progress=false",
+                "report=false",
+                "chunk_size=[256,512]",
+                "chunk_overlap=[0,64]",
+                "top_k=[1,5]",
+            ],
+        )
+        return sweep(cfg)
+
+
+@pytest.mark.parametrize("cap", [0.05, 0.02])
+def test_no_diagnostic_on_a_real_run_advises_a_threshold_that_breaks_the_cap(
+    tmp_path: Path, small_demo: Path, cap: float
+) -> None:
+    run = load_run(_sweep(small_demo, tmp_path))
+    objective = Objective(max_zero_hit_answerable=cap, n_resamples=500)
+    rec = recommend(run.summary, run.results, objective)
+    rec_row = run.config_row(rec.config_id)
+    k_steps = steps(
+        run.results, run.summary, measure("recall"), str(rec_row["chunking"]), "top_k", rec_row["threshold"], objective
+    )
+    findings = diagnose(
+        run.results, run.summary, run.chunkings, rec_row, objective, k_steps, None, None, run.calibration, run.manifest
+    )
+    assert {"overlap", "top_k", "threshold"} <= {f.rule for f in findings}
+    own = run.results[run.results["config_id"] == rec.config_id]
+    ans = own["answerable"].to_numpy(dtype=bool)
+    best = own["best_score"].to_numpy(dtype=float)
+    for f in findings:
+        for value in SET_TO.findall(f.advice):
+            assert zero_hit_at(best[ans], float(value)) <= cap, f
+    # Without calibration.parquet the per-chunking info files give the same advice.
+    fallback = diagnose(
+        run.results, run.summary, run.chunkings, rec_row, objective, k_steps, None, None, None, run.manifest
+    )
+    assert [f.advice for f in fallback] == [f.advice for f in findings]
