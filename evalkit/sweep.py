@@ -19,9 +19,10 @@ from evalkit.labels.read import load_labelset
 from evalkit.overrides import exit_on_composition_error
 from evalkit.pipeline.config import CONF_DIR, read_config
 from evalkit.pipeline.driver import execute
-from evalkit.pipeline.errors import CALL_ERRORS, SETUP_ERRORS, BudgetExceeded, ConfigError, LabelsetError
+from evalkit.pipeline.errors import CALL_ERRORS, SETUP_ERRORS, BudgetExceeded, LabelsetError
 from evalkit.pipeline.plan import SweepPlan, build_plan
 from evalkit.pipeline.sweep import config_record
+from evalkit.signals import Stopped, stop_on_signals
 
 
 def fail(lines: list[str]) -> NoReturn:
@@ -54,11 +55,15 @@ def sweep(cfg: DictConfig) -> Path:
     for warning in labelset.warnings:
         print(f"evalkit: warning: {warning}", file=sys.stderr)
     try:
-        run_dir = execute(plan, labelset, record)
+        with stop_on_signals():
+            run_dir = execute(plan, labelset, record)
+    except Stopped as exc:
+        print("evalkit: stopped; finished units are kept; run the same command to resume", file=sys.stderr)
+        sys.exit(exc.code)
     except BudgetExceeded as exc:
         print(f"evalkit: stopped: {exc}", file=sys.stderr)
         sys.exit(3)
-    except ConfigError as exc:  # e.g. position.chunking names a chunking the sweep did not run
+    except SETUP_ERRORS as exc:  # e.g. position.chunking names a chunking the sweep did not run, a held lock
         fail([str(exc)])
     except CALL_ERRORS as exc:
         # What finished is on disk and every paid-for score is cached: the same command resumes.

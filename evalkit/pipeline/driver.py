@@ -28,6 +28,7 @@ from evalkit.retrieval.embedding.base import Embedder
 from evalkit.retrieval.embedding.local import EMBEDDERS
 from evalkit.retrieval.rerank.base import Reranker
 from evalkit.retrieval.rerank.factory import make_reranker
+from evalkit.run.lock import run_lock
 
 
 def run_dir_of(plan: SweepPlan, labelset: LabelSet) -> Path:
@@ -56,7 +57,7 @@ def execute(
         file=sys.stderr,
     )
     executor = executor or EXECUTORS["local"]()
-    with Cache(plan.options.cache_path) as cache:
+    with run_lock(run_dir), Cache(plan.options.cache_path) as cache:
         reranker = make_reranker(plan.reranker, cache, plan.pricing_dir)
         if plan.options.dry_run:
             dry_run(plan, labelset, embedder, reranker, cache, run_dir, executor)

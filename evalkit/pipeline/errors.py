@@ -11,11 +11,12 @@ from evalkit.cost.budget import BudgetExceeded
 from evalkit.labels.read import LabelsetError
 from evalkit.retrieval.embedding.base import EmbeddingError
 from evalkit.retrieval.rerank.base import RerankError
+from evalkit.run.lock import RunLocked
 from evalkit.settings import ConfigError
 
 CALL_ERRORS: tuple[type[Exception], ...] = (EmbeddingError, RerankError, GenerationError)
 """A model or API call failed: finished units are kept, the same command resumes."""
-SETUP_ERRORS: tuple[type[Exception], ...] = (ConfigError, ChunkingError)
+SETUP_ERRORS: tuple[type[Exception], ...] = (ConfigError, ChunkingError, RunLocked)
 """The config cannot run: nothing was computed."""
 
 __all__ = ["CALL_ERRORS", "SETUP_ERRORS", "BudgetExceeded", "ConfigError", "LabelsetError"]

@@ -19,6 +19,7 @@ from typing import Any
 from evalkit.answering.position.settings import PositionSettings
 from evalkit.chunking.chunkers import CHUNKERS, validate_spec
 from evalkit.cost.apply import CostSettings
+from evalkit.cost.prices import PricingError, price_table
 from evalkit.pipeline.config import PROJECT_ROOT, BaselineSettings, SweepConfig
 from evalkit.records import ChunkingSpec
 from evalkit.retrieval.embedding.local import EMBEDDERS
@@ -157,6 +158,9 @@ def build_plan(
     if thresholds is None:
         name = config.reranker.name
         raise ConfigError(f"reranker.thresholds: reranker {name!r} has no threshold grid; set threshold=")
+    _check_prices(config)
+    if config.compare and not (resolve_path(config.compare) / "summary.parquet").is_file():
+        raise ConfigError(f"compare: {config.compare!r} is not a finished run folder (no summary.parquet)")
     if config.position is not None and config.generator is None:
         raise ConfigError("generator: not set; add generator=local or generator=anthropic")
     return SweepPlan(
@@ -186,6 +190,17 @@ def build_plan(
 
 
 SAFE_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def _check_prices(config: SweepConfig) -> None:
+    """The price files exist and price the target model: a cost stage must not fail after the sweep ran."""
+    pricing_dir = resolve_path(config.cost.pricing_dir)
+    if not pricing_dir.is_dir():
+        raise ConfigError(f"cost.pricing_dir: {config.cost.pricing_dir!r} is not a folder of price files")
+    try:
+        price_table(pricing_dir).model(config.cost.model)
+    except PricingError as exc:
+        raise ConfigError(f"cost.model: {str(exc).splitlines()[0]}") from None
 
 
 def _options(config: SweepConfig) -> RunOptions:

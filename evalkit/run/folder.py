@@ -25,13 +25,12 @@ from typing import Any
 import pandas as pd
 
 from evalkit.run import files
+from evalkit.run.units import atomic_write
 
 
 def write_json(path: Path, payload: Mapping[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=True, default=str), encoding="utf-8")
-    os.replace(tmp, path)
+    text = json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+    atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -39,16 +38,10 @@ def read_json(path: Path) -> dict[str, Any]:
 
 
 def write_table(path: Path, frame: pd.DataFrame, csv: bool = False) -> None:
-    """Parquet for tools, and CSV beside it for people when asked."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.parquet")
-    frame.to_parquet(tmp, index=False)
-    os.replace(tmp, path)
+    """Parquet for tools, and CSV beside it for people when asked (temporary names unique per writer)."""
+    atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
     if csv:
-        csv_path = path.with_suffix(".csv")
-        tmp_csv = csv_path.with_suffix(".tmp.csv")
-        frame.to_csv(tmp_csv, index=False)
-        os.replace(tmp_csv, csv_path)
+        atomic_write(path.with_suffix(".csv"), lambda tmp: frame.to_csv(tmp, index=False))
 
 
 class RunFolder:
