@@ -29,10 +29,12 @@ def write_report(
     run_dir: str | Path,
     compare: str | Path | None = None,
     objective: Objective | None = None,
-    max_questions: int = 200,
+    max_questions: int = 50,
     labelset: str | Path | None = None,
 ) -> Path:
     """Write ``<run_dir>/index.html`` and return its path.
+
+    ``max_questions``: questions per page of the drill-down (the page holds every question of its filters).
 
     Raises:
         RunError: the folder is not a finished run (one-line message).

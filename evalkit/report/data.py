@@ -65,6 +65,8 @@ class Run:
     """chunk_health.json, when present."""
     gate: Mapping[str, Any] | None = None
     """gate.json, when a gate wrote its verdict into this folder."""
+    recommendation: Mapping[str, Any] | None = None
+    """recommendation.json: the sweep's decision, when the sweep wrote one (runs before it did not)."""
 
     @property
     def run_id(self) -> str:
@@ -166,6 +168,7 @@ def load_run(run_dir: str | Path) -> Run:
         costs=_optional_json(root / files.COSTS_JSON),
         chunk_health=_optional_json(root / files.CHUNK_HEALTH_JSON),
         gate=_optional_json(root / files.GATE_JSON),
+        recommendation=_optional_json(root / files.RECOMMENDATION_JSON),
     )
 
 

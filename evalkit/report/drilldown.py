@@ -23,17 +23,34 @@ MAX_SPAN_CHARS = 800
 MAX_CHUNK_CHARS = 2000
 
 
-@dataclass(frozen=True)
-class Selection:
-    """Which questions the table shows, and why."""
+VIEW_ALL = "all"
+VIEW_ANY = "any"
+VIEW_MISSES = "misses"
+VIEW_UNANSWERABLE = "unanswerable-with-context"
+VIEW_FLIPS = "flips"
 
+
+@dataclass(frozen=True)
+class View:
+    """One drill-down filter: its key, its label in the page, and every question it holds, in page order."""
+
+    key: str
+    label: str
     question_ids: tuple[str, ...]
-    n_total: int
-    n_differing: int
-    """Questions whose outcome differs between the recommended and the baseline config."""
-    n_shown_differing: int
-    n_sampled: int
-    seed: int
+
+
+@dataclass(frozen=True)
+class Views:
+    """The drill-down's filters over every question of the run (no sample: each holds all its questions)."""
+
+    views: tuple[View, ...]
+    """``all`` first (the page's default): flips, then misses, then unanswerable questions given context, then the
+    rest; then the union of those three; then each of them."""
+    focus_label: str
+    """What the focus config is called: ``recommended``, or ``production`` when production is kept."""
+
+    def get(self, key: str) -> View:
+        return next(v for v in self.views if v.key == key)
 
 
 def outcome(rows: pd.DataFrame) -> pd.Series:
@@ -43,24 +60,42 @@ def outcome(rows: pd.DataFrame) -> pd.Series:
     return pd.Series(values, index=rows["question_id"].to_numpy())
 
 
-def select_questions(
-    results: pd.DataFrame, recommended_id: str, baseline_id: str | None, limit: int, seed: int
-) -> Selection:
-    """Questions whose outcome differs first (all of them, up to ``limit``), then a seeded random sample."""
-    rec = results[results["config_id"] == recommended_id]
-    order = list(rec["question_id"])
-    differing: list[str] = []
-    if baseline_id is not None and baseline_id != recommended_id:
-        base = outcome(results[results["config_id"] == baseline_id]).reindex(order)
-        mine = outcome(rec).reindex(order)
-        differing = [q for q, a, b in zip(order, mine, base, strict=True) if a != b]
-    shown = differing[:limit]
-    rest = [q for q in order if q not in set(differing)]
-    n_sample = min(max(limit - len(shown), 0), len(rest))
-    rng = np.random.default_rng(seed)
-    picked = set(rng.choice(len(rest), size=n_sample, replace=False).tolist()) if n_sample else set()
-    sample = [q for i, q in enumerate(rest) if i in picked]
-    return Selection(tuple(shown + sample), len(order), len(differing), len(shown), len(sample), seed)
+def question_views(results: pd.DataFrame, focus_id: str, production_id: str | None, focus_label: str) -> Views:
+    """The filters: misses of the focus config, unanswerable questions it gave context, flips against production.
+
+    A miss: an answerable question whose evidence the config did not fully return (recall below 1; for mode
+    ``any`` that is hit 0). Unanswerable with context: the config returned something (no zero-hit). A flip:
+    the outcome (hit, or abstention when unanswerable) differs between the focus config and production.
+    """
+    rows = results[results["config_id"] == focus_id]
+    order = [str(q) for q in rows["question_id"]]
+    answerable = rows["answerable"].astype(bool).to_numpy()
+    recall = rows["recall"].fillna(0.0).to_numpy(dtype=float)
+    zero_hit = rows["zero_hit"].fillna(0.0).to_numpy(dtype=float)
+    misses = [q for q, a, r in zip(order, answerable, recall, strict=True) if a and r < 1.0 - 1e-9]
+    given = [q for q, a, z in zip(order, answerable, zero_hit, strict=True) if not a and z < 0.5]
+    flips: list[str] = []
+    if production_id is not None and production_id != focus_id:
+        base = outcome(results[results["config_id"] == production_id]).reindex(order)
+        mine = outcome(rows).reindex(order)
+        flips = [q for q, a, b in zip(order, mine, base, strict=True) if a != b]
+    chosen = list(dict.fromkeys([*flips, *misses, *given]))
+    rest = _rest(order, chosen)
+    return Views(
+        (
+            View(VIEW_ALL, "all questions (flips, misses, unanswerable given context first)", tuple(chosen + rest)),
+            View(VIEW_ANY, "any of the three filters below", tuple(chosen)),
+            View(VIEW_MISSES, f"misses of the {focus_label} config", tuple(misses)),
+            View(VIEW_UNANSWERABLE, "unanswerable questions that got context", tuple(given)),
+            View(VIEW_FLIPS, f"questions that flip between production and the {focus_label} config", tuple(flips)),
+        ),
+        focus_label,
+    )
+
+
+def _rest(order: list[str], chosen: list[str]) -> list[str]:
+    taken = set(chosen)
+    return [q for q in order if q not in taken]
 
 
 def highlight(text: str, offset: int, spans: Sequence[tuple[int, int]]) -> Markup:
@@ -107,14 +142,23 @@ def _pill(ok: bool | None, yes: str, no: str) -> Markup:
     return tag("span", yes if ok else no, class_="pill good" if ok else "pill bad")
 
 
+def gold_rank_words(rank: object) -> str:
+    """Where the first relevant unit sat in the candidate pool (0: not in the pool at all)."""
+    try:
+        value = int(rank)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return "gold rank n/a"
+    return f"gold rank {value} in pool" if value > 0 else "gold not in pool"
+
+
 def outcome_pill(row: Mapping[str, object] | None) -> Markup:
-    """✓/✗ for one config on one question (hit, or abstention when unanswerable)."""
+    """✓/✗ for one config on one question (hit, or abstention when unanswerable); a miss names the gold's pool rank."""
     if row is None:
         return _pill(None, "", "")
     if bool(row["answerable"]):
         hit = bool(row["hit"] == 1.0)
-        rank = int(row["gold_rank_in_pool"]) if hit else 0
-        return _pill(hit, f"hit · rank {rank} in pool" if rank else "hit", "miss")
+        rank = gold_rank_words(row.get("gold_rank_in_pool"))
+        return _pill(hit, f"hit · {rank}", f"miss · {rank}")
     return _pill(bool(row["zero_hit"]), "abstained", "returned context")
 
 

@@ -95,3 +95,53 @@ def p_value(p: float | None) -> str:
 
 def threshold(t: float) -> str:
     return f"{t:g}"
+
+
+_NAMED_UNITS = {"prompt_tokens": "tokens", "abstention": "proportion", "cost_per_query": "usd", "cost_per_day": "usd"}
+"""Units of the quantities recommendation.json names that are not a result column of the registry."""
+
+
+def unit_of(name: str) -> str:
+    """How a named quantity reads: ``proportion``, ``usd``, ``tokens``, ... (``score`` when unknown)."""
+    from evalkit.scoring.registry import COLUMNS, MEASURES
+
+    if name in _NAMED_UNITS:
+        return _NAMED_UNITS[name]
+    if name in MEASURES:
+        m = MEASURES[name]
+        return "proportion" if m.proportion else COLUMNS.get(m.column, COLUMNS["n_returned"]).unit
+    return COLUMNS[name].unit if name in COLUMNS else "score"
+
+
+def quantity(name: str, x: float | None) -> str:
+    """A value of the named quantity in its unit: ``72.4%``, ``$0.0041``, ``1,234`` tokens."""
+    unit = unit_of(name)
+    if unit == "proportion":
+        return pct(x)
+    if unit == "usd":
+        return money(x)
+    if unit in ("tokens", "count", "chars"):
+        return num(x, 0) if _finite(x) and abs(x) >= 100 else num(x, 1)
+    return num(x)
+
+
+def signed_quantity(name: str, x: float | None) -> str:
+    """A difference of the named quantity: points for proportions, signed dollars or counts otherwise."""
+    unit = unit_of(name)
+    if not _finite(x):
+        return "n/a"
+    if unit == "proportion":
+        return signed_points(x) + " points"
+    if unit == "usd":
+        return _signed_money(x)
+    sign = "+" if x >= 0 else MINUS
+    return sign + quantity(name, abs(x))
+
+
+def signed_interval(name: str, delta: float | None, low: float | None, high: float | None) -> str:
+    """``+1.2 points [−0.8, +3.1]``; the bounds left out when absent."""
+    text = signed_quantity(name, delta)
+    if _finite(low) and _finite(high):
+        bounds = (signed_quantity(name, b).replace(" points", "") for b in (low, high))
+        text += " [" + ", ".join(bounds) + "]"
+    return text

@@ -2,8 +2,9 @@
 
 Every string that reaches the page goes through :func:`esc` unless it is a
 :class:`Markup`, which only this package's own code constructs from escaped
-parts. The inline script reads and toggles the page; it never parses data as
-HTML (no ``innerHTML``) and no data is placed inside it.
+parts. The inline script reads and toggles the page and renders the drill-down a page at a time from
+JSON kept inert in a ``<template>`` (:func:`data_block`); it never parses data as HTML (no
+``innerHTML``: elements and text nodes only) and no data is placed inside the script itself.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import json
 from collections.abc import Iterable, Sequence
 
 
@@ -146,21 +148,127 @@ footer{color:var(--muted);font-size:12px;text-align:center;padding:20px}
 
 JS = """
 (function(){
+  function el(name,cls,text){var e=document.createElement(name);if(cls){e.className=cls;}
+    if(text!==undefined&&text!==null){e.textContent=String(text);}return e;}
+  function add(parent,children){children.forEach(function(c){
+    parent.appendChild(typeof c==='string'?document.createTextNode(c):c);});return parent;}
+  var list=document.getElementById('qlist');
   var box=document.getElementById('qfilter');
-  var items=Array.prototype.slice.call(document.querySelectorAll('details.q'));
   var shown=document.getElementById('qshown');
-  function apply(){
-    var needle=(box&&box.value||'').toLowerCase();var n=0;
-    items.forEach(function(d){var hit=!needle||d.textContent.toLowerCase().indexOf(needle)>=0;
-      d.hidden=!hit;if(hit){n++;}});
-    if(shown){shown.textContent=String(n);}
-  }
-  if(box){box.addEventListener('input',apply);}
-  function setAll(open){items.forEach(function(d){if(!d.hidden){d.open=open;}});}
+  var store=document.getElementById('qdata');
+  var data=null;
+  if(store&&store.content){try{data=JSON.parse(store.content.textContent);}catch(err){data=null;}}
+  function setAll(open){Array.prototype.slice.call(document.querySelectorAll('details.q')).forEach(function(d){
+    if(!d.hidden){d.open=open;}});}
   var ex=document.getElementById('qexpand');if(ex){ex.addEventListener('click',function(){setAll(true);});}
   var co=document.getElementById('qcollapse');if(co){co.addEventListener('click',function(){setAll(false);});}
+  if(!data||!list){
+    var items=Array.prototype.slice.call(document.querySelectorAll('details.q'));
+    var apply=function(){var needle=(box&&box.value||'').toLowerCase();var n=0;
+      items.forEach(function(d){var hit=!needle||d.textContent.toLowerCase().indexOf(needle)>=0;
+        d.hidden=!hit;if(hit){n++;}});if(shown){shown.textContent=String(n);}};
+    if(box){box.addEventListener('input',apply);}
+    return;
+  }
+  var MINUS='\\u2212';
+  function num(x,d){return (x===null||x===undefined)?'n/a':x.toFixed(d).replace('-',MINUS);}
+  var cache={};
+  function piece(doc,s,e){
+    var parts=data.docs[doc]||[];
+    for(var i=0;i<parts.length;i++){var p=parts[i];var t=p[1];
+      if(p[2]){if(!cache[doc+'#'+i]){cache[doc+'#'+i]=Array.from(t);}t=cache[doc+'#'+i];}
+      if(p[0]<=s&&e<=p[0]+t.length){var out=t.slice(s-p[0],e-p[0]);return p[2]?out.join(''):out;}}
+    return null;}
+  function stretchEnd(doc,s){var parts=data.docs[doc]||[];for(var i=0;i<parts.length;i++){var p=parts[i];
+    var n=p[2]?Array.from(p[1]).length:p[1].length;if(p[0]<=s&&s<=p[0]+n){return p[0]+n;}}return s;}
+  function marked(doc,s,e,spans){
+    var nodes=[];var at=s;
+    spans.filter(function(g){return g[0]===doc&&g[2]>s&&g[1]<e;}).map(function(g){
+      return [Math.max(g[1],s),Math.min(g[2],e)];}).sort(function(a,b){return a[0]-b[0];}).forEach(function(c){
+      var a=Math.max(c[0],at);if(c[1]<=a){return;}
+      nodes.push(piece(doc,at,a)||'');nodes.push(el('mark','',piece(doc,a,c[1])));at=c[1];});
+    nodes.push(piece(doc,at,e)||'');return nodes;}
+  function pill(ok,yes,no){if(ok===null){return el('span','pill neutral','n/a');}
+    return el('span',ok?'pill good':'pill bad',ok?yes:no);}
+  function rankWords(r){return r===null||r===undefined?'gold rank n/a':(r>0?'gold rank '+r+' in pool':
+    'gold not in pool');}
+  function outcomePill(q,r){if(!r){return pill(null);}
+    if(q.u){var w=rankWords(r[3]);return pill(r[0]===1,'hit \\u00b7 '+w,'miss \\u00b7 '+w);}
+    return pill(r[0]===1,'abstained','returned context');}
+  function goldContext(ev){var doc=ev[0],s=ev[1],e=ev[2];var left=Math.max(0,s-150);
+    var right=Math.min(stretchEnd(doc,e),e+150);if(piece(doc,s,e)===null){return ['(document text not found)'];}
+    var out=[(left>0?'\\u2026':'')+(piece(doc,left,s)||'')];
+    if(e-s>800){out.push(el('mark','',piece(doc,s,s+400)));out.push(' \\u2026 ');out.push(el('mark','',
+      piece(doc,e-400,e)));}else{out.push(el('mark','',piece(doc,s,e)));}
+    out.push((piece(doc,e,right)||'')+(right>=e+150?'\\u2026':''));return out;}
+  function chunkTable(q,r){
+    if(!r[4].length){return el('p','note',
+      'Nothing returned (every candidate scored below the threshold: a zero-hit).');}
+    var t=el('table','data');var head=el('tr');
+    ['rank','score','relevant','document [start:end]','chunk text'].forEach(function(h){
+      head.appendChild(el('th','',h));});
+    add(t,[add(el('thead'),[head])]);var body=el('tbody');
+    r[4].forEach(function(c,i){var end=Math.min(c[2],c[1]+2000);var text=piece(c[0],c[1],end);
+      var cell=el('div','chunk');
+      if(text===null){cell.appendChild(el('span','note','(document text not found)'));}
+      else{add(cell,marked(c[0],c[1],end,q.ev));if(c[2]>end){cell.appendChild(document.createTextNode('\\u2026'));}}
+      add(body,[add(el('tr'),[el('td','num',i+1),el('td','num',num(c[3],3)),add(el('td'),[pill(c[4]===1,'yes','no')]),
+        add(el('td'),[el('code','',data.doc_ids[c[0]]+' ['+c[1]+':'+c[2]+']')]),add(el('td'),[cell])])]);});
+    t.appendChild(body);return add(el('div','scroll'),[t]);}
+  function details(q){
+    var d=el('details','q');var sum=el('summary');var text=q.q===null?'(question not found in the labelled set)':q.q;
+    var out=el('span','outcome');
+    data.configs.forEach(function(c,i){add(out,[el('span','note',c.label+': '),outcomePill(q,q.r[i]),' ']);});
+    add(sum,[el('span','qid',q.id),el('span','qtext',text.length<=180?text:text.slice(0,177)+'\\u2026'),out]);
+    var b=el('div','qbody');
+    add(b,[add(el('p'),[el('strong','','Question: '),text])]);
+    if(q.q!==null){
+      add(b,[add(el('p'),[el('strong','','Gold answer(s): '),q.a.length?q.a.join('; '):'(none: unanswerable)']),
+        el('p','note','evidence mode '+(q.m||'n/a')+'; tags: '+(q.t||'none'))]);
+      q.ev.forEach(function(ev){add(b,[add(el('p','note'),[el('code','',data.doc_ids[ev[0]]+' ['+ev[1]+':'+ev[2]+']')]),
+        add(el('div','ctx'),goldContext(ev))]);});
+      q.st.forEach(function(s){var clip=s[3].length<=80?s[3]:s[3].slice(0,79)+'\\u2026';
+        add(b,[add(el('p','note'),[el('code','',data.doc_ids[s[0]]+' ['+s[1]+':'+s[2]+']'),
+          ' stale label: the document no longer holds \\u201c'+clip+'\\u201d here (not shown as gold)'])]);});}
+    data.configs.forEach(function(c,i){var r=q.r[i];
+      var extra=r?' \\u2014 best pool score '+num(r[1],3)+', '+r[2]+' returned':'';
+      add(b,[add(el('h3'),[c.label+': ',el('code','',c.id),extra])]);
+      b.appendChild(r?chunkTable(q,r):el('p','note','(no result row for this question)'));});
+    return add(d,[sum,b]);}
+  var view=document.getElementById('qview');var page=0;
+  var prev=document.getElementById('qprev'),next=document.getElementById('qnext');
+  var where=document.getElementById('qpage');
+  function current(){var key=view?view.value:data.views[0].key;
+    var v=data.views.filter(function(x){return x.key===key;})[0]||data.views[0];
+    var needle=(box&&box.value||'').toLowerCase();
+    return v.q.filter(function(i){if(!needle){return true;}var q=data.questions[i];
+      return [q.id,q.q||'',q.a.join(' '),q.t].join(' ').toLowerCase().indexOf(needle)>=0;});}
+  function render(){var hits=current();var size=data.page_size;var pages=Math.max(1,Math.ceil(hits.length/size));
+    page=Math.min(Math.max(page,0),pages-1);
+    while(list.firstChild){list.removeChild(list.firstChild);}
+    hits.slice(page*size,(page+1)*size).forEach(function(i){list.appendChild(details(data.questions[i]));});
+    if(shown){shown.textContent=String(hits.length);}
+    if(where){where.textContent='page '+(page+1)+' of '+pages;}
+    if(prev){prev.disabled=page<=0;}if(next){next.disabled=page>=pages-1;}}
+  if(box){box.addEventListener('input',function(){page=0;render();});}
+  if(view){view.addEventListener('change',function(){page=0;render();});}
+  if(prev){prev.addEventListener('click',function(){page--;render();});}
+  if(next){next.addEventListener('click',function(){page++;render();});}
+  render();
 })();
 """
+
+
+def data_block(element_id: str, payload: object) -> Markup:
+    """JSON for the page's script, inert: inside a ``<template>`` (never executed, never rendered).
+
+    The JSON is escaped as element text (``&``, ``<``, ``>``), so no string in it can close the
+    element or open a tag; the script reads it back with ``template.content.textContent``.
+    JSON's own escapes keep control characters (and ``\\r``) out of the HTML parser's reach.
+    """
+    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return Markup(f'<template id="{esc(element_id)}">{text}</template>')
 
 
 def content_security_policy(script: str) -> str:

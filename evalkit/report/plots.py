@@ -240,31 +240,6 @@ def grouped_bars(
     return fig
 
 
-def pareto(points: pd.DataFrame, front: Sequence[str], x: str, y: str, highlight: Mapping[str, str]) -> object:
-    """Cost (x) against quality (y) per config, the Pareto front joined; ``highlight``: config_id -> label."""
-    fig = _figure(5.6, 3.4)
-    ax = fig.add_subplot()  # type: ignore[attr-defined]
-    ax.scatter(points[x], 100 * points[y], s=14, color=GREY, label="config")
-    on_front = points[points["config_id"].isin(front)].sort_values(x)
-    ax.plot(on_front[x], 100 * on_front[y], "-o", color=BLUE, ms=4, label="Pareto front")
-    for config_id, label in highlight.items():
-        row = points[points["config_id"] == config_id]
-        if not row.empty:
-            ax.scatter(row[x], 100 * row[y], s=60, facecolors="none", edgecolors=RED, lw=1.5)
-            ax.annotate(
-                label,
-                (float(row[x].iloc[0]), 100 * float(row[y].iloc[0])),
-                xytext=(5, 5),
-                textcoords="offset points",
-                fontsize=8,
-                color=RED,
-            )
-    ax.set_xlabel(x)
-    ax.set_ylabel(f"{y} %")
-    ax.legend(loc="lower right")
-    return fig
-
-
 def score_histograms(
     relevant: Sequence[float], irrelevant: Sequence[float], thresholds: Sequence[float], calibrated: float | None
 ) -> object:

@@ -7,9 +7,9 @@ from typing import Any
 
 import pandas as pd
 
-from evalkit.report import fmt, plots
+from evalkit.report import fmt
 from evalkit.report.experiments import pareto_front
-from evalkit.report.html import Markup, img, join, no_data, section, table, tag
+from evalkit.report.html import Markup, join, no_data, section, table, tag
 from evalkit.report.model import ReportModel
 from evalkit.run import files
 from evalkit.scoring.registry import measure
@@ -29,7 +29,6 @@ def cost(model: ReportModel) -> Markup:
     highlight = {model.rec.config_id: "recommended"}
     if model.baseline_id:
         highlight[model.baseline_id] = "baseline"
-    png = plots.draw(lambda: plots.pareto(points, front, column, quality, highlight), model.font)
     by_id = points.set_index("config_id")
     rows = []
     for cid in dict.fromkeys([*front, *highlight]):
@@ -45,7 +44,6 @@ def cost(model: ReportModel) -> Markup:
             ]
         )
     body: list[Markup] = [
-        img(png, "cost against quality with the Pareto front"),
         table(["config", "role", measure(quality).label, "$ / query", "$ / day"], rows, numeric=(2, 3, 4)),
     ]
     estimated = bool(points.get("cost_estimated", pd.Series([False])).astype(bool).any())
@@ -56,7 +54,8 @@ def cost(model: ReportModel) -> Markup:
         f"it returned"
         + (f", at {fmt.count(volume)} queries per day" if volume is not None else "")
         + (" (token counts are local estimates)" if estimated else "")
-        + f". {len(front)} configs on the Pareto front: none cheaper is at least as good."
+        + f". {len(front)} configs on the Pareto front: none cheaper is at least as good (plotted, every config "
+        "labelled, in the Frontier section)."
     )
     decision = (model.run.costs or {}).get("decision")
     if isinstance(decision, dict):

@@ -65,10 +65,11 @@ def top_k(model: ReportModel) -> Markup:
     for name, curves in model.k_curves.items():
         series = []
         for c in curves:
+            # One coloured, labelled line per chunking (a legend entry each); the band only on the focus one.
             if c.intervals is not None:
                 series.append(plots.series_from_intervals(f"{c.chunking} (95% CI)", c.x, c.intervals))
             else:
-                series.append(plots.Series("other chunkings", c.x, c.means, emphasis=False))
+                series.append(plots.Series(c.chunking, c.x, c.means))
         title = measure(name).label
         panels[title] = series
         if model.plateaus.get(name) is not None:
@@ -96,7 +97,8 @@ def top_k(model: ReportModel) -> Markup:
             else f"{label}: still gaining at the largest top_k of the grid"
         )
     note = (
-        f"Chunking {chunking} at threshold {fmt.threshold(float(row['threshold']))}; other chunkings in grey. "
+        f"Chunking {chunking} (with its 95% band) at threshold {fmt.threshold(float(row['threshold']))}; every "
+        "other chunking its own labelled line. "
         "Plateau: the smallest k after which the next k adds less than the noise (the paired 95% CI of the gain "
         "reaches 0). " + "; ".join(words) + "."
     )

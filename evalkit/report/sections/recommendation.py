@@ -9,6 +9,7 @@ from evalkit.report import fmt
 from evalkit.report.analysis import BaselineComparison, cost_key
 from evalkit.report.html import Markup, section, table, tag
 from evalkit.report.model import ReportModel
+from evalkit.report.sections.decision import decision_card
 from evalkit.run import files
 from evalkit.scoring import stats
 from evalkit.scoring.registry import Measure, measure
@@ -202,15 +203,40 @@ def _mde_note(comparison: BaselineComparison, m: Measure, alpha: float) -> Marku
     )
 
 
-def recommendation(model: ReportModel) -> Markup:
+PREDATES = (
+    f"This run predates {files.RECOMMENDATION_JSON}: the recommendation below is the report's own pick "
+    "(python -m evalkit.report's objective), not the sweep's decision. Re-run the sweep to get the decision."
+)
+
+
+def measured(model: ReportModel) -> list[Markup]:
+    """The focus config against production on every headline measure, from results.parquet (paired, with CIs)."""
+    comparison = model.comparison
+    if comparison is None:
+        return []
     row, objective = model.rec_row, model.rec.objective
     m = measure(objective.metric)
     alpha = 1 - objective.level
+    base_row = model.run.config_row(comparison.baseline_id)
+    parts: list[Markup] = [*_headline(comparison, row, base_row, alpha)]
+    cost = cost_sentence(row, base_row)
+    if cost:
+        parts.append(tag("p", cost))
+    for part in (_against_production(model, comparison, alpha), _mde_note(comparison, m, alpha)):
+        if part is not None:
+            parts.append(part)
+    return parts
+
+
+def recommendation(model: ReportModel) -> Markup:
+    """The sweep's decision (recommendation.json) when the run has one; else the report's own pick, as before."""
+    if model.decision is not None:
+        return decision_card(model, model.decision, measured(model))
     body: list[Markup | str] = [*_heading(model), tag("p", _why(model))]
     comparison = model.comparison
     if comparison is None:
         body.append(_no_baseline(model))
-        return section("recommendation", "Recommendation", body)
+        return section("recommendation", "Recommendation", body, PREDATES)
     base_row = model.run.config_row(comparison.baseline_id)
     body.append(
         tag(
@@ -223,14 +249,9 @@ def recommendation(model: ReportModel) -> Markup:
             ],
         )
     )
-    body.extend(_headline(comparison, row, base_row, alpha))
-    cost = cost_sentence(row, base_row)
-    if cost:
-        body.append(tag("p", cost))
-    for part in (_against_production(model, comparison, alpha), _mde_note(comparison, m, alpha)):
-        if part is not None:
-            body.append(part)
-    return Markup(section("recommendation", "Recommendation", body).replace('class="card"', 'class="card rec"', 1))
+    body.extend(measured(model))
+    card = section("recommendation", "Recommendation", body, PREDATES)
+    return Markup(card.replace('class="card"', 'class="card rec"', 1))
 
 
 def cost_sentence(rec: Mapping[str, Any], base: Mapping[str, Any]) -> str:
