@@ -18,6 +18,15 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from evalkit.labels.fields import (
+    DATE_FIELDS,
+    LONE_SURROGATE,
+    acl_problem,
+    date_problem,
+    deep_surrogates,
+    id_key,
+    visible,
+)
 from evalkit.records import Document, Evidence, Question, Span
 
 EVIDENCE_MODES = ("any", "all", "none")
@@ -79,15 +88,17 @@ def load_documents(root: Path, problems: list[str], warnings: list[str]) -> dict
     if not index.exists():
         return _folder_documents(root, problems)
     documents: dict[str, Document] = {}
+    keys: set[str] = set()
     for number, record in read_jsonl(index, problems):
         where = f"{index}:{number}"
         doc_id, rel_path = record.get("doc_id"), record.get("path")
         if not isinstance(doc_id, str) or not doc_id:
             problems.append(f"{where}: field 'doc_id': missing or not a non-empty string")
             continue
-        if doc_id in documents:
-            problems.append(f"{where}: field 'doc_id': duplicate id {doc_id!r}")
+        if doc_id in documents or id_key(doc_id) in keys:
+            problems.append(f"{where}: field 'doc_id': duplicate id {doc_id!r} (ids differing in white space clash)")
             continue
+        keys.add(id_key(doc_id))
         if not isinstance(rel_path, str) or not rel_path:
             problems.append(f"{where}: field 'path': missing for doc {doc_id!r}")
             continue
@@ -107,8 +118,28 @@ def load_documents(root: Path, problems: list[str], warnings: list[str]) -> dict
         if not isinstance(meta, dict):
             problems.append(f"{where}: field 'meta': expected an object")
             meta = {}
+        if not _document_fields_ok(where, doc_id, record, meta, text, problems):
+            continue
         documents[doc_id] = Document(doc_id, text, rel_path, str(record.get("title") or doc_id), meta)
     return documents
+
+
+def _document_fields_ok(
+    where: str, doc_id: str, record: dict[str, Any], meta: dict[str, Any], text: str, problems: list[str]
+) -> bool:
+    """The fields the sweep reads from a document (dates, acl, text) are usable; each problem appended."""
+    before = len(problems)
+    for name in DATE_FIELDS:
+        if date_problem(meta.get(name)):
+            problems.append(f"{where}: field 'meta.{name}': {date_problem(meta.get(name))}")
+    if acl_problem(meta.get("acl")):
+        problems.append(f"{where}: field 'meta.acl': {acl_problem(meta.get('acl'))}")
+    if not visible(text):
+        problems.append(f"{where}: field 'path': doc {doc_id!r} has no visible text")
+    found = deep_surrogates(record)
+    if found:
+        problems.append(f"{where}: field '{found}': {LONE_SURROGATE}")
+    return len(problems) == before
 
 
 def _folder_documents(root: Path, problems: list[str]) -> dict[str, Document]:
@@ -180,8 +211,15 @@ def parse_record(
     if not isinstance(qid, str) or not qid:
         problems.append(f"{where}: field 'id': missing or not a non-empty string")
         qid = f"<line {number}>"
-    if not isinstance(text, str) or not text.strip():
-        problems.append(f"{where}: field 'question': missing or empty")
+    if not isinstance(text, str) or not visible(text):
+        problems.append(f"{where}: field 'question': missing or empty (nothing visible)")
+    found = deep_surrogates(record)
+    if found:
+        problems.append(f"{where}: field '{found}': {LONE_SURROGATE}")
+    for name in ("as_of",):
+        value = (record.get("tags") or {}).get(name) if isinstance(record.get("tags"), dict) else None
+        if date_problem(value):
+            problems.append(f"{where}: field 'tags.{name}': {date_problem(value)}")
     mode = record.get("evidence_mode")
     if mode not in EVIDENCE_MODES:
         problems.append(f"{where}: field 'evidence_mode': {mode!r} is not one of any/all/none")

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from evalkit.labels.fields import id_key
 from evalkit.labels.parse import (
     STALE,
     is_stale_span,
@@ -128,11 +129,14 @@ def read_set(path: str | Path, mode: ReadMode = "strict") -> Reading:
         else:
             question = tolerant.parse(number, record, questions_path, problems)
         qid = record.get("id")
-        if isinstance(qid, str) and qid in seen:
-            problems.append(f"{questions_path}:{number}: field 'id': duplicate id {qid!r} (first on line {seen[qid]})")
+        key = id_key(qid) if isinstance(qid, str) else None
+        if key is not None and key in seen:
+            problems.append(
+                f"{questions_path}:{number}: field 'id': duplicate id {qid!r} (first on line {seen[key]})"
+            )
             continue
-        if isinstance(qid, str):
-            seen[qid] = number
+        if key is not None:
+            seen[key] = number
         if question is not None:
             questions.append(question)
     if tolerant is None and not problems:
@@ -182,6 +186,8 @@ def _emptiness(
         return [f"{root}: no documents"]
     if not questions:
         return [f"{questions_path}: no questions (an empty labelled set cannot be scored)"]
+    if not any(q.evidence_mode != "none" for q in questions):
+        return [f"{questions_path}: no answerable question (recall and the recommendation need at least one)"]
     return []
 
 
