@@ -45,7 +45,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--resamples", type=int, default=5000, help="bootstrap resamples (default 5000)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--max-questions", type=int, default=200, help="questions per drill-down page (default 200; all are in the page)"
+        "--max-questions", type=int, default=200, help="questions per drill-down page (default 200)"
     )
     parser.add_argument("--labelset", help="the labelled set folder, if the manifest's path does not resolve")
     return parser.parse_args(argv)
