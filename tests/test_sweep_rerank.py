@@ -87,3 +87,20 @@ def test_cohere_error_mid_sweep_keeps_what_is_done(tmp_path: Path, small_demo: P
     assert len(list((tmp_path / "r" / "chunkings").glob("*.json"))) == 2
     # Only the second chunking's questions not already scored were sent again.
     assert len(cohere.rerank_requests) == n_questions - 3
+
+
+def test_the_budget_caps_the_run_across_invocations(tmp_path: Path, small_demo: Path, cohere: CohereServer) -> None:
+    """Three invocations at budget_usd=0.05 spend $0.05 in all, not $0.15: the spend is kept in the run folder."""
+    import json
+
+    capped = [*GRID, f"labelset.path={small_demo}", "reranker=cohere", f"reranker.base_url={cohere.url}",
+              f"reports_dir={tmp_path}", "run_id=r", "budget_usd=0.05"]  # fmt: skip
+    for _ in range(3):
+        with pytest.raises(SystemExit) as stopped:
+            run_in_process(capped)
+        assert stopped.value.code == 3
+    assert len(cohere.rerank_requests) == 25  # $0.002 each: the first invocation used the budget, the others none
+    ledger = json.loads((tmp_path / "r" / "spend.json").read_text(encoding="utf-8"))
+    assert 0 < ledger["spent_usd"] <= 0.05 + 1e-12
+    with pytest.raises(SystemExit):
+        run_in_process([*capped[:-1], "budget_usd=nan"])

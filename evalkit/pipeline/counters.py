@@ -39,6 +39,7 @@ class RunStats:
             "rerank_requests": self.rerank.requests,
             "rerank_search_units": self.rerank.search_units,
             "spent_usd": self.spend.spent_usd,
+            "spent_this_invocation_usd": self.spend.spent_this_invocation_usd,
             "budget_usd": self.spend.limit_usd,
             "stages_run": {stage: self.stages_run.get(stage, 0) for stage in STAGES},
             "stages_reused": {stage: self.stages_reused.get(stage, 0) for stage in STAGES},

@@ -28,6 +28,7 @@ from evalkit.retrieval.embedding.base import Embedder
 from evalkit.retrieval.embedding.local import EMBEDDERS
 from evalkit.retrieval.rerank.base import Reranker
 from evalkit.retrieval.rerank.factory import make_reranker
+from evalkit.run import files
 from evalkit.run.lock import run_lock
 
 
@@ -62,7 +63,7 @@ def execute(
         if plan.options.dry_run:
             dry_run(plan, labelset, embedder, reranker, cache, run_dir, executor)
             return run_dir
-        stats = RunStats(spend=SpendGuard(plan.options.budget_usd))
+        stats = RunStats(spend=SpendGuard(plan.options.budget_usd, ledger=run_dir / files.SPEND_JSON))
         summary = run_sweep(plan, labelset, embedder, cache, run_dir, stats, reranker, executor, config_record)
         print(f"evalkit: wrote {len(summary)} configs to {run_dir}/summary.csv", file=sys.stderr)
         if plan.position is not None:

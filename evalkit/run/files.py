@@ -96,3 +96,6 @@ CHUNK_HEALTH = OptionalSource(
 RECALL_AT_BUDGET = "recall_at_budget.parquet"
 """Each chunking at equal prompt-token budget (evalkit/scoring/at_budget.py): chunking, retriever, reranker,
 threshold, recall_at_budget, mean_k_at_budget, share_nothing_fits, budget_tokens (CSV beside it)."""
+SPEND_JSON = "spend.json"
+"""Dollars this run has spent on paid calls across invocations (``budget_usd`` caps the total):
+spent_usd, by_item, limit_usd; written before each paid request is sent."""
