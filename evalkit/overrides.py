@@ -29,10 +29,14 @@ def composition_error(conf_dir: Path, argv: Sequence[str]) -> str | None:
     from hydra.errors import HydraException
 
     args = [a for a in argv if a not in ("-m", "--multirun")]
-    try:
-        parsed = OverridesParser.create().parse_overrides(args)
-    except HydraException as exc:
-        return " ".join(str(exc).split())
+    parser = OverridesParser.create()
+    for arg in args:
+        try:
+            parser.parse_overrides([arg])
+        except HydraException as exc:
+            reason = str(exc).split("See https://")[0]
+            return f"{arg}: bad override syntax ({' '.join(reason.split())}); e.g. top_k=[1,3,5] or retriever=hybrid"
+    parsed = parser.parse_overrides(args)
     # A sweep (retriever=bm25,dense) is checked with its first value; the other values compose alike.
     overrides = [_first_of_sweep(o) for o in parsed]
     with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir)):

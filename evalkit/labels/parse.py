@@ -42,8 +42,13 @@ def read_text(path: Path) -> str:
 
 def read_jsonl(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` of every non-blank line; a line that is not a JSON object is a problem."""
-    with open(path, encoding="utf-8", newline="") as handle:
-        for number, line in enumerate(handle, start=1):
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                problems.append(f"{path}:{number}: not UTF-8 ({exc.reason} at byte {exc.start} of the line)")
+                continue
             if not line.strip():
                 continue
             try:
