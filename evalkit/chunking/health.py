@@ -23,16 +23,18 @@ documents (``meta.code_lang`` or a code file suffix): their ``#`` lines are
 comments, not headings. Python definitions are looked for in Python
 documents and in fenced blocks tagged ``python``/``py``.
 
-Pure. May import: records, chunking.health_structure.
+Pure. May import: records, chunking.health_structure, chunking.health_lookup.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Any
 
+from evalkit.chunking.health_lookup import BackScan, innermost
 from evalkit.chunking.health_structure import Structure, document_structure
 from evalkit.records import Chunk, Document
 
@@ -142,8 +144,43 @@ class ChunkHealth:
 
 
 # --------------------------------------------------------------------------
-# The checks
+# The checks: each is O(1) or O(log n) per chunk plus the chunk's own length,
+# and builds its example text only when the example is kept, so a document
+# of any shape costs linear time and memory.
 # --------------------------------------------------------------------------
+
+Detail = Callable[[], str]
+"""Builds a flagged chunk's example text, only for the examples kept."""
+
+_MAX_SHOWN = 200
+"""Longest heading line, fence language or definition label quoted in an example; longer ones are cut."""
+
+
+@dataclass(frozen=True)
+class _Doc:
+    """One document as the checks see it: its text, structure and lookups, built once."""
+
+    text: str
+    structure: Structure
+    back: BackScan
+    table_ends: list[int]
+    fence_starts: list[int]
+    definition_at: dict[int, int]
+    """Chunk start or end -> index of the innermost definition strictly around it."""
+
+    @classmethod
+    def of(cls, doc: Document, chunks: Sequence[Chunk]) -> _Doc:
+        structure = document_structure(doc)
+        spans = [(d.start, d.end) for d in structure.definitions]
+        positions = [p for c in chunks for p in (c.start, c.end)] if spans else []
+        return cls(
+            doc.text,
+            structure,
+            BackScan(doc.text),
+            [t.end for t in structure.tables],
+            [f.start for f in structure.fences],
+            innermost(spans, positions),
+        )
 
 
 def _show(text: str) -> str:
@@ -154,21 +191,19 @@ def _around(text: str, pos: int, width: int = 25) -> str:
     return f"…{_show(text[max(0, pos - width) : pos])}|{_show(text[pos : pos + width])}…"
 
 
-def _starts_mid_sentence(text: str, start: int, end: int) -> bool:
+def _starts_mid_sentence(doc: _Doc, start: int, end: int) -> bool:
     """True when the chunk's first visible character continues a sentence of the text before it."""
+    text = doc.text
     pos = start
     while pos < end and text[pos].isspace():
         if text[pos] in _LINE_BREAKS:
             return False
         pos += 1
-    i = start - 1
-    while i >= 0 and text[i] in _HSPACE:
-        i -= 1
+    i = doc.back.before_run(start - 1, _HSPACE)
     if i < 0 or text[i] in _LINE_BREAKS:
         return False
     gap = i < pos - 1
-    while i >= 0 and text[i] in _CLOSERS:
-        i -= 1
+    i = doc.back.before_run(i, _CLOSERS)
     if i < 0:
         return False
     if text[i] in _WIDE_ENDS:
@@ -176,69 +211,84 @@ def _starts_mid_sentence(text: str, start: int, end: int) -> bool:
     return not (text[i] in _ASCII_ENDS and gap)
 
 
-def _line_index(structure: Structure, pos: int) -> int:
-    return bisect_right(structure.line_starts, pos) - 1
+def _mid_sentence(doc: _Doc, chunk: Chunk) -> Detail | None:
+    if _starts_mid_sentence(doc, chunk.start, chunk.end):
+        return lambda: f"starts mid-sentence: {_around(doc.text, chunk.start)}"
+    return None
 
 
 def _visible_lines(text: str, structure: Structure, start: int, end: int) -> list[int]:
     """Line starts of the lines holding visible text of ``[start, end)``."""
-    first, last = _line_index(structure, start), _line_index(structure, max(start, end - 1))
+    line_starts = structure.line_starts
+    first = bisect_right(line_starts, start) - 1
+    last = bisect_right(line_starts, max(start, end - 1)) - 1
     out = []
     for k in range(first, last + 1):
-        line_start = structure.line_starts[k]
-        line_end = structure.line_starts[k + 1] if k + 1 < len(structure.line_starts) else len(text)
+        line_start = line_starts[k]
+        line_end = line_starts[k + 1] if k + 1 < len(line_starts) else len(text)
         if text[max(line_start, start) : min(line_end, end)].strip():
             out.append(line_start)
     return out
 
 
-def _lone_heading(text: str, structure: Structure, chunk: Chunk) -> str | None:
+def _cut(name: str) -> str:
+    """``name`` cut to :data:`_MAX_SHOWN` characters (a fence's language, a definition's label)."""
+    return name if len(name) <= _MAX_SHOWN else name[: _MAX_SHOWN - 1] + "…"
+
+
+def _heading_text(text: str, start: int, stop: int) -> str:
+    """The heading line ``[start, stop)``, stripped; cut at :data:`_MAX_SHOWN` characters."""
+    if stop - start <= _MAX_SHOWN:
+        return text[start:stop].strip()
+    return text[start : start + _MAX_SHOWN].strip() + "…"
+
+
+def _lone_heading(doc: _Doc, chunk: Chunk) -> Detail | None:
+    text, structure = doc.text, doc.structure
     if not structure.headings:
         return None
     lines = _visible_lines(text, structure, chunk.start, chunk.end)
     if not lines or lines[-1] not in structure.headings:
         return None
-    line_end = text.find("\n", lines[-1])
-    heading = text[lines[-1] : len(text) if line_end < 0 else line_end].strip()
+    newline = structure.heading_newlines[lines[-1]]
+    line_end = len(text) if newline < 0 else newline
     if all(line in structure.headings for line in lines):
-        return f"only heading line(s), ending {heading!r}"
-    if text[max(chunk.end, len(text) if line_end < 0 else line_end) :].strip():
-        return f"ends with heading {heading!r}; its section body is in the next chunk"
+        return lambda: f"only heading line(s), ending {_heading_text(text, lines[-1], line_end)!r}"
+    if max(chunk.end, line_end) < structure.visible_end:
+        heading = lines[-1]
+        return lambda: (
+            f"ends with heading {_heading_text(text, heading, line_end)!r}; its section body is in the next chunk"
+        )
     return None
 
 
-def _split_table(structure: Structure, chunk: Chunk) -> str | None:
-    for table in structure.tables:
-        if chunk.end <= table.body or chunk.start >= table.end:
-            continue
+def _split_table(doc: _Doc, chunk: Chunk) -> Detail | None:
+    tables = doc.structure.tables
+    # Tables are disjoint and in order: only those ending after the chunk's start, up to its end, can be cut.
+    for k in range(bisect_right(doc.table_ends, chunk.start), len(tables)):
+        table = tables[k]
+        if chunk.end <= table.body:
+            break
         if chunk.start <= table.header:
             continue
         if table.header_text in chunk.prefix and table.delimiter_text in chunk.prefix:
             continue
-        return f"body rows of the table with header {table.header_text[:60]!r} without its header"
+        return lambda: f"body rows of the table with header {table.header_text[:60]!r} without its header"
     return None
 
 
-def _split_code(text: str, structure: Structure, chunk: Chunk) -> str | None:
+def _split_code(doc: _Doc, chunk: Chunk) -> Detail | None:
+    text, structure = doc.text, doc.structure
     for pos, side in ((chunk.start, "starts"), (chunk.end, "ends")):
-        inner = [d for d in structure.definitions if d.start < pos < d.end]
-        if inner:
-            best = min(inner, key=lambda d: d.end - d.start)
-            return f"{side} inside {best.label}: {_around(text, pos)}"
-        for fence in structure.fences:
-            if fence.start < pos < fence.end:
-                lang = f" {fence.lang}" if fence.lang else ""
-                return f"{side} inside a fenced{lang} code block: {_around(text, pos)}"
+        if pos in doc.definition_at:
+            best = structure.definitions[doc.definition_at[pos]]
+            return lambda: f"{side} inside {_cut(best.label)}: {_around(text, pos)}"
+        k = bisect_left(doc.fence_starts, pos) - 1  # fences are disjoint and in order
+        if k >= 0 and pos < structure.fences[k].end:
+            fence = structure.fences[k]
+            lang = f" {_cut(fence.lang)}" if fence.lang else ""
+            return lambda: f"{side} inside a fenced{lang} code block: {_around(text, pos)}"
     return None
-
-
-def _check(name: str, description: str, n_chunks: int, flagged: Iterable[ChunkExample], limit: int) -> HealthCheck:
-    examples, count = [], 0
-    for example in flagged:
-        count += 1
-        if len(examples) < limit:
-            examples.append(example)
-    return HealthCheck(name, description, count, n_chunks, tuple(examples))
 
 
 _DESCRIPTIONS = {
@@ -246,6 +296,12 @@ _DESCRIPTIONS = {
     "lone_heading": "chunks that are only a heading, or end with a heading whose body is in the next chunk",
     "split_table": "chunks with table rows but neither the header/delimiter rows nor a prefix carrying them",
     "split_code": "chunks cut inside a fenced code block or a Python def/class",
+}
+_CHECKS: dict[str, Callable[[_Doc, Chunk], Detail | None]] = {
+    "mid_sentence": _mid_sentence,
+    "lone_heading": _lone_heading,
+    "split_table": _split_table,
+    "split_code": _split_code,
 }
 
 
@@ -263,21 +319,21 @@ def chunk_health(
         raise ValueError(f"chunks cite documents that were not given: {', '.join(unknown[:5])}")
     order = {doc_id: i for i, doc_id in enumerate(by_id)}
     ordered = sorted(chunks, key=lambda c: (order[c.doc_id], c.start, c.end))
-    structures = {doc_id: document_structure(by_id[doc_id]) for doc_id in {c.doc_id for c in ordered}}
-    found: dict[str, list[ChunkExample]] = {name: [] for name in _DESCRIPTIONS}
-    for chunk in ordered:
-        text, structure = by_id[chunk.doc_id].text, structures[chunk.doc_id]
-
-        def flag(name: str, detail: str | None, chunk: Chunk = chunk) -> None:
-            if detail:
-                found[name].append(ChunkExample(chunk.chunk_id, chunk.doc_id, chunk.start, chunk.end, detail))
-
-        if _starts_mid_sentence(text, chunk.start, chunk.end):
-            flag("mid_sentence", f"starts mid-sentence: {_around(text, chunk.start)}")
-        flag("lone_heading", _lone_heading(text, structure, chunk))
-        flag("split_table", _split_table(structure, chunk))
-        flag("split_code", _split_code(text, structure, chunk))
+    counts = dict.fromkeys(_CHECKS, 0)
+    examples: dict[str, list[ChunkExample]] = {name: [] for name in _CHECKS}
+    for doc_id, group in groupby(ordered, key=lambda c: c.doc_id):
+        doc_chunks = list(group)
+        doc = _Doc.of(by_id[doc_id], doc_chunks)
+        for chunk in doc_chunks:
+            for name, check in _CHECKS.items():
+                detail = check(doc, chunk)
+                if detail is None:
+                    continue
+                counts[name] += 1
+                if len(examples[name]) < max_examples:
+                    examples[name].append(ChunkExample(chunk.chunk_id, chunk.doc_id, chunk.start, chunk.end, detail()))
     checks = {
-        name: _check(name, _DESCRIPTIONS[name], len(ordered), found[name], max_examples) for name in _DESCRIPTIONS
+        name: HealthCheck(name, _DESCRIPTIONS[name], counts[name], len(ordered), tuple(examples[name]))
+        for name in _CHECKS
     }
     return ChunkHealth(n_documents=len(by_id), n_chunks=len(ordered), **checks)

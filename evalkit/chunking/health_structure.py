@@ -6,19 +6,23 @@ spans of one document, found once. Kept apart from the chunkers' own parser
 chunker must not hide itself from the check that audits it. Markdown is
 skipped for source files stored as documents (``meta.code_lang`` or a code
 file suffix): their ``#`` lines are comments, not headings. Pure. May
-import: records.
+import: records, chunking.health_lookup.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
+from evalkit.chunking.health_lookup import INFINITY, FirstAtMost
 from evalkit.records import Document
 
 _ATX = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*([^`\s]*)")
-_DELIMITER = re.compile(r"^ {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
+# Possessive quantifiers: giving back a space or a dash never makes this match,
+# and trying to costs quadratic time on a long run of spaces.
+_DELIMITER = re.compile(r"^ {0,3}\|?[ \t]*+:?-++:?[ \t]*+(?:\|[ \t]*+:?-++:?[ \t]*+)*+\|?[ \t]*+$")
 _PY_DEF = re.compile(r"([ \t]*)(?:async[ \t]+def|def|class)[ \t]+([A-Za-z_]\w*)")
 _CODE_SUFFIXES = (".py", ".ts", ".js", ".go", ".rs", ".java", ".c", ".cc", ".cpp", ".h", ".rb", ".sh", ".tsx", ".jsx")
 
@@ -64,6 +68,10 @@ class Structure:
     fences: tuple[Fence, ...]
     tables: tuple[Table, ...]
     definitions: tuple[Definition, ...]
+    heading_newlines: Mapping[int, int] = field(default_factory=dict)
+    """``text.find("\\n", start)`` for each heading line start (found once, not per chunk)."""
+    visible_end: int = 0
+    """End of the document's last visible character: text lies after ``pos`` iff ``pos < visible_end``."""
 
 
 def _lines(text: str) -> list[tuple[int, int]]:
@@ -142,36 +150,55 @@ def _tables(text: str, lines: list[tuple[int, int]], skip: set[int]) -> list[Tab
 
 def _python_definitions(text: str, lines: list[tuple[int, int]], first: int, stop: int) -> list[Definition]:
     """def/class spans among lines ``first..stop-1``: decorators through the body's last line."""
+    matches = [(i, m) for i in range(first, stop) if (m := _PY_DEF.match(text, *lines[i]))]
+    if not matches:
+        return []
+    facts = _LineFacts.of(text, lines[first:stop])
     out = []
-    for i in range(first, stop):
-        start, end = lines[i]
-        match = _PY_DEF.match(text, start, end)
-        if not match:
-            continue
+    for i, match in matches:
         indent = len(match.group(1).expandtabs(4))
         # The signature may run over several lines: it ends where brackets balance on a ':'.
-        depth, j = 0, i
-        while j < stop:
-            code = text[lines[j][0] : lines[j][1]].split("#", 1)[0]
-            depth += sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}")
-            if depth <= 0 and code.rstrip().endswith(":"):
-                break
-            j += 1
-        last = min(j, stop - 1)
-        k = last + 1
-        while k < stop:
-            line = text[lines[k][0] : lines[k][1]]
-            if line.strip():
-                if len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip()) <= indent:
-                    break
-                last = k
-            k += 1
+        before = facts.balance[i - first - 1] if i > first else 0
+        last = first + min(facts.signature_end.find(i - first, before), stop - first - 1)
+        # The body: every line after the signature indented deeper, up to the first that is not.
+        body_end = facts.outdented.find(last + 1 - first, indent)
+        last = max(last, first + facts.last_visible[body_end])
         top = i
         while top > first and text[lines[top - 1][0] : lines[top - 1][1]].lstrip().startswith("@"):
             top -= 1
         kind = "class" if "class" in text[match.end(1) : match.start(2)] else "def"
         out.append(Definition(lines[top][0], lines[last][1], f"{kind} {match.group(2)}"))
     return out
+
+
+@dataclass(frozen=True)
+class _LineFacts:
+    """Per-line facts of a range of lines, found once, so no definition rescans the lines after it."""
+
+    balance: list[int]
+    """Open minus closed brackets from the range's first line through this one (code before any ``#``)."""
+    signature_end: FirstAtMost
+    """Over ``balance`` where the code ends with ``:`` (else infinity): where a signature can end."""
+    outdented: FirstAtMost
+    """Over the indentation of visible lines (blank: infinity): where a body ends."""
+    last_visible: list[int]
+    """For ``k`` in ``0..len``: the last visible line before ``k`` (-1 if none)."""
+
+    @classmethod
+    def of(cls, text: str, lines: list[tuple[int, int]]) -> _LineFacts:
+        balance, ends, indents, last_visible = [], [], [], [-1]
+        depth = 0
+        for k, (start, stop) in enumerate(lines):
+            line = text[start:stop]
+            code = line.split("#", 1)[0]
+            depth += sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}")
+            balance.append(depth)
+            ends.append(depth if code.rstrip().endswith(":") else INFINITY)
+            visible = bool(line.strip())
+            expanded = line.expandtabs(4) if visible else ""
+            indents.append(len(expanded) - len(expanded.lstrip()) if visible else INFINITY)
+            last_visible.append(k if visible else last_visible[-1])
+        return cls(balance, FirstAtMost(ends), FirstAtMost(indents), last_visible)
 
 
 def document_structure(doc: Document) -> Structure:
@@ -192,4 +219,25 @@ def document_structure(doc: Document) -> Structure:
         start for k, (start, end) in enumerate(lines) if markdown and k not in inside and _ATX.match(text, start, end)
     )
     tables = _tables(text, lines, inside) if markdown else []
-    return Structure(tuple(s for s, _ in lines), headings, tuple(fences), tuple(tables), tuple(definitions))
+    return Structure(
+        tuple(s for s, _ in lines),
+        headings,
+        tuple(fences),
+        tuple(tables),
+        tuple(definitions),
+        _newlines_after(text, sorted(headings)),
+        len(text.rstrip()),
+    )
+
+
+def _newlines_after(text: str, starts: list[int]) -> dict[int, int]:
+    """``text.find("\\n", s)`` for each sorted start ``s``, each stretch of text searched once."""
+    found: dict[int, int] = {}
+    following = -1
+    bound = len(text)
+    for start in reversed(starts):
+        newline = text.find("\n", start, bound)
+        following = newline if newline >= 0 else following
+        found[start] = following
+        bound = start
+    return found

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from evalkit.chunking.engine import Blocks, Grid, check_sizes, cut, make_chunk
 from evalkit.chunking.markdown_parse import Block, Heading, parse_markdown
@@ -216,6 +216,8 @@ class _Labels:
     """Heading path of each section in ``section_starts``."""
     bodies: list[int]
     """Where each block's body begins."""
+    joined: dict[tuple[tuple[str, ...], int], str] = field(default_factory=dict)
+    """Prefix per (path, block index or -1): built once, so chunks of one section share one string."""
 
     @classmethod
     def of(cls, headings: list[Heading], blocks: list[Block]) -> _Labels:
@@ -233,10 +235,16 @@ class _Labels:
         """Breadcrumb unless the chunk begins with its section's heading, then a block's head."""
         low = bisect_right(self.section_starts, start) - 1
         at_heading = low > 0 and self.headings[low - 1].marker == start and self.paths[low] == path
-        crumb = "" if at_heading or not path else " > ".join(path) + "\n"
         b = bisect_right(self.bodies, start) - 1
-        head = self.blocks[b].head if b >= 0 and start < self.blocks[b].end else ""
-        return crumb + "\n" + head if crumb and head else crumb or head
+        if not (b >= 0 and start < self.blocks[b].end):
+            b = -1
+        if at_heading or not path:
+            return self.blocks[b].head if b >= 0 else ""
+        key = (path, b)
+        if key not in self.joined:
+            crumb = " > ".join(path) + "\n"
+            self.joined[key] = crumb + "\n" + self.blocks[b].head if b >= 0 and self.blocks[b].head else crumb
+        return self.joined[key]
 
 
 def _heading_paths(headings: list[Heading]) -> list[tuple[str, ...]]:

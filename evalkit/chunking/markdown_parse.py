@@ -12,11 +12,18 @@ from dataclasses import dataclass
 
 from evalkit.chunking.text_cuts import trim_end
 
-_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
+# An ATX heading's opening: 1-6 "#", then a space, a tab or the line's end.
+# The title is found by hand (:func:`_atx_title`): the regex that says it in
+# one line backtracks quadratically on a long line with long space runs.
+_ATX_OPEN = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
 _FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 _FENCE_CLOSE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*")
 _TABLE_ROW = re.compile(r" {0,3}\|")
-_TABLE_DELIMITER = re.compile(r" {0,3}\|[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*")
+# Possessive quantifiers: giving back a space or a dash can never make this
+# match, and trying to costs quadratic time on a long row of spaces.
+_TABLE_DELIMITER = re.compile(r" {0,3}\|[ \t]*+:?-++:?[ \t]*+(?:\|[ \t]*+:?-++:?[ \t]*+)*+\|?[ \t]*+")
+MAX_TITLE = 200
+"""Longest heading title kept (in ``section_path`` and breadcrumbs); longer ones end with "…"."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,31 @@ def _fence_close(text: str, lines: list[tuple[int, int, int]], i: int, fence: st
     return None
 
 
+def _atx_title(text: str, pos: int, stop: int) -> str:
+    """Title of the ATX heading whose ``#`` run ends at ``pos`` on a line ending at ``stop``.
+
+    What is left after the spaces following the ``#`` run, without an
+    optional closing sequence (spaces, then ``#``s, then spaces), stripped:
+    the same title as the CommonMark-style pattern
+    ``[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*`` matched to the line's end, found
+    by walking each run once. Capped at :data:`MAX_TITLE` characters.
+    """
+    while pos < stop and text[pos] in " \t":
+        pos += 1
+    end = stop
+    while end > pos and text[end - 1] in " \t":
+        end -= 1
+    hashes = end
+    while hashes > pos and text[hashes - 1] == "#":
+        hashes -= 1
+    if pos < hashes < end and text[hashes - 1] in " \t":
+        end = hashes - 1
+        while end > pos and text[end - 1] in " \t":
+            end -= 1
+    title = text[pos:end].strip()
+    return title if len(title) <= MAX_TITLE else title[: MAX_TITLE - 1] + "…"
+
+
 def parse_markdown(text: str) -> tuple[list[Heading], list[Block]]:
     """ATX headings, fenced code blocks and pipe tables, in document order."""
     lines = _candidate_lines(text)
@@ -94,9 +126,9 @@ def parse_markdown(text: str) -> tuple[list[Heading], list[Block]]:
             blocks.append(Block(fence.start(1), following, end, head, fence.start(1)))
             i = len(lines) if j is None else j + 1
             continue
-        heading = _ATX.fullmatch(text, start, content_end)
+        heading = _ATX_OPEN.match(text, start, content_end)
         if heading:
-            title = (heading.group(2) or "").strip()
+            title = _atx_title(text, heading.end(), content_end)
             end = trim_end(text, start, content_end)
             headings.append(Heading(start, heading.start(1), end, len(heading.group(1)), title))
             i += 1

@@ -24,7 +24,10 @@ _RARE_BREAKS = re.compile("[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 # sentence keeps its 。. ASCII marks need a following space so "3.14",
 # "1,000" and URLs are not cut.
 _CLOSERS = "\"'”’)\\]）」』》〉】"
-_SENTENCE_END = rf"[.!?]+[{_CLOSERS}]*(?=\s)|[。｡．！？；…‼⁇⁈⁉।॥։۔؟။።។]+[{_CLOSERS}]*"
+# A run of ASCII marks is only tried from its first mark (the lookbehind): a
+# match can never start inside one, and retrying every suffix of a long
+# "....." run would cost quadratic time.
+_SENTENCE_END = rf"(?<![.!?])[.!?]+[{_CLOSERS}]*(?=\s)|[。｡．！？；…‼⁇⁈⁉।॥։۔؟။።។]+[{_CLOSERS}]*"
 _CLAUSE_END = rf"[,;:][{_CLOSERS}]*(?=\s)|[，、：﹐﹑､،]+"
 _PUNCTUATION = re.compile(rf"({_SENTENCE_END})|{_CLAUSE_END}")
 NON_SPACE = re.compile(r"\S")
