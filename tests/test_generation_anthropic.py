@@ -25,6 +25,7 @@ from evalkit.answering.generation import (
 from evalkit.answering.generation.anthropic import AnthropicGenerator
 from evalkit.cache import Cache
 from tests.loopback.anthropic_server import REFUSAL_EN, AnthropicLoopback
+from tests.loopback.faults import FAULT_KINDS, FaultPlan
 
 pytest.importorskip("anthropic")
 
@@ -136,6 +137,76 @@ def test_retries_are_exactly_max_retries(server: AnthropicLoopback, cache: Cache
     with pytest.raises(GenerationError, match="529"):
         generate_cached(make(server, max_retries=2), ask("What burst?"), cache)
     assert server.counts["messages"] == 3  # 1 + max_retries, deterministic
+
+
+@pytest.mark.parametrize("kind", FAULT_KINDS)
+def test_every_fault_kind_is_retried_then_answered(cache: Cache, kind: str) -> None:
+    waits: list[float] = []
+    plan = FaultPlan(rate=1.0, kinds=(kind,), max_consecutive=2)
+    with AnthropicLoopback(faults=plan) as server:
+        gen = make(server, max_retries=2, retry_base_delay_s=0.001, window=200_000, sleep=waits.append)
+        answer = generate_cached(gen, ask("What burst does the RateLimiter allow?"), cache)
+    assert answer.stop_reason == "end_turn" and "20 requests" in answer.text
+    for endpoint in ("count_tokens", "messages"):
+        assert [e.fault for e in server.log if e.endpoint == endpoint] == [kind, kind, None]
+    assert len(waits) == 4 and server.faults.paid_twice == 0
+    if kind == "429":
+        assert waits == [0.002] * 4  # retry-after-ms honoured
+    else:
+        assert all(0.0 <= wait <= 0.002 for wait in waits)  # full jitter under base * 2**retry
+
+
+@pytest.mark.parametrize(
+    ("kind", "reason"),
+    [
+        ("malformed", "JSONDecodeError"),
+        ("empty", "JSONDecodeError"),
+        ("truncated", "peer closed connection"),
+        ("reset", "Connection reset"),
+        ("wrong", "stop_reason end_turn and no text block"),
+        ("500", "HTTP 500: Internal server error"),
+    ],
+)
+def test_exhausted_retries_are_one_line_naming_the_last_failure(cache: Cache, kind: str, reason: str) -> None:
+    with AnthropicLoopback(faults=FaultPlan(rate=1.0, kinds=(kind,), max_consecutive=10)) as server:
+        gen = make(server, max_retries=1, retry_base_delay_s=0.0)
+        with pytest.raises(GenerationError, match=reason) as err:
+            generate_cached(gen, ask("What burst?"), cache)
+    assert str(err.value).startswith("anthropic messages (claude-sonnet-5) failed after 2 attempts: ")
+    assert "\n" not in str(err.value) and server.counts["messages"] == 2
+    assert cache.count("generate:anthropic") == 0
+
+
+def test_server_may_forbid_a_retry(server: AnthropicLoopback, cache: Cache) -> None:
+    server.fail_next(503, "api_error", "maintenance")
+    original = server.dispatch
+
+    def no_retry(*args: object) -> tuple[int, bytes, dict]:
+        status, payload, extra = original(*args)  # type: ignore[arg-type]
+        return status, payload, {**extra, "x-should-retry": "false"} if status == 503 else extra
+
+    server.dispatch = no_retry  # type: ignore[method-assign]
+    with pytest.raises(GenerationError, match="HTTP 503 for claude-sonnet-5: maintenance"):
+        generate_cached(make(server), ask("What burst?"), cache)
+    assert server.counts["messages"] == 1
+
+
+def test_batch_create_is_never_resent_after_a_lost_reply(cache: Cache) -> None:
+    plan = FaultPlan(rate=1.0, kinds=("reset",), max_consecutive=1)
+    with AnthropicLoopback(faults=plan, fault_endpoints=frozenset({"batches.create"})) as server:
+        gen = make(server, poll_interval_s=0.01, retry_base_delay_s=0.0)
+        with pytest.raises(GenerationError, match=r"batches\.create: the reply was lost .* not resent"):
+            generate_many(gen, batch_requests(), cache, batch=True)
+    assert server.counts["batches.create"] == 1  # a second batch would be paid twice
+
+
+def test_batch_polls_and_results_are_retried(cache: Cache) -> None:
+    plan = FaultPlan(rate=1.0, max_consecutive=2)  # every kind: a poll or a download is safe to repeat
+    with AnthropicLoopback(faults=plan, fault_endpoints=frozenset({"batches.retrieve", "batches.results"})) as server:
+        gen = make(server, poll_interval_s=0.01, retry_base_delay_s=0.0)
+        answers = generate_many(gen, batch_requests(), cache, batch=True)
+    assert [a.stop_reason for a in answers] == ["end_turn", "end_turn", "error"]
+    assert server.counts["batches.create"] == 1 and sum(server.faults.injected.values()) == 4
 
 
 def test_context_window_exceeded_and_max_tokens_are_truncated(server: AnthropicLoopback, cache: Cache) -> None:

@@ -253,6 +253,24 @@ def test_a_reply_that_is_not_json_is_a_nan_row() -> None:
     assert srv.counts["messages"] == 1  # one attempt: instructor does not re-ask (its max_retries=1)
 
 
+def test_an_unreadable_http_body_is_retried_by_the_sdk_loop() -> None:
+    # A 200 whose body is empty, not JSON or cut short is a flaky API, not the judge's verdict: retried.
+    import asyncio
+
+    from tests.loopback.anthropic_server import AnthropicLoopback
+    from tests.loopback.faults import FaultPlan
+
+    plan = FaultPlan(rate=1.0, kinds=("malformed", "empty", "truncated"), max_consecutive=2)
+    with AnthropicLoopback(faults=plan) as srv:
+        client = ragas_llm("claude-sonnet-5", srv.url, "test-key", 64, max_retries=2).client.client  # under instructor
+        message = asyncio.run(
+            client.messages.create(
+                model="claude-sonnet-5", max_tokens=64, messages=[{"role": "user", "content": "hello there world"}]
+            )
+        )
+    assert message.content and srv.counts["messages"] == 3 and sum(srv.faults.injected.values()) == 2
+
+
 def test_a_reply_cut_at_max_tokens_is_a_nan_row(server: ScriptedJudge) -> None:
     [score] = judge_answers([PARIS], make_llm(server, max_tokens=3))
     assert math.isnan(score.score) and "judge error" in score.note

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from evalkit.cost.prices import load_price_table
 from evalkit.retrieval.rerank.base import RerankCounter, RerankError, rerank_scores
 from evalkit.retrieval.rerank.cohere import CohereReranker, _retry_after_seconds
 from tests.loopback.cohere_server import CohereServer, ScriptedReply, word_overlap
+from tests.loopback.faults import FAULT_KINDS, FaultPlan
 
 API_KEY = "test-key"
 PRICING = Path(__file__).resolve().parents[1] / "conf" / "pricing" / "cohere.yaml"
@@ -81,8 +83,9 @@ def test_server_top_n_shorter_than_pool_is_an_error(waits: list[float]) -> None:
             reply["results"] = reply["results"][:2]
             return status, reply
 
-    with Truncating(api_key=API_KEY) as server, pytest.raises(RerankError, match="no score for 2 of 4"):
-        make(server, waits).score_pairs(QUERY, DOCUMENTS)
+    with Truncating(api_key=API_KEY) as server, pytest.raises(RerankError, match="2 results for 4 documents"):
+        make(server, waits, max_retries=1).score_pairs(QUERY, DOCUMENTS)
+    assert len(server.rerank_requests) == 2  # retried like any bad reply, then one clear error
 
 
 def test_search_units_recorded(server: CohereServer, waits: list[float]) -> None:
@@ -266,6 +269,7 @@ def test_empty_pool_sends_nothing(server: CohereServer, waits: list[float]) -> N
         ({"retry-after": "-4"}, 0.0),
         ({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, 0.0),  # a date in the past: no wait
         ({"retry-after": "soon"}, None),
+        ({"retry-after-ms": "250", "retry-after": "3"}, 0.25),  # the SDKs' millisecond header wins
     ],
 )
 def test_retry_after_parsing(headers: dict[str, str] | None, expected: float | None) -> None:
@@ -314,17 +318,47 @@ def test_non_json_error_body_is_one_line(server: CohereServer, waits: list[float
     ("body", "message"),
     [
         ({"id": "x"}, "no results list"),
-        ({"results": []}, "no score for 4 of 4"),
+        ({"results": []}, "0 results for 4 documents"),
         ({"results": "nope"}, "no results list"),
-        ({"results": [{"index": "x", "relevance_score": 0.5}]}, "malformed result"),
-        ({"results": [{"index": 9, "relevance_score": 0.5}]}, "index 9 for 4 documents"),
+        ({"results": [{"index": "x", "relevance_score": 0.5}] * 4}, "malformed result"),
+        ({"results": [{"index": i, "relevance_score": 0.5} for i in (0, 1, 2, 9)]}, "index 9 for 4 documents"),
+        ({"results": [{"index": i, "relevance_score": 0.5} for i in (0, 1, 2, 2)]}, "index 2 twice"),
+        ({"results": [{"index": i, "relevance_score": 0.5} for i in range(5)]}, "5 results for 4 documents"),
+        ({"results": [{"index": i, "relevance_score": 0.5 if i else math.nan} for i in range(4)]}, "score nan"),
         (b"not json", "HTTP 200: not json"),
+        (b"", r"HTTP 200: \(no message\)"),
     ],
 )
-def test_malformed_success_reply_is_a_clear_error(
+def test_impossible_or_unreadable_success_reply_is_retried_then_a_clear_error(
     server: CohereServer, waits: list[float], body: object, message: str
 ) -> None:
-    server.script(ScriptedReply(200, body))
-    with pytest.raises(RerankError, match=message):
-        make(server, waits).score_pairs(QUERY, DOCUMENTS)
-    assert len(server.rerank_requests) == 1
+    server.script(*[ScriptedReply(200, body)] * 2)
+    with pytest.raises(RerankError, match=message) as info:
+        make(server, waits, max_retries=1).score_pairs(QUERY, DOCUMENTS)
+    assert "\n" not in str(info.value) and "after 2 attempts" in str(info.value)
+    assert len(server.rerank_requests) == 2 and len(waits) == 1
+
+
+def test_impossible_reply_then_a_good_one_scores_normally(server: CohereServer, waits: list[float]) -> None:
+    server.script(ScriptedReply(200, {"results": [{"index": 0, "relevance_score": math.nan}]}))
+    counter = RerankCounter()
+    np.testing.assert_allclose(make(server, waits).score_pairs(QUERY, DOCUMENTS, counter), EXPECTED)
+    assert counter.requests == {"rerank-v3.5": 2} and counter.pairs_scored == {"rerank-v3.5": 4}
+
+
+@pytest.mark.parametrize("kind", FAULT_KINDS)
+def test_every_fault_kind_is_retried(waits: list[float], kind: str) -> None:
+    plan = FaultPlan(rate=1.0, kinds=(kind,), max_consecutive=2)
+    with CohereServer(api_key=API_KEY, faults=plan) as server:
+        scores = make(server, waits).score_pairs(QUERY, DOCUMENTS)
+    np.testing.assert_allclose(scores, EXPECTED)
+    assert [r.fault for r in server.rerank_requests] == [kind, kind, None]
+    if kind == "429":
+        assert waits == [0.002, 0.002]  # retry-after-ms honoured (before the 0 s Retry-After)
+
+
+def test_529_exhausted_names_the_status(waits: list[float]) -> None:
+    plan = FaultPlan(rate=1.0, kinds=("529",), max_consecutive=9)
+    gave_up = r"HTTP 529: injected fault 529 \(gave up after 3 attempts\)"
+    with CohereServer(api_key=API_KEY, faults=plan) as server, pytest.raises(RerankError, match=gave_up):
+        make(server, waits, max_retries=2).score_pairs(QUERY, DOCUMENTS)

@@ -19,6 +19,10 @@ network. Everything it answers is deterministic:
   Without any mark both fields come back ``null``, as some responses do;
 - failures are scripted (``fail_next``) with the real error body and a
   ``retry-after-ms`` header so the SDK's retries take a millisecond;
+- flaky-API faults are injected at a seeded rate (``faults=FaultPlan(...)``, see
+  :mod:`tests.loopback.faults`) on ``messages`` and ``count_tokens``; a ``wrong`` reply is
+  an ``end_turn`` message with no text block. A faulted request never touches the
+  prompt-cache state, so usage comes back as in a clean run;
 - a batch stays ``in_progress`` for ``batch_polls`` retrieves, then ends;
   a request whose text contains ``[[batch-error]]`` comes back ``errored``;
   results are served in reverse order (the API promises no order).
@@ -41,6 +45,7 @@ from typing import Any
 
 import pytest
 
+from tests.loopback.faults import FaultInjector, FaultPlan, write_fault
 from tests.loopback.threaded import ThreadedLoopback
 
 JSON = Any
@@ -83,6 +88,18 @@ class LoggedRequest:
     headers: Mapping[str, str]
     body: JSON
     status: int
+    fault: str | None = None
+    """The injected fault kind, or None for a real reply."""
+
+
+FAULTED_ENDPOINTS = frozenset({"messages", "count_tokens"})
+"""Endpoints faulted by default: the paid and the counted calls."""
+_FAULT_ERRORS = {
+    "429": ("rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit"),
+    "500": ("api_error", "Internal server error"),
+    "529": ("overloaded_error", "Overloaded"),
+    "over-limit": ("invalid_request_error", "loopback: request limit reached (a client retrying forever?)"),
+}
 
 
 @dataclass
@@ -103,8 +120,13 @@ class AnthropicLoopback(ThreadedLoopback):
         context_limit: int = 200_000,
         batch_polls: int = 1,
         answers: Mapping[str, str] | None = None,
+        faults: FaultPlan | None = None,
+        fault_endpoints: frozenset[str] = FAULTED_ENDPOINTS,
     ) -> None:
         self.api_key = api_key
+        self.faults = FaultInjector(faults)
+        """Injected faults (none by default) and the clean replies served per request."""
+        self.fault_endpoints = fault_endpoints
         self.context_limit = context_limit
         """Model window in toy tokens: input over it is a 400; input + output over it truncates."""
         self.batch_polls = batch_polls
@@ -140,6 +162,37 @@ class AnthropicLoopback(ThreadedLoopback):
 
     def handler_class(self) -> type[BaseHTTPRequestHandler]:
         return _make_handler(self)
+
+    # -- injected faults (handler threads) ---------------------------------------------------------
+
+    def fault_for(self, method: str, path: str, raw: bytes) -> tuple[str, str | None]:
+        """(request digest, fault kind or None) for a request to one of ``fault_endpoints``."""
+        endpoint, _ = _endpoint(method, path)
+        if endpoint not in self.fault_endpoints:
+            return "", None
+        return self.faults.decide(f"{endpoint} {path}", raw)
+
+    def fault_reply(self, kind: str, method: str, path: str, headers: Mapping[str, str], raw: bytes) -> bytes:
+        """The bytes a fault sends (an API error body, or a message with no text block), logged as a fault."""
+        endpoint, _ = _endpoint(method, path)
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        with self._lock:
+            self.counts[endpoint] += 1
+            self.log.append(LoggedRequest(endpoint, method, path, dict(headers), body, 0, fault=kind))
+        if kind in _FAULT_ERRORS:
+            payload: JSON = _error(*_FAULT_ERRORS[kind])
+        elif endpoint != "count_tokens":
+            payload = {
+                "id": "msg_wrong", "type": "message", "role": "assistant", "model": (body or {}).get("model", ""),
+                "content": [], "stop_reason": "end_turn", "stop_sequence": None,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            }  # fmt: skip
+        else:
+            payload = {"input_tokens": -1}
+        return json.dumps(payload).encode("utf-8")
 
     # -- dispatch (handler threads) -----------------------------------------------------------------
 
@@ -382,7 +435,15 @@ def _make_handler(server: AnthropicLoopback) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
             headers = {name.lower(): value for name, value in self.headers.items()}
+            digest, kind = server.fault_for(self.command, self.path, raw)
+            if kind is not None:
+                fault = server.fault_reply(kind, self.command, self.path, headers, raw)
+                write_fault(self, kind, fault, retry_after_ms=server.faults.plan.retry_after_ms)
+                server.faults.record(digest, kind)
+                return
             status, payload, extra = server.dispatch(self.command, self.path, headers, raw)
+            if digest and status == 200:
+                server.faults.record(digest, None)
             self.send_response(status)
             jsonl = self.path.endswith("/results") and status == 200
             self.send_header("Content-Type", "application/binary" if jsonl else "application/json")

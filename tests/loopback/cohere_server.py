@@ -4,7 +4,9 @@ The server binds 127.0.0.1 on a free port and serves from a background thread.
 Routes are a table of ``(method, path) -> handler``, so ``/v2/embed`` can be
 added beside ``/v2/rerank`` later. Every request is recorded; the next replies
 can be scripted (429 with ``Retry-After``, 5xx, 400 with a JSON message) to
-drive a client's retry and error paths.
+drive a client's retry and error paths, and a seeded :class:`~tests.loopback.faults.FaultPlan`
+injects flaky-API faults at a rate (malformed or truncated bodies, resets, 429/500/529, and
+rerank results that cannot be right: a wrong count, a repeated or out-of-range index, a NaN score).
 
 Scores are deterministic and content-only (query-word overlap), so a test can
 predict the ranking and a pool split across requests scores the same as one
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from tests.loopback.faults import FaultInjector, FaultPlan, write_fault
 from tests.loopback.threaded import ThreadedLoopback
 
 JSON = Any
@@ -43,6 +46,8 @@ class RecordedRequest:
     body: JSON
     """Parsed JSON body, or None when there was none or it was not JSON."""
     status: int
+    fault: str | None = None
+    """The injected fault kind, or None for a real reply."""
 
 
 @dataclass(frozen=True)
@@ -58,9 +63,13 @@ class ScriptedReply:
 class LoopbackServer(ThreadedLoopback):
     """A JSON-over-HTTP server on 127.0.0.1 with a route table, a reply script and a request log."""
 
-    def __init__(self, api_key: str | None = None) -> None:
-        """``api_key``: when set, requests must carry ``Authorization: Bearer <api_key>`` (else 401)."""
+    def __init__(self, api_key: str | None = None, faults: FaultPlan | None = None) -> None:
+        """``api_key``: when set, requests must carry ``Authorization: Bearer <api_key>`` (else 401).
+
+        ``faults``: inject flaky-API faults at a seeded rate (none by default).
+        """
         self.api_key = api_key
+        self.faults = FaultInjector(faults)
         self.routes: dict[tuple[str, str], Handler] = {}
         self._script: deque[ScriptedReply] = deque()
         self._requests: list[RecordedRequest] = []
@@ -104,6 +113,24 @@ class LoopbackServer(ThreadedLoopback):
     def handler_class(self) -> type[BaseHTTPRequestHandler]:
         return _make_handler(self)
 
+    def fault_reply(self, kind: str, method: str, path: str, body: JSON) -> bytes:
+        """The JSON bytes a fault of ``kind`` sends (error kinds: a Cohere error body)."""
+        if kind == "wrong" and (handler := self.routes.get((method, path))) is not None:
+            status, reply = handler(body)
+            if status == 200 and isinstance(reply, dict):
+                return json.dumps(self.corrupt(reply, body)).encode("utf-8")
+        if kind == "over-limit":
+            return json.dumps({"message": "loopback: request limit reached (a client retrying forever?)"}).encode()
+        return json.dumps({"message": f"injected fault {kind}"}).encode("utf-8")
+
+    def corrupt(self, reply: JSON, body: JSON) -> JSON:
+        """A reply of the right shape that cannot be right; routes without a rule are sent unchanged."""
+        return reply
+
+    def record_fault(self, method: str, path: str, headers: Mapping[str, str], body: JSON, kind: str) -> None:
+        with self._lock:
+            self._requests.append(RecordedRequest(method, path, dict(headers), body, 0, fault=kind))
+
     # -- dispatch (called from handler threads) ---------------------------------------------------
 
     def dispatch(
@@ -142,7 +169,17 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
             raw = self.rfile.read(length) if length else b""
             headers = {name.lower(): value for name, value in self.headers.items()}
             path = self.path.split("?", 1)[0]
+            digest, kind = server.faults.decide(f"{self.command} {path}", raw)
+            if kind is not None:
+                body = _json_or_none(raw)
+                server.record_fault(self.command, path, headers, body, kind)
+                fault = server.fault_reply(kind, self.command, path, body)
+                write_fault(self, kind, fault, retry_after_ms=server.faults.plan.retry_after_ms)
+                server.faults.record(digest, kind)
+                return
             status, reply, extra = server.dispatch(self.command, path, headers, raw)
+            if status == 200:
+                server.faults.record(digest, None)
             if isinstance(reply, bytes):  # a raw body, e.g. a proxy's HTML error page
                 payload, content_type = reply, "text/html"
             else:
@@ -163,6 +200,13 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
     return _Handler
 
 
+def _json_or_none(raw: bytes) -> JSON:
+    try:
+        return json.loads(raw) if raw else None
+    except ValueError:
+        return None
+
+
 # -- Cohere -----------------------------------------------------------------------------------------
 
 
@@ -180,8 +224,13 @@ class CohereServer(LoopbackServer):
     MAX_DOCUMENTS = 10_000
     """Cohere's documented cap per request; more is a 400."""
 
-    def __init__(self, api_key: str | None = "test-key", score: Callable[[str, str], float] = word_overlap) -> None:
-        super().__init__(api_key=api_key)
+    def __init__(
+        self,
+        api_key: str | None = "test-key",
+        score: Callable[[str, str], float] = word_overlap,
+        faults: FaultPlan | None = None,
+    ) -> None:
+        super().__init__(api_key=api_key, faults=faults)
         self.score = score
         self.route("POST", "/v2/rerank", self._rerank)
 
@@ -193,6 +242,23 @@ class CohereServer(LoopbackServer):
     def documents_per_request(self) -> list[int]:
         """Documents in each rerank request, in order (including those answered with an error)."""
         return [len((request.body or {}).get("documents") or []) for request in self.rerank_requests]
+
+    def corrupt(self, reply: JSON, body: JSON) -> JSON:
+        """One of four impossible rerank replies, chosen by the request (deterministic)."""
+        results = [dict(result) for result in reply.get("results") or []]
+        if not results:
+            return reply
+        n = len((body or {}).get("documents") or [])
+        variant = sum(json.dumps(body, sort_keys=True).encode()) % 4
+        if variant == 0:
+            results = results[:-1]  # fewer results than documents
+        elif variant == 1:
+            results = [*results, dict(results[0])]  # a repeated index, more results than documents
+        elif variant == 2:
+            results[-1]["index"] = n  # out of range
+        else:
+            results[0]["relevance_score"] = math.nan  # serialised as NaN, which Python's json reads back
+        return {**reply, "results": results}
 
     def _rerank(self, body: JSON) -> tuple[int, JSON]:
         problem = _rerank_problem(body, self.MAX_DOCUMENTS)

@@ -1,10 +1,15 @@
 """Claude through the official ``anthropic`` SDK: single Messages calls, token counts and Message Batches.
 
-Retries: the SDK's own (``max_retries``), not a second layer here. It retries
-408/409/429/5xx including 529 (OverloadedError), honours ``retry-after-ms`` /
-``retry-after`` / ``x-should-retry`` and backs off exponentially otherwise, so
-the number of attempts is exactly ``1 + max_retries`` and configurable; a
-wrapper loop would multiply the attempts and ignore the server's hints.
+Retries are evalkit's (:mod:`~evalkit.answering.generation.retry`), with the
+SDK's own loop switched off (``max_retries=0``) so attempts are exactly
+``1 + max_retries`` and the backoff is configurable (``retry_base_delay_s``).
+Retried: 408/409/429/5xx including 529 (OverloadedError), lost or reset
+connections, bodies that are not JSON, empty or cut short, and replies that
+cannot be right (a message with no text block and no stop reason that explains
+it, an unknown stop reason, a negative token count). ``retry-after-ms`` /
+``retry-after`` / ``x-should-retry`` are honoured. Exhausted retries are one
+:class:`GenerationError` line naming the last failure. A batch is never
+resubmitted after a lost reply (it may exist already): that is an error at once.
 
 Note: ``messages.create`` in anthropic 2.x takes no ``temperature``/``top_p``,
 so answers are not sampled with a fixed seed: evalkit's cache is what makes a
@@ -13,10 +18,12 @@ re-run reproducible.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from evalkit.answering.generation.base import (
     TRUNCATING_STOPS,
@@ -25,6 +32,7 @@ from evalkit.answering.generation.base import (
     Generator,
     overflow_answer,
 )
+from evalkit.answering.generation.retry import RetryPolicy, Transient, call_with_retries
 from evalkit.records import Answer, Usage
 
 if TYPE_CHECKING:
@@ -32,10 +40,16 @@ if TYPE_CHECKING:
     from anthropic.types import Message
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 _EPHEMERAL = {"type": "ephemeral"}
 _TOO_LONG = "prompt is too long"  # the 400 message: "prompt is too long: N tokens > M maximum"
+KNOWN_STOPS = frozenset(
+    {"end_turn", "max_tokens", "stop_sequence", "tool_use", "pause_turn", "refusal", "model_context_window_exceeded"}
+)
+EMPTY_STOPS = frozenset({"max_tokens", "stop_sequence", "refusal", "model_context_window_exceeded"})
+"""Stop reasons that explain a message with no text (anything else without a text block is a broken reply)."""
 
 DEFAULT_WINDOWS: Mapping[str, int] = {
     "claude-sonnet-5": 1_000_000,
@@ -71,6 +85,8 @@ class AnthropicGenerator(Generator):
         api_key: str | None = None,
         base_url: str | None = None,
         max_retries: int = 4,
+        retry_base_delay_s: float = 0.5,
+        retry_max_delay_s: float = 60.0,
         timeout_s: float = 120.0,
         window: int | None = None,
         headroom: int = 0,
@@ -79,6 +95,7 @@ class AnthropicGenerator(Generator):
         poll_interval_s: float = 60.0,
         batch_timeout_s: float = 24 * 3600.0,
         max_batch_requests: int = 10_000,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         key = api_key or os.environ.get(API_KEY_ENV, "")
         if not key:
@@ -94,11 +111,12 @@ class AnthropicGenerator(Generator):
         self.batch_timeout_s = batch_timeout_s
         self.max_batch_requests = max_batch_requests
         self.max_retries = max_retries
+        self.retry = RetryPolicy(max_retries, retry_base_delay_s, retry_max_delay_s)
+        self._sleep = sleep
         self._sdk = _sdk()
         # The key is passed explicitly so the SDK never falls back to profiles or other credentials on disk.
-        self._client: Anthropic = self._sdk.Anthropic(
-            api_key=key, base_url=base_url, max_retries=max_retries, timeout=timeout_s
-        )
+        # max_retries=0: evalkit's loop retries (see the module docstring); two loops would multiply attempts.
+        self._client: Anthropic = self._sdk.Anthropic(api_key=key, base_url=base_url, max_retries=0, timeout=timeout_s)
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], **overrides: Any) -> AnthropicGenerator:
@@ -108,6 +126,8 @@ class AnthropicGenerator(Generator):
         args: dict[str, Any] = {
             "base_url": cfg.get("base_url"),
             "max_retries": int(cfg.get("max_retries", 4)),
+            "retry_base_delay_s": float(cfg.get("retry_base_delay_s", 0.5)),
+            "retry_max_delay_s": float(cfg.get("retry_max_delay_s", 60.0)),
             "timeout_s": float(cfg.get("timeout_s", 120.0)),
             "window": cfg.get("window") or windows.get(model),
             "headroom": int(cfg.get("headroom", 0)),
@@ -173,8 +193,13 @@ class AnthropicGenerator(Generator):
 
     def generate(self, request: GenerationRequest) -> Answer:
         sdk = self._sdk
+        params = self.params(request)
         try:
-            message = self._client.messages.create(**self.params(request))
+            message = self._call(
+                f"anthropic messages ({request.model})",
+                lambda: self._client.messages.create(**params),
+                _message_problem,
+            )
         except sdk.BadRequestError as err:
             reason = _api_message(err)
             if _TOO_LONG in reason.lower():
@@ -183,45 +208,96 @@ class AnthropicGenerator(Generator):
         except sdk.APIStatusError as err:
             if err.status_code == 413:  # request body over the size limit: also "does not fit"
                 return overflow_answer(self, request, why=_api_message(err))
-            raise GenerationError(
-                f"anthropic HTTP {err.status_code} for {request.model} after {self.max_retries} retries: "
-                f"{_api_message(err)}"
-            ) from err
-        except sdk.APIConnectionError as err:
-            raise GenerationError(f"anthropic unreachable after {self.max_retries} retries: {err}") from err
+            raise GenerationError(f"anthropic HTTP {err.status_code} for {request.model}: {_api_message(err)}") from err
         return self.to_answer(message, request.question_id)
 
     def count_tokens(self, request: GenerationRequest) -> int | None:
         """Input tokens by the model's own counter (``POST /v1/messages/count_tokens``)."""
         sdk = self._sdk
+        params = self.params(request, for_count=True)
         try:
-            return int(self._client.messages.count_tokens(**self.params(request, for_count=True)).input_tokens)
+            counted = self._call(
+                f"anthropic count_tokens ({request.model})",
+                lambda: self._client.messages.count_tokens(**params),
+                _count_problem,
+            )
         except sdk.BadRequestError as err:
             if _TOO_LONG in _api_message(err).lower():
                 return None  # let the real call decide; it comes back as an overflow answer
             raise GenerationError(f"anthropic count_tokens rejected the request: {_api_message(err)}") from err
         except sdk.APIStatusError as err:
-            raise GenerationError(
-                f"anthropic count_tokens HTTP {err.status_code} after {self.max_retries} retries: {_api_message(err)}"
-            ) from err
-        except sdk.APIConnectionError as err:
-            raise GenerationError(f"anthropic unreachable after {self.max_retries} retries: {err}") from err
+            raise GenerationError(f"anthropic count_tokens HTTP {err.status_code}: {_api_message(err)}") from err
+        return int(counted.input_tokens)
+
+    # ----------------------------------------------------------------------- retries
+
+    def _call(
+        self,
+        what: str,
+        send: Callable[[], T],
+        problem: Callable[[T], str | None] = lambda _: None,
+        *,
+        resend_lost: bool = True,
+    ) -> T:
+        """``send()`` with retries; a non-retryable API status error passes through for the caller to map.
+
+        ``resend_lost=False``: a request whose reply was lost or unreadable is not sent again (it may
+        have been acted on: a second batch would be paid twice); that is a GenerationError at once.
+        """
+        sdk = self._sdk
+
+        def attempt() -> T:
+            try:
+                result = send()
+            except sdk.APIStatusError as err:
+                if not _retryable(err.status_code, err.response.headers):
+                    raise
+                raise Transient(f"HTTP {err.status_code}: {_api_message(err)}", err.response.headers) from err
+            except (sdk.APIConnectionError, json.JSONDecodeError, sdk.APIResponseValidationError) as err:
+                # A reset, a timeout, or a 200 whose body is empty, not JSON or cut short.
+                reason = f"{type(err).__name__}: {err.__cause__ or err}"
+                if not resend_lost:
+                    raise GenerationError(
+                        f"{what}: the reply was lost ({reason}); it may have been accepted, so it is not resent"
+                    ) from err
+                raise Transient(reason) from err
+            broken = problem(result)
+            if broken is not None:
+                raise Transient(f"an impossible reply: {broken}")
+            return result
+
+        return call_with_retries(attempt, self.retry, what, sleep=self._sleep)
 
     # ----------------------------------------------------------------------- message batches
 
     def submit_batch(self, requests: Mapping[str, GenerationRequest]) -> str:
-        batch = self._client.messages.batches.create(
-            requests=[{"custom_id": cid, "params": self.params(request)} for cid, request in requests.items()]
+        items = [{"custom_id": cid, "params": self.params(request)} for cid, request in requests.items()]
+        batch = self._call(
+            "anthropic batches.create",
+            lambda: self._client.messages.batches.create(requests=items),  # type: ignore[arg-type]
+            lambda made: None if getattr(made, "id", None) else "a batch without an id",
+            resend_lost=False,
         )
         return str(batch.id)
 
     def batch_status(self, batch_id: str) -> str:
-        return str(self._client.messages.batches.retrieve(batch_id).processing_status)
+        batch = self._call(
+            f"anthropic batches.retrieve ({batch_id})",
+            lambda: self._client.messages.batches.retrieve(batch_id),
+            lambda got: None if getattr(got, "processing_status", None) else "a batch without a status",
+        )
+        return str(batch.processing_status)
 
     def batch_results(self, batch_id: str) -> dict[str, Answer]:
         """Answers by custom_id; errored, canceled and expired items become stop_reason ``error`` answers."""
         answers: dict[str, Answer] = {}
-        for line in self._client.messages.batches.results(batch_id):
+        # Read whole inside one attempt: a connection lost halfway through the JSONL retries the download.
+        lines = self._call(
+            f"anthropic batches.results ({batch_id})",
+            lambda: list(self._client.messages.batches.results(batch_id)),
+            _results_problem,
+        )
+        for line in lines:
             result = line.result
             if result.type == "succeeded":
                 answers[line.custom_id] = self.to_answer(result.message, "", backend=self.batch_backend)
@@ -244,6 +320,50 @@ class AnthropicGenerator(Generator):
             usage=Usage(),
             stop_reason=stop,
         )
+
+
+def _retryable(status: int, headers: Mapping[str, str]) -> bool:
+    """The SDK's own rule: the server's ``x-should-retry`` first, else 408, 409, 429 and 5xx (529 included)."""
+    hint = headers.get("x-should-retry")
+    if hint in ("true", "false"):
+        return hint == "true"
+    return status in (408, 409, 429) or status >= 500
+
+
+def _message_problem(message: Any) -> str | None:
+    """Why a parsed Messages reply cannot be right, or None."""
+    content = getattr(message, "content", None)
+    stop = getattr(message, "stop_reason", None)
+    usage = getattr(message, "usage", None)
+    if not isinstance(content, list):
+        return "no content list"
+    if stop not in KNOWN_STOPS:
+        return f"stop_reason {stop!r}"
+    if not isinstance(getattr(usage, "input_tokens", None), int) or not isinstance(
+        getattr(usage, "output_tokens", None), int
+    ):
+        return "no token usage"
+    if stop not in EMPTY_STOPS and not any(getattr(block, "type", None) == "text" for block in content):
+        return f"a message with stop_reason {stop} and no text block"
+    return None
+
+
+def _results_problem(lines: list[Any]) -> str | None:
+    if not lines:
+        return "an ended batch with no results"  # a batch holds at least one request
+    for line in lines:
+        if not isinstance(getattr(line, "custom_id", None), str) or not getattr(line, "result", None):
+            return f"a results line without custom_id or result: {str(line)[:80]}"
+        if getattr(line.result, "type", None) == "succeeded" and _message_problem(line.result.message) is not None:
+            return f"item {line.custom_id}: {_message_problem(line.result.message)}"
+    return None
+
+
+def _count_problem(counted: Any) -> str | None:
+    tokens = getattr(counted, "input_tokens", None)
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+        return f"input_tokens {tokens!r}"
+    return None
 
 
 def _api_message(err: Any) -> str:

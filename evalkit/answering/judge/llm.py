@@ -5,6 +5,7 @@ ragas and anthropic are imported only inside :func:`ragas_llm`, after ``RAGAS_DO
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -36,7 +37,8 @@ def ragas_llm(
     """ragas' LLM wrapper (``InstructorLLM``) around ``anthropic.AsyncAnthropic``, for the judge metrics.
 
     ``api_key`` defaults to ``$ANTHROPIC_API_KEY``; ``base_url`` points the SDK elsewhere (tests use a
-    loopback server). ``max_retries`` is the SDK's own (408/409/429/5xx/529). Sets ``RAGAS_DO_NOT_TRACK``
+    loopback server). ``max_retries`` is the SDK's own (408/409/429/5xx/529, connection errors, and through
+    a middleware 2xx replies whose body is not JSON). Sets ``RAGAS_DO_NOT_TRACK``
     to ``true`` unless the caller set it, before ragas is imported.
     """
     os.environ.setdefault(TELEMETRY_ENV, "true")
@@ -58,13 +60,37 @@ def ragas_llm(
         limits=httpx2.Limits(max_connections=max_connections, max_keepalive_connections=0)
     )
     client = anthropic.AsyncAnthropic(
-        api_key=key, base_url=base_url, max_retries=max_retries, timeout=timeout_s, http_client=http_client
+        api_key=key,
+        base_url=base_url,
+        max_retries=max_retries,
+        timeout=timeout_s,
+        http_client=http_client,
+        middleware=[_retry_unreadable(anthropic)],
     )
     llm = llm_factory(model, provider="anthropic", client=client)
     # Not ragas' temperature/top_p defaults (DESIGN §9). ``max_retries`` is instructor's, consumed by it and
     # never sent: its default (3) re-sends on *any* exception, API errors included, on top of the SDK's.
     llm.model_args = {"max_tokens": int(max_tokens), INSTRUCTOR_ATTEMPTS: 1}
     return llm
+
+
+def _retry_unreadable(anthropic: Any) -> Any:
+    """SDK middleware: a 2xx whose body is not JSON (empty, cut, garbage) is retried like a 5xx, not raised.
+
+    It runs inside the SDK's own retry loop (once per attempt), so the attempts stay ``1 + max_retries``.
+    """
+
+    class RetryUnreadable(anthropic.Middleware):
+        async def handle_async(self, request: Any, call_next: Any) -> Any:
+            response = await call_next(request)
+            if 200 <= response.status_code < 300:
+                try:
+                    await response.parse()  # parsed once; the SDK reuses it
+                except json.JSONDecodeError as exc:
+                    raise anthropic.RetryableError(f"unreadable reply (HTTP {response.status_code}): {exc}") from exc
+            return response
+
+    return RetryUnreadable()
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,10 @@ from evalkit.cost.budget import SpendGuard
 
 
 class RerankError(RuntimeError):
-    """A reranker failed in a way a retry will not fix (bad request, missing key, missing package)."""
+    """A reranker failed: a retry will not fix it (bad request, missing key or package) or retries ran out.
+
+    The message is one line; the sweep prints it with a resume hint.
+    """
 
 
 @dataclass
@@ -108,6 +111,10 @@ def rerank_scores(
         computed = np.asarray(reranker.score_pairs(query, [doc for _, doc in batch], counter), dtype=np.float64)
         if computed.shape != (len(batch),):
             raise RerankError(f"{reranker.identity} returned {computed.shape} scores for {len(batch)} documents")
+        if not np.isfinite(computed).all():
+            # A NaN would sort anywhere and pass no threshold test: an error, never a silent score.
+            bad = int((~np.isfinite(computed)).sum())
+            raise RerankError(f"{reranker.identity} returned {bad} non-finite scores for {len(batch)} documents")
         fresh = {key: float(score) for (key, _), score in zip(batch, computed)}
         cache.put_many(namespace, {key: encode_json(score) for key, score in fresh.items()})
         scores.update(fresh)

@@ -3,9 +3,13 @@
 Retries are done here, not by the SDK: the SDK's own retry loop (2 retries of
 408/409/429/5xx by default) is switched off so that every HTTP request is
 counted in :class:`~evalkit.retrieval.rerank.base.RerankCounter` and the retry budget is
-one number in the config. Errors a retry cannot fix (400, 401, 404, 422, a
-missing key) become :class:`~evalkit.retrieval.rerank.base.RerankError` at once, with the
-server's own message.
+one number in the config. Retried with backoff (full jitter, ``Retry-After`` honoured):
+408/429/5xx/529, connection errors, and replies that cannot be used: a body that is not
+JSON, empty or cut short, of the wrong shape, or results that cannot be right (not one
+result per document, a repeated or out-of-range index, a NaN score). A bad reply is
+never a silent score. Errors a retry cannot fix (400, 401, 404, 422, a missing key)
+become :class:`~evalkit.retrieval.rerank.base.RerankError` at once, with the server's
+own message; exhausted retries become one such line naming the last failure.
 
 Wire format (``POST /v2/rerank``)::
 
@@ -47,8 +51,8 @@ DEFAULT_MAX_TOKENS_PER_DOC = 4096
 DOCUMENTS_PER_SEARCH_UNIT = 100
 """Cohere bills one search unit per query with up to 100 documents."""
 
-_RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-"""Transient: rate limit, overload, gateway trouble. 501 (not implemented) is permanent."""
+_RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504, 529})
+"""Transient: rate limit, overload (529), gateway trouble. 501 (not implemented) is permanent."""
 
 
 class CohereReranker(Reranker):
@@ -87,7 +91,8 @@ class CohereReranker(Reranker):
             price: the model's price (``conf/pricing/cohere.yaml``), so a budget guard can price
                 each request before it is sent; without it :meth:`request_cost_usd` raises.
             timeout: seconds per HTTP request.
-            max_retries: retries of a 429/5xx/timeout after the first attempt.
+            max_retries: retries of a transient failure (429/5xx/529, connection error, unusable reply)
+                after the first attempt.
             retry_base_delay: first backoff in seconds; doubles each retry, with full jitter.
             retry_max_delay: cap on any single wait, including a server's ``Retry-After``.
             sleep: the wait function (tests pass a recorder).
@@ -142,21 +147,26 @@ class CohereReranker(Reranker):
                 f"{len(documents)} documents in one request exceeds max_documents_per_request="
                 f"{self.max_documents_per_request}; call rerank_scores, which splits the pool"
             )
-        response, attempts = self._send(query, list(documents), counter)
-        scores = _scores_in_input_order(response, len(documents))
+        response, scores, attempts = self._send(query, list(documents), counter)
         if counter is not None:
             counter.add(
                 self.model_id, len(documents), requests=attempts, search_units=_search_units(response, len(documents))
             )
         return scores
 
-    def _send(self, query: str, documents: list[str], counter: RerankCounter | None) -> tuple[Any, int]:
-        """The response and the number of HTTP requests it took."""
+    def _send(self, query: str, documents: list[str], counter: RerankCounter | None) -> tuple[Any, np.ndarray, int]:
+        """The response, its scores in input order, and the number of HTTP requests it took.
+
+        A transient failure is retried with backoff: 408/429/5xx/529, connection errors, and replies
+        that arrive but cannot be used (not JSON, empty, cut short, of the wrong shape, or scores
+        that cannot be right). The last failure becomes one :class:`RerankError` line.
+        """
         from cohere.core.api_error import ApiError
         from cohere.core.parse_error import ParsingError
         from httpx import TransportError
 
         for attempt in range(self.max_retries + 1):
+            headers: Mapping[str, str] | None = None
             try:
                 response = self._client.rerank(
                     model=self.model_id,
@@ -168,27 +178,20 @@ class CohereReranker(Reranker):
                     # against an SDK whose client-level setting stops applying.
                     request_options={"max_retries": 0},
                 )
-                return response, attempt + 1
+                return response, _scores_in_input_order(response, len(documents)), attempt + 1
             except ApiError as exc:
-                status = exc.status_code
-                retryable = status in _RETRYABLE_STATUS
+                retryable = _retryable_status(exc.status_code)
                 if not retryable or attempt == self.max_retries:
                     self._count_failure(counter, attempt + 1)
                     raise RerankError(_describe(exc, self.model_id, attempt + 1, retryable, self.api_key_env)) from exc
-                self._sleep(self._delay(attempt, exc.headers))
-            except ParsingError as exc:  # a reply of the wrong shape: retrying will not change it
-                self._count_failure(counter, attempt + 1)
-                raise RerankError(
-                    f"Cohere rerank ({self.model_id}) returned an unexpected response (HTTP {exc.status_code}): {exc}"
-                ) from exc
-            except TransportError as exc:  # connection refused/reset, timeouts: transient
+                headers = exc.headers
+            except (ParsingError, TransportError, _ImpossibleReply) as exc:
                 if attempt == self.max_retries:
                     self._count_failure(counter, attempt + 1)
                     raise RerankError(
-                        f"Cohere rerank ({self.model_id}) failed after {_attempts(attempt + 1)}: "
-                        f"{type(exc).__name__}: {exc}"
+                        f"Cohere rerank ({self.model_id}) failed after {_attempts(attempt + 1)}: {_problem(exc)}"
                     ) from exc
-                self._sleep(self._delay(attempt, None))
+            self._sleep(self._delay(attempt, headers))
         raise AssertionError("unreachable: the loop returns or raises")
 
     def _count_failure(self, counter: RerankCounter | None, attempts: int) -> None:
@@ -232,24 +235,55 @@ def _make_client(api_key: str, base_url: str | None, timeout: float) -> Any:
     return cohere.ClientV2(**options)
 
 
+class _ImpossibleReply(RerankError):
+    """A reply that parsed but cannot be right (a missing, repeated or out-of-range index, a NaN score)."""
+
+
 def _scores_in_input_order(response: Any, n_documents: int) -> np.ndarray:
-    scores = np.full(n_documents, np.nan, dtype=np.float64)
+    """One score per document from the sorted results; :class:`_ImpossibleReply` unless each document has one."""
     results = getattr(response, "results", None)
     if not isinstance(results, list):
-        raise RerankError(f"Cohere rerank returned no results list (got {type(results).__name__})")
+        raise _ImpossibleReply(f"no results list (got {type(results).__name__})")
+    if len(results) != n_documents:
+        # top_n is len(documents), so every document must come back once; a gap would rank as missing.
+        raise _ImpossibleReply(f"{len(results)} results for {n_documents} documents")
+    scores = np.full(n_documents, np.nan, dtype=np.float64)
     for result in results:
         try:
-            index, score = int(result.index), float(result.relevance_score)
+            raw_index, score = getattr(result, "index", None), float(result.relevance_score)
+            index = int(raw_index)  # type: ignore[arg-type]
         except (AttributeError, TypeError, ValueError) as exc:
-            raise RerankError(f"Cohere rerank returned a malformed result: {result!r}") from exc
+            raise _ImpossibleReply(f"a malformed result: {result!r}") from exc
+        if isinstance(raw_index, bool) or index != raw_index:
+            raise _ImpossibleReply(f"a non-integer index {raw_index!r}")
         if not 0 <= index < n_documents:
-            raise RerankError(f"Cohere rerank returned index {index} for {n_documents} documents")
+            raise _ImpossibleReply(f"index {index} for {n_documents} documents")
+        if not np.isnan(scores[index]):
+            raise _ImpossibleReply(f"index {index} twice")
+        if not math.isfinite(score):
+            raise _ImpossibleReply(f"score {score} for document {index}")
         scores[index] = score
-    missing = int(np.isnan(scores).sum())
-    if missing:
-        # top_n is len(documents), so every document must come back; a silent gap would rank as -inf.
-        raise RerankError(f"Cohere rerank returned no score for {missing} of {n_documents} documents")
     return scores
+
+
+def _retryable_status(status: int | None) -> bool:
+    """Transient statuses; a 2xx here means the body could not be read (not JSON, empty): also transient."""
+    if status is None:
+        return True  # no status at all: the reply never arrived whole
+    return status in _RETRYABLE_STATUS or 200 <= status < 300 or 520 <= status <= 529
+
+
+def _problem(exc: BaseException) -> str:
+    """One bounded line for a failure that has no HTTP error status."""
+    from cohere.core.parse_error import ParsingError
+
+    if isinstance(exc, ParsingError):
+        text = f"an unexpected response (HTTP {exc.status_code}): {exc}"
+    elif isinstance(exc, _ImpossibleReply):
+        text = f"an impossible reply: {exc}"
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+    return " ".join(text.split())[:300]
 
 
 def _search_units(response: Any, n_documents: int) -> int:
@@ -263,9 +297,18 @@ def _search_units(response: Any, n_documents: int) -> int:
 
 
 def _retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds from a ``Retry-After`` header (delta-seconds or HTTP date); None when absent or unreadable."""
+    """Seconds from ``retry-after-ms`` (which the SDKs prefer) or ``Retry-After`` (delta-seconds or HTTP date).
+
+    None when absent or unreadable.
+    """
     if not headers:
         return None
+    millis = next((v for k, v in headers.items() if k.lower() == "retry-after-ms"), None)
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000.0) if math.isfinite(float(millis)) else None
+        except ValueError:
+            pass
     value = next((v for k, v in headers.items() if k.lower() == "retry-after"), None)
     if value is None:
         return None
