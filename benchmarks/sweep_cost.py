@@ -49,6 +49,7 @@ def run_phase(phase: str, labelset: str, work: Path, embedder: str, reranker: st
 
     # Hybrid retrieval, so the grid's embedding cost is what is measured (BM25 alone embeds nothing).
     base = [f"labelset.path={labelset}", "retriever=hybrid", f"embedder={embedder}", f"reranker={reranker}"]
+    base.append("position=off")
     # Each phase has its own unit store (reports_dir): the phases measure the cache, not unit reuse.
     base += ["progress=false", f"reports_dir={work / ('reports-' + phase)}"]
     overrides = {

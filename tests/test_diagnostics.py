@@ -186,6 +186,7 @@ def _sweep(labelset: Path, reports: Path) -> Path:
                 f"reports_dir={reports}",
                 "progress=false",
                 "report=false",
+                "position=off",
                 "chunk_size=[256,512]",
                 "chunk_overlap=[0,64]",
                 "top_k=[1,5]",

@@ -17,8 +17,9 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from evalkit.answering.context import DOES_NOT_FIT, Budget, parse_placement, render_context
+from evalkit.answering.position.describe import describe
 from evalkit.answering.position.items import choose_subset, pool_items, scope_documents
-from evalkit.answering.position.plan import RequestSpec, describe, plan_position
+from evalkit.answering.position.plan import RequestSpec, plan_position
 from evalkit.answering.position.settings import BudgetSpec, PositionSettings, SubsetSpec, parse_arm
 from evalkit.cache import Cache
 from evalkit.chunking.chunkers import CHUNKERS

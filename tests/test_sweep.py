@@ -20,10 +20,15 @@ from hydra import compose, initialize_config_dir
 from evalkit.sweep import sweep
 from tests.conftest import REPO
 
-SMALL = ["chunk_size=[256,512]", "chunk_overlap=[0]", "top_k=[1,5]", "progress=false", "report=false"]
+SMALL = ["chunk_size=[256,512]", "chunk_overlap=[0]", "top_k=[1,5]", "progress=false", "report=false", "position=off"]
+RETRIEVAL_ONLY = "position=off"
+"""The default sweep also runs the answer experiment with the local model; retrieval tests turn it off."""
 
 
 def run_in_process(overrides: list[str]) -> Path:
+    """A sweep through Hydra's compose API in this process; the answer experiment off unless asked for."""
+    if not any(o.lstrip("+").startswith(("position", "experiment")) for o in overrides):
+        overrides = [*overrides, RETRIEVAL_ONLY]
     with initialize_config_dir(version_base="1.3", config_dir=str(REPO / "conf")):
         return sweep(compose(config_name="config", overrides=overrides))
 
@@ -49,7 +54,7 @@ def test_every_grid_point_has_results(tmp_path: Path, small_demo: Path) -> None:
 def test_overrides_and_bad_configs(tmp_path: Path) -> None:
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "evalkit.sweep", f"reports_dir={tmp_path}", *args],
+            [sys.executable, "-m", "evalkit.sweep", f"reports_dir={tmp_path}", "position=off", *args],
             capture_output=True,
             text=True,
             cwd=REPO,

@@ -13,15 +13,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from evalkit.answering.position.settings import OUT_DIR as POSITION_DIR
 from evalkit.cache import Cache
 from evalkit.cost.budget import SpendGuard
 from evalkit.labels.read import LabelSet
 from evalkit.pipeline.auto import resolve_auto_thresholds
 from evalkit.pipeline.counters import RunStats
 from evalkit.pipeline.dryrun import describe_calls, plan_calls
+from evalkit.pipeline.errors import CALL_ERRORS
 from evalkit.pipeline.executor import EXECUTORS, Executor
 from evalkit.pipeline.plan import SweepPlan
-from evalkit.pipeline.position import choose_chunking, position_experiment
+from evalkit.pipeline.position import choose_chunking, position_experiment, write_status
 from evalkit.pipeline.sweep import run_sweep, scoped_questions, token_family, unit_store
 from evalkit.pipeline.work import WorkContext, plan_units, run_unit
 from evalkit.retrieval.embedding.base import Embedder
@@ -66,10 +68,28 @@ def execute(
         stats = RunStats(spend=SpendGuard(plan.options.budget_usd, ledger=run_dir / files.SPEND_JSON))
         summary = run_sweep(plan, labelset, embedder, cache, run_dir, stats, reranker, executor, config_record)
         print(f"evalkit: wrote {len(summary)} configs to {run_dir}/summary.csv", file=sys.stderr)
-        if plan.position is not None:
-            out = position_experiment(plan, labelset, cache, run_dir, spend=stats.spend)
-            print(f"evalkit: position experiment -> {out}", file=sys.stderr)
+        run_position_part(plan, labelset, cache, run_dir, stats)
     return run_dir
+
+
+def run_position_part(plan: SweepPlan, labelset: LabelSet, cache: Cache, run_dir: Path, stats: RunStats) -> None:
+    """The position experiment after the sweep; when it is off or a model call fails, position/status.json says so.
+
+    A failed experiment does not fail the sweep: its results and report stand, and the same command
+    resumes the experiment (answers already generated are cached).
+    """
+    out_dir = run_dir / POSITION_DIR
+    if plan.position is None:
+        write_status(out_dir, "off", "position=off: this sweep ran retrieval only", "python -m evalkit.sweep")
+        return
+    try:
+        out = position_experiment(plan, labelset, cache, run_dir, spend=stats.spend)
+    except CALL_ERRORS as exc:
+        command = " ".join(["python -m evalkit.sweep", *sys.argv[1:]])
+        write_status(out_dir, "failed", f"{type(exc).__name__}: {exc}", command)
+        print(f"evalkit: warning: the position experiment failed ({exc}); rerun: {command}", file=sys.stderr)
+        return
+    print(f"evalkit: position experiment -> {out}", file=sys.stderr)
 
 
 def work_context(

@@ -33,10 +33,13 @@ if TYPE_CHECKING:
     from evalkit.cache import Cache
     from evalkit.labels.read import LabelSet
 
+from evalkit.answering.position.describe import describe
 from evalkit.answering.position.items import choose_subset, pool_items
-from evalkit.answering.position.plan import PositionPlan, RequestSpec, describe, plan_position
-from evalkit.answering.position.settings import OUT_DIR, BudgetSpec
+from evalkit.answering.position.plan import PositionPlan, QuestionPlanner, RequestSpec, plan_position
+from evalkit.answering.position.settings import OUT_DIR, STATUS_JSON, BudgetSpec, PositionSettings
+from evalkit.answering.position.sizing import Sized, candidate_order, fit_budget
 from evalkit.pipeline.position_run import run_position
+from evalkit.records import Question
 
 
 def choose_chunking(plan: SweepPlan, available: Sequence[str]) -> str:
@@ -128,7 +131,7 @@ def position_experiment(
     pool = pools[chunking] if pools is not None else pd.read_parquet(RunFolder(run_dir).pool_path(chunking))
     ranked = pool_items(pool, documents)
     limit = plan.labelset_limit
-    questions = choose_subset(labelset.questions[:limit] if limit else labelset.questions, settings.subset)
+    asked = labelset.questions[:limit] if limit else labelset.questions
     generator = generator or make_generator(generator_cfg)
     model = str(generator.model or generator_cfg.get("model") or "")
     price = _price(model, plan.pricing_dir)
@@ -141,30 +144,78 @@ def position_experiment(
         def count_request(request: GenerationRequest) -> int | None:
             return count_tokens_cached(generator, request, cache, counter)
 
+    request_spec = RequestSpec.from_config(generator_cfg, model, generator.backend)
+    out_dir = out_dir or run_dir / OUT_DIR
+    if settings.time_budget_s is None:
+        questions = choose_subset(asked, settings.subset)
+    else:
+        planner = QuestionPlanner(settings, ranked, documents, request_spec, budget, family, count_request)
+        sized = size_to_budget(settings, asked, planner)
+        questions = sized.questions
+        log(describe_sizing(settings, sized))
     position_plan = plan_position(
         settings,
         questions,
         ranked,
         documents,
-        RequestSpec.from_config(generator_cfg, model, generator.backend),
+        request_spec,
         budget,
         chunking=chunking,
         tokenizer_family=family,
         count_request=count_request,
         price=price,
     )
-    out_dir = out_dir or run_dir / OUT_DIR
     text = describe(position_plan)
     log(text)
     write_json(out_dir / "plan.json", _plan_record(position_plan, text))
-    if not settings.dry_run:
+    if settings.dry_run:
+        write_status(out_dir, "dry_run", "a dry run plans the experiment and sends nothing", "")
+    elif not questions:
+        write_status(out_dir, "empty", "position.time_budget_s fits no question at the planning speeds", "")
+    else:
         run_position(position_plan, generator, cache, out_dir, plan.options.progress, counter=counter, spend=spend)
+        write_status(out_dir, "ran", f"{len(questions)} questions, {len(position_plan.to_send)} answers", "")
         if plan.judge:  # +judge=claude: advisory ragas scores beside evalkit's own
             from evalkit.pipeline.position_judging import judge_position
 
             judged = judge_position(out_dir, labelset, plan.judge, cache)
             log(f"position: answers judged by {plan.judge.get('model')} (advisory) -> {judged}")
     return out_dir
+
+
+def size_to_budget(settings: PositionSettings, asked: Sequence[Question], planner: QuestionPlanner) -> Sized:
+    """The questions that fit ``position.time_budget_s``, planned one at a time in the seeded stratified order."""
+
+    def cost_of(question: Question) -> tuple[int, int]:
+        entries, _ = planner.plan(question)
+        distinct = {e.context_key: e.prompt_tokens for e in entries if e.fits}
+        return sum(distinct.values()), len(distinct)
+
+    sized = fit_budget(candidate_order(asked, settings.subset), cost_of, settings)
+    kept = {q.id for q in sized.questions}
+    return Sized(tuple(q for q in asked if q.id in kept), sized.seconds, sized.next_seconds, sized.candidates)
+
+
+def describe_sizing(settings: PositionSettings, sized: Sized) -> str:
+    """One line: how many questions the time budget holds, and why not more."""
+    why = (
+        f"the next would take ~{sized.next_seconds:.0f} s more"
+        if sized.next_seconds is not None
+        else ("every question fits" if len(sized.questions) == sized.candidates else "position.subset.size caps it")
+    )
+    return (
+        f"position: time budget {settings.time_budget_s:g} s at {settings.prompt_tokens_per_s:g} prompt tok/s and "
+        f"{settings.output_tokens_per_s:g} output tok/s holds {len(sized.questions)} of {sized.candidates} questions "
+        f"(~{sized.seconds:.0f} s planned; {why}); position.time_budget_s=<seconds> asks more"
+    )
+
+
+def write_status(out_dir: Path, state: str, why: str, command: str) -> Path:
+    """``position/status.json``: ``state`` (ran, off, dry_run, empty, failed), why, and the command that runs it."""
+    command = command or "python -m evalkit.sweep position.time_budget_s=1800  # a larger experiment"
+    path = out_dir / STATUS_JSON
+    write_json(path, {"state": state, "ran": state == "ran", "why": why, "command": command})
+    return path
 
 
 def _plan_record(plan: PositionPlan, text: str) -> dict[str, Any]:

@@ -31,11 +31,14 @@ if TYPE_CHECKING:
     from evalkit.cache import Cache
 
 from evalkit.answering.position.plan import PlannedAnswer, PositionPlan, request_for
+from evalkit.answering.position.settings import EFFECTS_JSON, SUMMARY, SUMMARY_BLOCKS
 from evalkit.scoring.position import summarise_position
+from evalkit.scoring.position_effects import position_effects
 
 ROW_COLUMNS = (
     "question_id", "lang", "answerable", "arm", "placement", "repeat", "seed", "gold_bucket", "gold_offset",
-    "context_chars", "n_offered", "n_items", "n_dropped", "prompt_tokens", "prompt_tokens_estimated", "sent",
+    "gold_block", "gold_block_bucket", "context_chars", "n_offered", "n_items", "n_dropped", "prompt_tokens",
+    "prompt_tokens_estimated", "tokens_needed", "sent",
     "answer", "correct", "exact", "contains", "f1", "refused", "citations_valid", "quotes_valid", "stop_reason",
     "truncated", "overflow", "cached", "input_tokens", "output_tokens", "cache_creation_input_tokens",
     "cache_read_input_tokens", "usage_estimated", "cost_usd", "model", "backend", "chunking", "request_key",
@@ -44,7 +47,10 @@ ROW_COLUMNS = (
 """Columns of ``position/rows.parquet``, in order. ``sent``: False for a context that cannot fit (``stop_reason``
 ``does not fit`` / ``prompt too long``); ``overflow``: the prompt did not fit, unsent or refused by the model's window
 (``stop_reason`` ``overflow``); ``correct`` and the other scores are NA when no answer was scored; ``cost_usd``: what
-the answer cost when generated, NaN when the model is unpriced; ``request_key``: the response cache key."""
+the answer cost when generated, NaN when the model is unpriced; ``request_key``: the response cache key.
+``gold_bucket`` is by the gold block's character midpoint, ``gold_block_bucket`` by its index ``gold_block`` among the
+``n_items`` blocks (``only``: a single block); under ``gold_at:*`` they record where the gold actually ended up.
+``tokens_needed``: the prompt's estimated tokens (what a ``does not fit`` context would have needed)."""
 
 _BOOL_COLUMNS = ("correct", "exact", "contains", "refused", "citations_valid", "quotes_valid")
 
@@ -60,6 +66,9 @@ def _base_row(plan: PositionPlan, entry: PlannedAnswer) -> dict[str, Any]:
         "seed": entry.seed,
         "gold_bucket": entry.gold_bucket,
         "gold_offset": entry.gold_offset,
+        "gold_block": entry.gold_block,
+        "gold_block_bucket": entry.gold_block_bucket,
+        "tokens_needed": entry.tokens_needed,
         "context_chars": entry.context_chars,
         "n_offered": entry.n_offered,
         "n_items": len(entry.items),
@@ -149,6 +158,7 @@ def rows_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     frame["f1"] = frame["f1"].astype("float64")
     frame["cost_usd"] = frame["cost_usd"].astype("float64")
     frame["gold_offset"] = frame["gold_offset"].astype("Int64")
+    frame["gold_block"] = frame["gold_block"].astype("Int64")
     return frame
 
 
@@ -239,9 +249,18 @@ def run_position(
         bar.close()
         flush()
     frame = pd.read_parquet(rows_path)
-    summary = summarise_position(frame, n_resamples=plan.settings.n_resamples, seed=plan.settings.seed)
-    write_table(out_dir / "summary.parquet", summary, csv=True)
+    summary = write_summaries(frame, out_dir, plan.settings.n_resamples, plan.settings.seed)
     write_json(out_dir / "run_stats.json", _run_stats(plan, counter, len(pending), time.perf_counter() - started))
+    return summary
+
+
+def write_summaries(rows: pd.DataFrame, out_dir: Path, n_resamples: int, seed: int) -> pd.DataFrame:
+    """summary.parquet (by character bucket), summary_blocks.parquet (by block bucket) and effects.json."""
+    summary = summarise_position(rows, n_resamples=n_resamples, seed=seed, bucket_by="chars")
+    write_table(out_dir / SUMMARY, summary, csv=True)
+    by_block = summarise_position(rows, n_resamples=n_resamples, seed=seed, bucket_by="blocks")
+    write_table(out_dir / SUMMARY_BLOCKS, by_block, csv=True)
+    write_json(out_dir / EFFECTS_JSON, position_effects(rows, n_resamples=n_resamples, seed=seed))
     return summary
 
 

@@ -99,3 +99,10 @@ threshold, recall_at_budget, mean_k_at_budget, share_nothing_fits, budget_tokens
 SPEND_JSON = "spend.json"
 """Dollars this run has spent on paid calls across invocations (``budget_usd`` caps the total):
 spent_usd, by_item, limit_usd; written before each paid request is sent."""
+POSITION_SUMMARY_BLOCKS = f"{POSITION_DIR}/summary_blocks.parquet"
+"""Accuracy by where the gold block sits in the list of blocks (first / middle / last third; ``only`` for one block)."""
+POSITION_EFFECTS = f"{POSITION_DIR}/effects.json"
+"""Paired position effects (head vs mid, tail vs mid: McNemar and paired bootstrap), their detectable effect,
+flip rates, and per arm accuracy, tokens, does-not-fit counts, refusals and citation correctness."""
+POSITION_STATUS = f"{POSITION_DIR}/status.json"
+"""Whether the position experiment ran and, when not, why and the command that runs it."""

@@ -8,9 +8,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalkit.records import BUCKETS, DOES_NOT_FIT, PROMPT_TOO_LONG
+from evalkit.records import DOES_NOT_FIT, PROMPT_TOO_LONG
 from evalkit.scoring.answers import flip_rate
 from evalkit.scoring.stats import bootstrap_ci
+
+POSITION_BUCKETS: tuple[str, ...] = ("only", "head", "mid", "tail", "none")
+"""Where the gold sat (``only``: a single-block context; ``none``: no gold in it); ``all`` follows in the summary."""
+BUCKET_COLUMNS = {"chars": "gold_bucket", "blocks": "gold_block_bucket"}
+"""``bucket_by`` -> the rows column: the gold block's character midpoint, or its index among the blocks."""
 
 
 def _question_shares(cell: pd.DataFrame) -> np.ndarray:
@@ -67,8 +72,14 @@ def _flips(group: pd.DataFrame) -> tuple[float, int]:
     return flip_rate(by_question), repeated
 
 
-def summarise_position(rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """One row per (arm, placement, gold bucket), buckets head/mid/tail/none then ``all``.
+def summarise_position(
+    rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0, bucket_by: str = "chars"
+) -> pd.DataFrame:
+    """One row per (arm, placement, gold bucket), buckets only/head/mid/tail/none then ``all``.
+
+    ``bucket_by`` picks the bucket: ``chars`` (the gold block's character
+    midpoint, ``gold_bucket``) or ``blocks`` (its index among the blocks,
+    ``gold_block_bucket``); the ``bucket_by`` column says which.
 
     ``accuracy``: mean over questions of each question's share of correct
     answers in the cell, with a 95% bootstrap interval over questions
@@ -81,6 +92,7 @@ def summarise_position(rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 
     the model's window refused (pre-count or the provider); ``n_over_budget``
     sent contexts that left whole items out; ``n_truncated`` answers cut short.
     """
+    column = BUCKET_COLUMNS[bucket_by]
     out: list[dict[str, Any]] = []
     arm_order = list(dict.fromkeys(rows["arm"]))
     placement_order = list(dict.fromkeys(rows["placement"]))
@@ -90,13 +102,14 @@ def summarise_position(rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 
             if group.empty:
                 continue
             repeats = int(group["repeat"].max()) + 1
-            for bucket in (*BUCKETS, "all"):
-                cell = group if bucket == "all" else group[group["gold_bucket"] == bucket]
+            for bucket in (*POSITION_BUCKETS, "all"):
+                cell = group if bucket == "all" else group[group[column] == bucket]
                 if cell.empty and bucket != "all":
                     continue
                 flips, repeated = _flips(group) if bucket == "all" and repeats > 1 else (math.nan, 0)
                 out.append(
-                    {"arm": arm, "placement": placement, "gold_bucket": bucket, "repeats": repeats}
+                    {"arm": arm, "placement": placement, "gold_bucket": bucket, "bucket_by": bucket_by}
+                    | {"repeats": repeats}
                     | _cell(cell, n_resamples, seed)
                     | {"flip_rate": flips, "flip_questions": repeated}
                 )

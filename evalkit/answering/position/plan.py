@@ -9,12 +9,10 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from evalkit.answering.context import (
-    DOES_NOT_FIT,
-    PROMPT_TOO_LONG,
     AssembledContext,
     Budget,
     ContextItem,
-    GoldBucket,
+    Placement,
     assemble,
     render_context,
 )
@@ -23,7 +21,6 @@ from evalkit.answering.generation.base import (
     GenerationRequest,
     build_request,
 )
-from evalkit.cost.model import TokenUsage, call_cost
 from evalkit.cost.prices import ModelPrice
 from evalkit.cost.tokens import estimate_tokens
 from evalkit.records import Document, Question
@@ -32,7 +29,8 @@ if TYPE_CHECKING:
     pass
 
 from evalkit.answering.position.items import arm_items, shuffle_seed
-from evalkit.answering.position.settings import PositionSettings
+from evalkit.answering.position.placing import PositionBucket, block_bucket, char_bucket, gold_block_index, place_gold
+from evalkit.answering.position.settings import SHUFFLE, Arm, PositionSettings
 
 
 @dataclass(frozen=True)
@@ -88,10 +86,14 @@ class PlannedAnswer:
     """Items the arm offered before budgeting."""
     n_dropped: int
     """Items left out for the budget (retrieval arms only; ``stuff`` never drops)."""
-    gold_bucket: GoldBucket
-    """Third of the context holding the gold block's midpoint, or ``none``."""
+    gold_bucket: PositionBucket
+    """Third of the context text holding the gold block's midpoint; ``only`` (a single block) or ``none``."""
     gold_offset: int | None
     """Where the gold block starts in the context text."""
+    gold_block: int | None
+    """Index of the gold block among the context's blocks (0-based), or None."""
+    gold_block_bucket: PositionBucket
+    """Third of the block list holding the gold block (:func:`~evalkit.answering.position.placing.block_bucket`)."""
     context_chars: int
     """Length of the context text."""
     fits: bool
@@ -100,6 +102,9 @@ class PlannedAnswer:
     """Empty, :data:`evalkit.answering.context.DOES_NOT_FIT` or :data:`evalkit.answering.context.PROMPT_TOO_LONG`."""
     prompt_tokens: int
     """Planned prompt tokens of the request (0 when not sent)."""
+    tokens_needed: int
+    """System + context + question tokens the assembled prompt needs (local estimate): what a ``does not fit``
+    context would have taken."""
     tokens_estimated: bool
     """``prompt_tokens`` is a local estimate rather than the model's own count."""
 
@@ -233,32 +238,13 @@ def plan_position(
     from ``count_request`` (the model's own counter) when given and it
     answers, else from the estimate, and are labelled accordingly.
     """
-    count = functools.lru_cache(maxsize=256)(lambda text: estimate_tokens(text, tokenizer_family))
+    planner = QuestionPlanner(settings, ranked, documents, request_spec, budget, tokenizer_family, count_request)
     entries: list[PlannedAnswer] = []
     skipped = 0
     for question in questions:
-        prompts = request_spec.prompts(question.lang)
-        fixed = _fixed_text(prompts, question)
-        for arm in settings.arms:
-            offered = arm_items(arm, question, ranked.get(question.id, ()), documents)
-            overflow = "refuse" if arm.kind == "stuff" else "drop"
-            for placement in settings.placements_for(arm):
-                for repeat in range(settings.repeats_for(placement)):
-                    seed = shuffle_seed(settings.seed, question.id, repeat)
-                    assembled = assemble(
-                        prompts["system"], fixed, offered, budget, count, placement, seed, overflow=overflow
-                    )
-                    if placement.policy == "gold_at" and assembled.gold_bucket == "none":
-                        skipped += 1  # nothing to place: the prompt would only repeat another placement's
-                        continue
-                    tokens, estimated = 0, False
-                    if assembled.fits:
-                        request = _request(request_spec, question, assembled.items)
-                        counted = count_request(request) if count_request is not None else None
-                        estimated = counted is None
-                        tokens = estimate_request_tokens(request, tokenizer_family) if counted is None else counted
-                    key = (arm.name, placement.name, repeat, seed, len(offered))
-                    entries.append(_planned(question, key, assembled, tokens, estimated))
+        planned, n_skipped = planner.plan(question)
+        entries.extend(planned)
+        skipped += n_skipped
     return PositionPlan(
         settings=settings,
         chunking=chunking,
@@ -273,11 +259,75 @@ def plan_position(
     )
 
 
+@dataclass(frozen=True)
+class QuestionPlanner:
+    """Plans one question's entries at a time (the time budget grows the subset question by question)."""
+
+    settings: PositionSettings
+    ranked: Mapping[str, Sequence[ContextItem]]
+    documents: Mapping[str, Document]
+    request_spec: RequestSpec
+    budget: Budget
+    tokenizer_family: str = "generic"
+    count_request: Callable[[GenerationRequest], int | None] | None = None
+
+    @cached_property
+    def _count(self) -> Callable[[str], int]:
+        family = self.tokenizer_family
+        return functools.lru_cache(maxsize=256)(lambda text: estimate_tokens(text, family))
+
+    def plan(self, question: Question) -> tuple[list[PlannedAnswer], int]:
+        """The question's entries, and how many gold_at contexts were skipped for holding no gold."""
+        entries: list[PlannedAnswer] = []
+        skipped = 0
+        for arm in self.settings.arms:
+            offered = arm_items(arm, question, self.ranked.get(question.id, ()), self.documents)
+            mine = []
+            for placement in self.settings.placements_for(arm):
+                planned, n_skipped = self._placement(question, arm, offered, placement)
+                mine.extend(planned)
+                skipped += n_skipped
+            if not mine and self.settings.is_controlled(arm):
+                # No gold to place (unanswerable, or not retrieved): shuffles still measure refusals and accuracy.
+                mine, _ = self._placement(question, arm, offered, SHUFFLE)
+            entries.extend(mine)
+        return entries, skipped
+
+    def _placement(
+        self, question: Question, arm: Arm, offered: Sequence[ContextItem], placement: Placement
+    ) -> tuple[list[PlannedAnswer], int]:
+        prompts = self.request_spec.prompts(question.lang)
+        fixed = _fixed_text(prompts, question)
+        overflow = "refuse" if arm.kind == "stuff" else "drop"
+        entries: list[PlannedAnswer] = []
+        skipped = 0
+        for repeat in range(self.settings.repeats_for(placement, arm)):
+            seed = shuffle_seed(self.settings.seed, question.id, repeat)
+            assembled = assemble(
+                prompts["system"], fixed, offered, self.budget, self._count, placement, seed, overflow=overflow
+            )
+            if placement.policy == "gold_at":
+                if assembled.gold_bucket == "none":
+                    skipped += 1  # nothing to place: the prompt would only repeat another placement's
+                    continue
+                assembled = place_gold(assembled, placement, seed)
+            tokens, estimated = 0, False
+            if assembled.fits:
+                request = _request(self.request_spec, question, assembled.items)
+                counted = self.count_request(request) if self.count_request is not None else None
+                estimated = counted is None
+                tokens = estimate_request_tokens(request, self.tokenizer_family) if counted is None else counted
+            key = (arm.name, placement.name, repeat, seed, len(offered))
+            entries.append(_planned(question, key, assembled, tokens, estimated))
+        return entries, skipped
+
+
 def _planned(
     question: Question, key: tuple[str, str, int, int, int], assembled: AssembledContext, tokens: int, estimated: bool
 ) -> PlannedAnswer:
     """A plan entry from its (arm, placement, repeat, seed, items offered) and assembled context."""
     arm, placement, repeat, seed, n_offered = key
+    gold_block = gold_block_index(assembled.items, assembled.gold_offset)
     return PlannedAnswer(
         question_id=question.id,
         lang=question.lang,
@@ -289,58 +339,14 @@ def _planned(
         items=assembled.items,
         n_offered=n_offered,
         n_dropped=len(assembled.dropped),
-        gold_bucket=assembled.gold_bucket,
+        gold_bucket=char_bucket(assembled),
         gold_offset=assembled.gold_offset,
+        gold_block=gold_block,
+        gold_block_bucket=block_bucket(gold_block, len(assembled.items)),
         context_chars=len(assembled.context_text),
         fits=assembled.fits,
         reason=assembled.reason,
         prompt_tokens=tokens,
+        tokens_needed=assembled.total_tokens,
         tokens_estimated=estimated,
     )
-
-
-def _thousands(n: float) -> str:
-    return f"{n / 1000:.1f}k" if n >= 1000 else f"{n:.0f}"
-
-
-def describe(plan: PositionPlan) -> str:
-    """What the run will do, printed before it starts: answers, prompt tokens, time or cost, what does not fit."""
-    s, b = plan.settings, plan.budget
-    entries, send = plan.entries, plan.to_send
-    shuffled = [p.name for p in s.placements if p.policy == "shuffle"]
-    fixed = [p.name for p in s.placements if p.policy != "shuffle"]
-    shape = f"{len(plan.questions)} questions x {len(s.arms)} arms"
-    parts = [f"{'/'.join(shuffled)} x {s.repeats} repeats"] if shuffled else []
-    if fixed:
-        on = "every arm" if s.controlled_arms is None else "/".join(s.controlled_arms)
-        parts.append(f"{'/'.join(fixed)} x 1 on {on}")
-    tokens = plan.prompt_tokens
-    label = "estimated, " + plan.tokenizer_family + " heuristic" if plan.tokens_estimated else "counted by the model"
-    lines = [
-        f"position: chunking {plan.chunking}; budget {b.window_tokens} window - {b.max_output_tokens} output - "
-        f"{b.headroom_tokens} headroom = {b.input_tokens} input tokens, retrieved items <= {b.share_tokens}",
-        f"planned: {shape} ({'; '.join(parts)}) = {len(entries)} rows"
-        + (f" ({plan.skipped_no_gold} gold_at contexts skipped: no gold to place)" if plan.skipped_no_gold else ""),
-        f"  does not fit: {plan.count(DOES_NOT_FIT)} (stuff, not sent), prompt too long: {plan.count(PROMPT_TOO_LONG)}"
-        f", over budget (items dropped): {plan.n_over_budget}",
-        f"  answers: {len(send)} ({plan.n_distinct} distinct requests), ~{_thousands(tokens)} prompt tokens ({label})",
-    ]
-    output = plan.n_distinct * s.expected_output_tokens
-    if plan.request_spec.backend == "local":
-        minutes = (tokens / s.prompt_tokens_per_s + output / s.output_tokens_per_s) / 60
-        lines.append(
-            f"  ≈ {minutes:.1f} min at {s.prompt_tokens_per_s:g} prompt tok/s and {s.output_tokens_per_s:g} output "
-            f"tok/s (~{s.expected_output_tokens} output tokens per answer), before cache hits"
-        )
-    if plan.price is not None:
-        usage = TokenUsage(tokens, output, estimated=plan.tokens_estimated)
-        cost = call_cost(usage, plan.price)
-        lines.append(f"  ≈ ${cost.usd:.2f} at list price for {plan.price.model_id}, before cache hits")
-    for arm in s.arms:
-        mine = [e for e in entries if e.arm == arm.name]
-        sent = [e for e in mine if e.fits]
-        lines.append(
-            f"  {arm.name}: {len(sent)} answers, ~{_thousands(sum(e.prompt_tokens for e in sent))} tokens"
-            + (f", {len(mine) - len(sent)} not sent ({DOES_NOT_FIT})" if len(mine) > len(sent) else "")
-        )
-    return "\n".join(lines)

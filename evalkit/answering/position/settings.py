@@ -20,9 +20,18 @@ if TYPE_CHECKING:
 ArmKind = Literal["stuff", "retrieve", "files"]
 OUT_DIR = "position"
 """Subfolder of the run folder the experiment writes to."""
+SUMMARY = "summary.parquet"
+"""Accuracy per (arm, placement, gold bucket by character midpoint), ``bucket_by`` = ``chars``."""
+SUMMARY_BLOCKS = "summary_blocks.parquet"
+"""The same table with the gold bucket by block index, ``bucket_by`` = ``blocks``."""
+EFFECTS_JSON = "effects.json"
+"""Paired position effects with MDEs, flip rates, where the gold landed, arms, refusals, citations."""
+STATUS_JSON = "status.json"
+"""Whether the experiment ran, why not, and the command that runs it."""
 """Gold position buckets in the order the summary lists them (``all`` follows)."""
 DEFAULT_ARMS = ("stuff", "retrieve-5", "retrieve-10", "files")
 DEFAULT_PLACEMENTS = ("shuffle", "gold_at:head", "gold_at:mid", "gold_at:tail")
+SHUFFLE = parse_placement("shuffle")
 
 
 @dataclass(frozen=True)
@@ -60,6 +69,8 @@ class SubsetSpec:
     """Unanswerable questions included (as many as exist, up to this), the rest answerable."""
     seed: int = 0
     """Seed of the stratified draw (by ``lang`` within answerable and within unanswerable)."""
+    unanswerable_share: float = 0.2
+    """With a time budget: the share of unanswerable questions as the subset grows (``unanswerable`` is then unused)."""
 
 
 @dataclass(frozen=True)
@@ -83,11 +94,17 @@ class PositionSettings:
     arms: tuple[Arm, ...] = tuple(parse_arm(a) for a in DEFAULT_ARMS)
     """Arms, in the order the summary lists them."""
     repeats: int = 5
-    """Repeats of each shuffled placement (a new seeded shuffle each)."""
+    """Seeded shuffles of each repeated placement on the controlled arms: ``shuffle``, and ``gold_at:*`` (the gold
+    item fixed, the other items shuffled; one shuffle seed per repeat, shared by head, mid and tail: paired)."""
     placements: tuple[Placement, ...] = tuple(parse_placement(p) for p in DEFAULT_PLACEMENTS)
-    """``shuffle`` (repeated) and deterministic placements (``score``, ``gold_at:*``: once each)."""
+    """Placements of the controlled arms: ``shuffle``, ``gold_at:*`` (repeated) and ``score`` (once)."""
     controlled_arms: tuple[str, ...] | None = ("retrieve-10",)
-    """Arms the deterministic placements run on; None: every arm."""
+    """Arms the placements run on; None: every arm. Every other arm runs ``shuffle`` only."""
+    arm_repeats: int | None = None
+    """Shuffles on the arms that are not controlled; None: ``repeats``."""
+    time_budget_s: float | None = None
+    """Size the subset to fit this many seconds at the planning speeds below (questions are added in a seeded,
+    stratified order while the planned time fits; ``subset.size`` then caps it); None: ``subset.size`` alone."""
     subset: SubsetSpec = SubsetSpec()
     chunking: str | None = None
     """Chunking key whose pool is read; None: the baseline chunking when swept, else the first of the grid."""
@@ -123,6 +140,7 @@ class PositionSettings:
             "arms", "files_top_k", "repeats", "placements", "controlled_arms", "subset", "chunking", "budget",
             "refusals", "seed", "tokenizer_family", "count_with_model", "prompt_tokens_per_s",
             "output_tokens_per_s", "expected_output_tokens", "workers", "flush_every", "n_resamples", "dry_run",
+            "arm_repeats", "time_budget_s",
         }  # fmt: skip
         check_keys(cfg, known, "position")
         files_k = config_int(cfg.get("files_top_k", 5), "position.files_top_k", 1)
@@ -143,7 +161,7 @@ class PositionSettings:
             missing = ", ".join(sorted(set(controlled_arms) - names))
             raise ConfigError(f"position.controlled_arms: {missing} not among position.arms")
         subset_cfg = dict(cfg.get("subset") or {})
-        check_keys(subset_cfg, {"size", "unanswerable", "seed"}, "position.subset")
+        check_keys(subset_cfg, {"size", "unanswerable", "unanswerable_share", "seed"}, "position.subset")
         size = subset_cfg.get("size", 12)
         budget_cfg = dict(cfg.get("budget") or {})
         check_keys(budget_cfg, {"window", "max_output", "headroom", "context_share"}, "position.budget")
@@ -153,6 +171,7 @@ class PositionSettings:
             raise ConfigError(f"position.budget.context_share: {share} must lie in (0, 1]")
         family = cfg.get("tokenizer_family")
         run_seed = config_int(cfg.get("seed", seed), "position.seed", 0)
+        arm_repeats, budget_s = cfg.get("arm_repeats"), cfg.get("time_budget_s")
         return cls(
             arms=arms,
             repeats=config_int(cfg.get("repeats", 5), "position.repeats", 1),
@@ -162,6 +181,7 @@ class PositionSettings:
                 size=None if size is None else config_int(size, "position.subset.size", 1),
                 unanswerable=config_int(subset_cfg.get("unanswerable", 2), "position.subset.unanswerable", 0),
                 seed=config_int(subset_cfg.get("seed", run_seed), "position.subset.seed", 0),
+                unanswerable_share=_share(subset_cfg.get("unanswerable_share", 0.2)),
             ),
             chunking=None if cfg.get("chunking") is None else str(cfg["chunking"]),
             budget=BudgetSpec(
@@ -183,16 +203,24 @@ class PositionSettings:
             flush_every=config_int(cfg.get("flush_every", 8), "position.flush_every", 1),
             n_resamples=config_int(cfg.get("n_resamples", 2000), "position.n_resamples", 1),
             dry_run=bool(cfg.get("dry_run", False)),
+            arm_repeats=None if arm_repeats is None else config_int(arm_repeats, "position.arm_repeats", 1),
+            time_budget_s=None if budget_s is None else _positive(budget_s, "position.time_budget_s"),
         )
 
-    def placements_for(self, arm: Arm) -> tuple[Placement, ...]:
-        """Placements run on ``arm``: shuffle always; deterministic ones on the controlled arms only."""
-        controlled = self.controlled_arms is None or arm.name in self.controlled_arms
-        return tuple(p for p in self.placements if p.policy == "shuffle" or controlled)
+    def is_controlled(self, arm: Arm) -> bool:
+        return self.controlled_arms is None or arm.name in self.controlled_arms
 
-    def repeats_for(self, placement: Placement) -> int:
-        """``repeats`` for ``shuffle``; 1 for a deterministic placement (a repeat would resend the same prompt)."""
-        return self.repeats if placement.policy == "shuffle" else 1
+    def placements_for(self, arm: Arm) -> tuple[Placement, ...]:
+        """Placements run on ``arm``: the configured ones on a controlled arm, ``shuffle`` on every other."""
+        return self.placements if self.is_controlled(arm) else (SHUFFLE,)
+
+    def repeats_for(self, placement: Placement, arm: Arm | None = None) -> int:
+        """Shuffles of a placement on ``arm``: ``score`` runs once (a repeat would resend the same prompt)."""
+        if placement.policy == "score":
+            return 1
+        if arm is not None and not self.is_controlled(arm):
+            return self.arm_repeats or self.repeats
+        return self.repeats
 
 
 def _list(value: Any, key: str) -> list[Any]:
@@ -202,6 +230,13 @@ def _list(value: Any, key: str) -> list[Any]:
         return list(value)
     except TypeError as exc:
         raise ConfigError(f"{key}: expected a list, got {value!r}") from exc
+
+
+def _share(value: Any) -> float:
+    share = _positive(value, "position.subset.unanswerable_share") if value else 0.0
+    if share >= 1.0:
+        raise ConfigError(f"position.subset.unanswerable_share: {share} must lie in [0, 1)")
+    return share
 
 
 def _positive(value: Any, key: str) -> float:

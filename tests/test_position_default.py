@@ -1,0 +1,180 @@
+"""The default sweep's position experiment: wiring with generator=fake, the pure pieces worked by hand,
+and one short run of the real 0.5B local model (2 questions)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from hydra import compose, initialize_config_dir
+
+from evalkit.answering.blocks import ContextItem
+from evalkit.answering.context import Budget, assemble, parse_placement
+from evalkit.answering.position.placing import block_bucket, char_bucket, place_gold
+from evalkit.answering.position.settings import PositionSettings, SubsetSpec
+from evalkit.answering.position.sizing import candidate_order, fit_budget, planned_seconds
+from evalkit.records import Question
+from evalkit.scoring.position_effects import mcnemar_exact, paired_effect, planned_mde
+from evalkit.sweep import sweep
+from tests.conftest import REPO
+
+ONE_CHUNKING = ["chunk_size=[512]", "chunk_overlap=[64]", "top_k=[5,10]", "progress=false", "report=false"]
+
+
+def run(overrides: list[str]) -> Path:
+    with initialize_config_dir(version_base="1.3", config_dir=str(REPO / "conf")):
+        return sweep(compose(config_name="config", overrides=overrides))
+
+
+@pytest.fixture(scope="module")
+def fake_run(tmp_path_factory: pytest.TempPathFactory, small_demo: Path) -> Path:
+    root = tmp_path_factory.mktemp("position-default")
+    return run([*ONE_CHUNKING, f"labelset.path={small_demo}", f"reports_dir={root}", "generator=fake"])
+
+
+def test_default_sweep_runs_the_position_experiment(fake_run: Path) -> None:
+    out = fake_run / "position"
+    status = json.loads((out / "status.json").read_text())
+    assert status["state"] == "ran" and status["ran"]
+    summary = pd.read_parquet(out / "summary.parquet")
+    blocks = pd.read_parquet(out / "summary_blocks.parquet")
+    assert set(summary["bucket_by"]) == {"chars"} and set(blocks["bucket_by"]) == {"blocks"}
+    assert {"gold_at:head", "gold_at:mid", "gold_at:tail"} <= set(summary["placement"])
+    assert {"retrieve-5", "retrieve-10", "stuff"} <= set(summary["arm"])
+    effects = json.loads((out / "effects.json").read_text())
+    assert {e["candidate"] for e in effects["effects"]} == {"gold_at:head", "gold_at:tail"}
+    assert all(e["baseline"] == "gold_at:mid" for e in effects["effects"])
+    assert effects["arms"] and effects["landed"]
+    plan = json.loads((out / "plan.json").read_text())
+    assert plan["chunking"] == "recursive-s512-o64", "the baseline chunking's pool"
+
+
+def test_controlled_placements_record_where_the_gold_landed(fake_run: Path) -> None:
+    rows = pd.read_parquet(fake_run / "position" / "rows.parquet")
+    controlled = rows[rows["placement"].str.startswith("gold_at:")]
+    assert not controlled.empty
+    for row in controlled.itertuples():
+        target = row.placement.split(":")[1]
+        if row.n_items == 1:
+            assert row.gold_block_bucket == "only" and row.gold_bucket == "only"
+        elif row.n_items >= 3:
+            assert row.gold_block_bucket == target, row
+    # Paired: head, mid and tail of one (question, repeat) hold the same items.
+    for _, group in controlled.groupby(["question_id", "repeat"]):
+        assert group["n_items"].nunique() == 1 and group["seed"].nunique() == 1
+    stuff = rows[rows["arm"] == "stuff"]
+    assert (~stuff["sent"] & (stuff["tokens_needed"] > 7000)).all(), "the whole demo corpus does not fit 8k"
+
+
+def test_position_off_writes_why_and_the_command(tmp_path: Path, small_demo: Path) -> None:
+    run_dir = run([*ONE_CHUNKING, f"labelset.path={small_demo}", f"reports_dir={tmp_path}", "position=off"])
+    status = json.loads((run_dir / "position" / "status.json").read_text())
+    assert status["state"] == "off" and not status["ran"] and "python -m evalkit.sweep" in status["command"]
+    assert not (run_dir / "position" / "rows.parquet").exists()
+
+
+# --------------------------------------------------------------------------- pure pieces by hand
+
+
+def test_block_buckets_by_hand() -> None:
+    assert [block_bucket(i, 5) for i in range(5)] == ["head", "head", "mid", "tail", "tail"]
+    assert [block_bucket(i, 2) for i in range(2)] == ["head", "tail"]
+    assert [block_bucket(i, 3) for i in range(3)] == ["head", "mid", "tail"]
+    assert [block_bucket(i, 4) for i in range(4)] == ["head", "mid", "mid", "tail"]
+    assert block_bucket(0, 1) == "only" and block_bucket(None, 4) == "none"
+
+
+def _items(n: int) -> list[ContextItem]:
+    return [
+        ContextItem(f"u{i}", f"d{i}", 0, 40, f"text {i} " * 5, score=float(n - i), is_gold=i == 1, title="")
+        for i in range(n)
+    ]
+
+
+def _assembled(items: list[ContextItem], placement: str, seed: int) -> Any:
+    budget = Budget(8192, 256, 0)
+    return assemble("sys", "q", items, budget, len, parse_placement(placement), seed)
+
+
+def test_gold_placement_is_paired_across_positions() -> None:
+    items = _items(5)
+    placed = {}
+    for position in ("head", "mid", "tail"):
+        name = f"gold_at:{position}"
+        placed[position] = place_gold(_assembled(items, name, 7), parse_placement(name), 7)
+    assert [p.items.index(items[1]) for p in placed.values()] == [0, 2, 4]
+    others = {pos: [i.unit_id for i in p.items if not i.is_gold] for pos, p in placed.items()}
+    assert others["head"] == others["mid"] == others["tail"], "one shuffle of the others per seed"
+    assert [char_bucket(p) for p in placed.values()] == ["head", "mid", "tail"]
+    single = _assembled(items[1:2], "gold_at:mid", 7)
+    assert char_bucket(place_gold(single, parse_placement("gold_at:mid"), 7)) == "only"
+
+
+def _question(qid: str, lang: str, answerable: bool) -> Question:
+    mode = "any" if answerable else "none"
+    return Question(qid, "?", ("a",) if answerable else (), answerable, (), mode, {"lang": lang})
+
+
+def test_budget_order_is_stratified_and_prefixes_nest() -> None:
+    questions = [_question(f"a{i}", "en" if i % 2 else "zh", True) for i in range(16)]
+    questions += [_question(f"u{i}", "en", False) for i in range(4)]
+    order = candidate_order(questions, SubsetSpec(seed=3, unanswerable_share=0.2))
+    assert sorted(q.id for q in order) == sorted(q.id for q in questions)
+    first10 = order[:10]
+    assert sum(not q.answerable for q in first10) == 2
+    assert {q.lang for q in first10 if q.answerable} == {"en", "zh"}
+    settings = PositionSettings(prompt_tokens_per_s=100.0, output_tokens_per_s=20.0, expected_output_tokens=20)
+    assert planned_seconds(1000, 2, settings) == pytest.approx(10 + 2)
+
+    def cost(_: Question) -> tuple[int, int]:
+        return 1000, 1  # 11 s each
+
+    small = fit_budget(order, cost, PositionSettings(time_budget_s=40, prompt_tokens_per_s=100.0))
+    large = fit_budget(order, cost, PositionSettings(time_budget_s=90, prompt_tokens_per_s=100.0))
+    assert len(small.questions) == 3 and small.next_seconds is not None
+    assert large.questions[: len(small.questions)] == small.questions
+
+
+def test_paired_effect_and_mcnemar_by_hand() -> None:
+    assert mcnemar_exact(5, 0) == pytest.approx(2 / 32)
+    assert mcnemar_exact(0, 0) == 1.0
+    rows = []
+    for q in range(6):  # head right on all six questions, mid right on one
+        rows.append({"question_id": f"q{q}", "repeat": 0, "placement": "gold_at:head", "correct": 1.0})
+        rows.append({"question_id": f"q{q}", "repeat": 0, "placement": "gold_at:mid", "correct": float(q == 0)})
+    effect = paired_effect(pd.DataFrame(rows), "gold_at:head", "gold_at:mid", 500, 0)
+    assert effect is not None
+    assert (effect["mcnemar_wins"], effect["mcnemar_losses"]) == (5, 0)
+    assert effect["delta"] == pytest.approx(5 / 6) and effect["n_questions"] == 6
+    assert effect["mcnemar_p"] == pytest.approx(0.0625)
+    assert planned_mde(6, 0.5) is None or planned_mde(6, 0.5) > 0.5  # six questions detect only huge effects
+
+
+# --------------------------------------------------------------------------- the real local model, briefly
+
+
+def test_real_local_model_on_two_questions(tmp_path: Path, small_demo: Path) -> None:
+    """The 0.5B model answers two questions at gold head (one shuffle): real generations, scored and summarised."""
+    pytest.importorskip("xllamacpp")
+    run_dir = run(
+        [
+            *ONE_CHUNKING,
+            f"labelset.path={small_demo}",
+            f"reports_dir={tmp_path}",
+            "generator=local",
+            "generator.max_tokens=48",
+            "position.arms=[retrieve-5]",
+            "position.placements=[gold_at:head]",
+            "position.repeats=1",
+            "position.time_budget_s=null",
+            "position.subset.size=2",
+            "position.subset.unanswerable=0",
+        ]
+    )
+    rows = pd.read_parquet(run_dir / "position" / "rows.parquet")
+    assert len(rows) == 2 and rows["sent"].all() and (rows["backend"] == "local").all()
+    assert (rows["output_tokens"] > 0).all() and rows["correct"].notna().all()
+    assert json.loads((run_dir / "position" / "status.json").read_text())["state"] == "ran"
