@@ -362,3 +362,17 @@ def test_529_exhausted_names_the_status(waits: list[float]) -> None:
     gave_up = r"HTTP 529: injected fault 529 \(gave up after 3 attempts\)"
     with CohereServer(api_key=API_KEY, faults=plan) as server, pytest.raises(RerankError, match=gave_up):
         make(server, waits, max_retries=2).score_pairs(QUERY, DOCUMENTS)
+
+
+def test_a_request_whose_reply_was_lost_still_counts_as_spent(
+    server: CohereServer, waits: list[float], tmp_path: Path
+) -> None:
+    """An unreadable 200 may have been billed: its resend is charged too, while a 429 (never billed) is not."""
+    price = load_price_table(PRICING).reranker("rerank-v3.5")
+    per_request = price.per_1000_searches / 1000
+    server.script(ScriptedReply(200, b'{"results": [{"index": 0, "relevance'), ScriptedReply(429, b"{}"))
+    guard = SpendGuard()
+    with Cache(tmp_path / "cache.sqlite") as cache:
+        rerank_scores(make(server, waits, price=price), QUERY, DOCUMENTS, cache, None, guard)
+    assert len(server.rerank_requests) == 3
+    assert guard.spent_usd == pytest.approx(2 * per_request)  # the first send and the resend after the lost reply

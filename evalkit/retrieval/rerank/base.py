@@ -45,6 +45,8 @@ class Reranker(ABC):
     model_id: str = ""
     version: str = ""
     max_documents_per_request: int = 1000
+    bills_unanswered_requests: bool = False
+    """A paid backend whose failed attempts may be billed (reply lost, unreadable): it takes an ``on_resend`` hook."""
 
     @abstractmethod
     def score_pairs(self, query: str, documents: Sequence[str], counter: RerankCounter | None = None) -> np.ndarray:
@@ -108,7 +110,14 @@ def rerank_scores(
         batch = missing[offset : offset + step]
         if guard is not None:
             guard.charge(reranker.request_cost_usd(len(batch)), f"rerank:{reranker.identity}")
-        computed = np.asarray(reranker.score_pairs(query, [doc for _, doc in batch], counter), dtype=np.float64)
+        texts = [doc for _, doc in batch]
+        if guard is not None and reranker.bills_unanswered_requests:
+            # A request whose reply was lost or unreadable may still be billed: each resend is charged too.
+            cost = reranker.request_cost_usd(len(batch))
+            resend = lambda c=cost: guard.charge(c, f"rerank:{reranker.identity}:resend")  # noqa: E731
+            computed = np.asarray(reranker.score_pairs(query, texts, counter, on_resend=resend), dtype=np.float64)
+        else:
+            computed = np.asarray(reranker.score_pairs(query, texts, counter), dtype=np.float64)
         if computed.shape != (len(batch),):
             raise RerankError(f"{reranker.identity} returned {computed.shape} scores for {len(batch)} documents")
         if not np.isfinite(computed).all():

@@ -138,7 +138,15 @@ class CohereReranker(Reranker):
             text_hash(document),
         )
 
-    def score_pairs(self, query: str, documents: Sequence[str], counter: RerankCounter | None = None) -> np.ndarray:
+    bills_unanswered_requests = True
+
+    def score_pairs(
+        self,
+        query: str,
+        documents: Sequence[str],
+        counter: RerankCounter | None = None,
+        on_resend: Callable[[], None] | None = None,
+    ) -> np.ndarray:
         """One relevance score per document, in input order; one request (plus retries)."""
         if not documents:
             return np.zeros(0, dtype=np.float64)
@@ -147,14 +155,20 @@ class CohereReranker(Reranker):
                 f"{len(documents)} documents in one request exceeds max_documents_per_request="
                 f"{self.max_documents_per_request}; call rerank_scores, which splits the pool"
             )
-        response, scores, attempts = self._send(query, list(documents), counter)
+        response, scores, attempts = self._send(query, list(documents), counter, on_resend)
         if counter is not None:
             counter.add(
                 self.model_id, len(documents), requests=attempts, search_units=_search_units(response, len(documents))
             )
         return scores
 
-    def _send(self, query: str, documents: list[str], counter: RerankCounter | None) -> tuple[Any, np.ndarray, int]:
+    def _send(
+        self,
+        query: str,
+        documents: list[str],
+        counter: RerankCounter | None,
+        on_resend: Callable[[], None] | None = None,
+    ) -> tuple[Any, np.ndarray, int]:
         """The response, its scores in input order, and the number of HTTP requests it took.
 
         A transient failure is retried with backoff: 408/429/5xx/529, connection errors, and replies
@@ -185,12 +199,16 @@ class CohereReranker(Reranker):
                     self._count_failure(counter, attempt + 1)
                     raise RerankError(_describe(exc, self.model_id, attempt + 1, retryable, self.api_key_env)) from exc
                 headers = exc.headers
+                if on_resend is not None and exc.status_code is not None and exc.status_code < 300:
+                    on_resend()  # a 200 whose body could not be read was answered, and billed
             except (ParsingError, TransportError, _ImpossibleReply) as exc:
                 if attempt == self.max_retries:
                     self._count_failure(counter, attempt + 1)
                     raise RerankError(
                         f"Cohere rerank ({self.model_id}) failed after {_attempts(attempt + 1)}: {_problem(exc)}"
                     ) from exc
+                if on_resend is not None:
+                    on_resend()  # the server may have done (and billed) the work whose reply was lost
             self._sleep(self._delay(attempt, headers))
         raise AssertionError("unreachable: the loop returns or raises")
 
