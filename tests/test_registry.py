@@ -175,7 +175,7 @@ def test_measures_take_meaning_from_columns() -> None:
 
 
 def test_one_name_table_for_columns_aggregation_report_and_gate() -> None:
-    assert METRIC_COLUMNS == registry.RANKING_COLUMNS
+    assert (*registry.RANKING_COLUMNS, *registry.CHAR_COLUMNS) == METRIC_COLUMNS
     assert registry.COST_COLUMNS == files.COST_COLUMNS  # the run folder's names and the registry's agree
     assert set(registry.HEADLINE) <= set(registry.MEASURES)
     margins = yaml.safe_load((REPO / "conf" / "gate" / "default.yaml").read_text(encoding="utf-8"))["checks"]

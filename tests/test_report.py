@@ -357,7 +357,7 @@ def test_optional_data_is_rendered_when_present(tmp_path: Path, demo_run: Path) 
             for bucket, p in (("head", 0.9), ("mid", 0.4), ("tail", 0.85))
         ]
     ).astype({"correct": "boolean"})
-    (run / files.POSITION_DIR).mkdir()
+    (run / files.POSITION_DIR).mkdir(exist_ok=True)  # position=off leaves its status.json there
     rows.to_parquet(run / files.POSITION_ROWS)
     health = {
         "findings": [
