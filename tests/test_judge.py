@@ -283,8 +283,9 @@ def test_a_reply_cut_at_max_tokens_is_a_nan_row(server: ScriptedJudge) -> None:
 def test_evalkit_cache_serves_repeat_runs_and_keys_on_the_model(server: ScriptedJudge, cache: Cache) -> None:
     llm = make_llm(server)
     first = judge_answers([PARIS, LYON], llm, cache=cache)
+    sent = server.counts["messages"]  # 6, or more when a loaded machine made ragas retry a slow call
     again = judge_answers([PARIS, LYON], llm, cache=cache)
-    assert server.counts["messages"] == 6  # the second run sent nothing
+    assert sent >= 6 and server.counts["messages"] == sent  # the second run sent nothing
     assert [s.score for s in again] == [s.score for s in first] == [1.0, 0.0]
     assert all(s.cached and s.calls == 0 for s in again)
     judge_answers([PARIS], ragas_llm("claude-sonnet-5", server.url, "test-key", 256, max_retries=0), cache=cache)
