@@ -11,6 +11,10 @@ Subcommands (``--help`` on each for options)::
     import --from hf DATASET OUT_DIR [--docs DOCS] [--split S] [--lang L]
     export PATH --to ragas OUT.jsonl|OUT.csv [--contexts passage|evidence]
     export PATH --to hf OUT [--format auto|arrow|parquet]
+    sample LOG --docs DOCS OUT_SET      an unlabelled set from a query log: frequent questions and failures
+    annotate SET [--port P] [--open]    a local page to label questions with document spans
+    add-failures RUN_DIR SET            queue the questions a run's production config missed
+    generate SET [--generator NAME]     synthetic candidate questions with source spans (tags.synthetic)
 
 Exit status: 0 done; 1 import written but some rows were reported and
 skipped; 2 an invalid set or unusable input (every problem one line, no
@@ -27,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evalkit.labels.anchor import ImportResult
+from evalkit.labels.growth_cli import add_commands
 from evalkit.labels.health import format_health, label_health
 from evalkit.labels.hf_format import hf_rows, import_hf, write_hf
 from evalkit.labels.load import read_documents, tolerant_load
@@ -212,6 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="hf: save_to_disk (arrow) when 'datasets' is installed, else parquet (auto)",
     )
     command.set_defaults(run=_export)
+    add_commands(commands)
     return parser
 
 

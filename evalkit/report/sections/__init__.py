@@ -27,6 +27,7 @@ from evalkit.report.sections import (
     questions,
     recommendation,
     run_over_run,
+    synthetic,
 )
 from evalkit.run import files
 
@@ -59,6 +60,7 @@ SECTIONS: tuple[Section, ...] = (
     Section(files.CHUNK_HEALTH.key, "Chunk health", chunkings.chunk_health),
     Section("compare", "Run over run", run_over_run.run_over_run),
     Section("labelset", "Labelled set", labelset.labelset),
+    Section("synthetic", "Synthetic", synthetic.synthetic),
     Section("questions", "Questions", questions.questions),
     Section("run", "About", about.about),
 )

@@ -1,0 +1,169 @@
+"""The label-building subcommands of ``python -m evalkit.labels``: sample, annotate, add-failures, generate.
+
+::
+
+    sample LOG --docs DOCS OUT_SET [--n 40] [--failure-share 0.5] [--months 3] [--until DATE] [--seed 0]
+                                   [--fold 0.8] [--append] [--overwrite]
+    annotate SET [--port 0] [--open]
+    add-failures RUN_DIR SET [--labelset PATH] [--unanswerable]
+    generate SET [--generator local|anthropic|fake] [--n 20] [--seed 0] [--cache PATH]
+
+Exit status as for the other subcommands: 0 done, 1 done but rows were
+reported and skipped, 2 unusable input (one line each, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from evalkit.labels.querylog import parse_timestamp
+from evalkit.labels.queue import merge_queue, read_queue, write_queue
+from evalkit.labels.sampling import SampleSettings
+
+__all__ = ["add_commands"]
+
+EXIT_OK, EXIT_REPORTED, EXIT_INVALID = 0, 1, 2
+MAX_SHOWN = 20
+
+
+def _shown(lines: tuple[str, ...] | list[str], what: str) -> None:
+    for line in lines[:MAX_SHOWN]:
+        print(line, file=sys.stderr)
+    if len(lines) > MAX_SHOWN:
+        print(f"… {len(lines) - MAX_SHOWN} more {what}", file=sys.stderr)
+
+
+def _sample(args: argparse.Namespace) -> int:
+    from evalkit.labels.sampleset import sample_into_set
+
+    until = parse_timestamp(args.until) if args.until else None
+    if args.until and until is None:
+        raise ValueError(f"--until {args.until!r} is not a date (YYYY-MM-DD or ISO 8601)")
+    settings = SampleSettings(args.n, args.failure_share, args.months, until, args.fold, args.seed)
+    outcome = sample_into_set(args.log, args.docs, args.out, settings, append=args.append, overwrite=args.overwrite)
+    _shown(outcome.problems, "skipped rows")
+    picked = outcome.picked
+    strata = {s: sum(1 for _, t in picked.picked if t == s) for s in ("frequent", "failure")}
+    print(
+        f"{args.log}: {outcome.rows} rows, {len(outcome.problems)} skipped; window {picked.start.date()} .. "
+        f"{picked.until.date()}: {picked.rows_in_window} rows, {picked.groups} distinct questions "
+        f"({picked.failure_groups} with failures)"
+    )
+    if outcome.unknown_docs:
+        print(
+            f"note: production returned {len(outcome.unknown_docs)} document id(s) not in the corpus", file=sys.stderr
+        )
+    print(
+        f"sampled {len(picked.picked)} ({strata['frequent']} frequent, {strata['failure']} failures); "
+        f"{len(outcome.added)} added to {args.out / 'queue.jsonl'}\n"
+        f"next: python -m evalkit.labels annotate {args.out}"
+    )
+    return EXIT_REPORTED if outcome.problems else EXIT_OK
+
+
+def _annotate(args: argparse.Namespace) -> int:
+    from evalkit.labels.annotate.server import serve
+
+    return serve(str(args.set), args.port, args.open)
+
+
+def _add_failures(args: argparse.Namespace) -> int:
+    from evalkit.labels.failures import propose_failures
+    from evalkit.labels.load import read_documents
+
+    proposal = propose_failures(args.run_dir, args.labelset, args.unanswerable)
+    documents = {d.doc_id: d for d in read_documents(args.set)}
+    existing, problems = read_queue(args.set, documents)
+    if problems:
+        raise ValueError(f"{args.set / 'queue.jsonl'}: {len(problems)} unreadable line(s), first: {problems[0]}")
+    merged = merge_queue(existing, proposal.items)
+    if len(merged) > len(existing):
+        write_queue(args.set, merged)
+    added = len(merged) - len(existing)
+    if proposal.missing:
+        print(f"note: {len(proposal.missing)} failed question(s) not in the labelled set any more", file=sys.stderr)
+    print(
+        f"run {proposal.run_id}: production {proposal.config_id} missed {len(proposal.items)} of "
+        f"{proposal.scored} questions; {added} added to {args.set / 'queue.jsonl'} "
+        f"({len(proposal.items) - added} already queued)\nnext: python -m evalkit.labels annotate {args.set}"
+    )
+    return EXIT_OK
+
+
+def _generator_config(name: str) -> dict[str, Any]:
+    import yaml
+
+    from evalkit.pipeline.config import CONF_DIR
+
+    path = CONF_DIR / "generator" / f"{name}.yaml"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in (CONF_DIR / "generator").glob("*.yaml")))
+        raise ValueError(f"--generator {name!r}: no {path} (known: {known})")
+    return dict(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from evalkit.answering.generation import GenerationError, make_generator
+    from evalkit.cache import Cache
+    from evalkit.labels.generate import generate_candidates
+    from evalkit.labels.load import read_documents
+
+    documents = {d.doc_id: d for d in read_documents(args.set)}
+    try:
+        generator = make_generator(_generator_config(args.generator))
+        with Cache(args.cache) as cache:
+            generated = generate_candidates(generator, cache, documents, args.n, args.seed)
+    except GenerationError as exc:
+        raise RuntimeError(str(exc).splitlines()[0]) from None
+    existing, _ = read_queue(args.set, documents)
+    merged = merge_queue(existing, generated.items)
+    if len(merged) > len(existing):
+        write_queue(args.set, merged)
+    _shown(generated.rejected, "rejected replies")
+    print(
+        f"{generated.requests} passages asked, {len(generated.items)} candidates ({len(generated.rejected)} rejected); "
+        f"{len(merged) - len(existing)} added to {args.set / 'queue.jsonl'} as synthetic (tags.synthetic=true)\n"
+        f"next: python -m evalkit.labels annotate {args.set}   (accept or correct each proposed span)"
+    )
+    return EXIT_REPORTED if generated.rejected else EXIT_OK
+
+
+def add_commands(commands: Any) -> None:
+    """Add the four subcommands to ``python -m evalkit.labels``'s subparsers."""
+    command = commands.add_parser("sample", help="an unlabelled set from a production query log (JSONL or CSV)")
+    command.add_argument("log", type=Path, help="query log: .jsonl or .csv (question, timestamp, ...)")
+    command.add_argument("out", type=Path, help="folder of the set to write (documents + queue.jsonl)")
+    command.add_argument("--docs", type=Path, help="corpus: a labelled set folder or a folder of text files")
+    command.add_argument("--n", type=int, default=40, help="questions to sample (default 40)")
+    command.add_argument("--failure-share", type=float, default=0.5, help="share of known failures (default 0.5)")
+    command.add_argument("--months", type=int, default=3, help="window in calendar months (default 3)")
+    command.add_argument("--until", default="", help="end of the window (default: the log's latest timestamp)")
+    command.add_argument("--fold", type=float, default=0.8, help="near-duplicate 3-gram Jaccard (default 0.8)")
+    command.add_argument("--seed", type=int, default=0)
+    command.add_argument("--append", action="store_true", help="add new questions to an existing set's queue")
+    command.add_argument("--overwrite", action="store_true", help="write over an unannotated set in OUT")
+    command.set_defaults(run=_sample)
+
+    command = commands.add_parser("annotate", help="a local web page to anchor questions to document spans")
+    command.add_argument("set", type=Path)
+    command.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    command.add_argument("--open", action="store_true", help="open the page in the default browser")
+    command.set_defaults(run=_annotate)
+
+    command = commands.add_parser("add-failures", help="queue the questions a run's production config missed")
+    command.add_argument("run_dir", type=Path, help="a run folder, reports/<run_id>")
+    command.add_argument("set", type=Path, help="the set whose queue gets them")
+    command.add_argument("--labelset", type=Path, help="the run's labelled set (default: the manifest's path)")
+    command.add_argument("--unanswerable", action="store_true", help="also unanswerable questions given context")
+    command.set_defaults(run=_add_failures)
+
+    command = commands.add_parser("generate", help="synthetic candidate questions with source spans (optional)")
+    command.add_argument("set", type=Path)
+    command.add_argument("--generator", default="local", help="conf/generator/NAME.yaml: local, anthropic, fake")
+    command.add_argument("--n", type=int, default=20, help="passages to ask about (default 20)")
+    command.add_argument("--seed", type=int, default=0)
+    command.add_argument("--cache", type=Path, default=Path("reports/.cache/evalkit.sqlite"))
+    command.set_defaults(run=_generate)
