@@ -1,9 +1,12 @@
 """Hydra's own errors, as one line each: checked by composing the config before Hydra runs the sweep.
 
 Hydra reports a misspelt key, an unknown group option or a bad override as a
-multi-line message with exit 1. The entry points compose the config once with
-the same overrides first; any composition error becomes ``evalkit: error:``
-and one line with the nearest valid key or option, exit 2.
+multi-line message with exit 1, and its hint for an unknown key is ``+key=``,
+which would add a key no stage reads. The entry points compose the config first
+with the same overrides (every value of a ``-m`` sweep); any problem becomes
+``evalkit: error:`` and one line with the nearest valid key or option, exit 2.
+A ``+`` override may add a config group (``+tracker=mlflow``); a ``+`` key evalkit
+does not know is refused: the typed plan owns its keys.
 """
 
 from __future__ import annotations
@@ -15,66 +18,158 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from evalkit.confdir import group_options
+from evalkit.project.layers import ConfigSource, compose_config, hydra_overrides
 from evalkit.settings import suggest
 
 _FLAGS_WITHOUT_CHECK = ("-h", "--help", "--hydra-help", "--info", "-i", "--cfg", "-c", "--shell-completion", "-sc")
+_SYNTAX_EXAMPLE = "e.g. top_k=[1,3,5] or retriever=hybrid"
 
 
-def composition_error(conf_dir: Path, argv: Sequence[str]) -> str | None:
+def composition_error(source: ConfigSource | Path, argv: Sequence[str]) -> str | None:
     """The one-line problem with ``argv``'s overrides, or None when they compose."""
-    if any(a in _FLAGS_WITHOUT_CHECK or a.startswith(("--config", "-cd", "-cp", "-cn")) for a in argv):
-        return None  # Hydra's own modes; --config-dir/--config-name change what composes
-    from hydra import compose, initialize_config_dir
+    if isinstance(source, Path):  # evalkit's own folder, or a team's folder without a project.yaml
+        source = ConfigSource(team_dir=None, config_name="config", argv=tuple(argv))
+    if any(a in _FLAGS_WITHOUT_CHECK for a in argv):
+        return None  # Hydra's own modes: they print, they do not run
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
 
-    args = [a for a in argv if a not in ("-m", "--multirun")]
+    if source.team_dir is not None and not source.team_dir.is_dir():
+        return f"--config-dir: {str(source.team_dir)!r} is not a folder (a project's conf/, see python -m evalkit init)"
+    args = [a for a in hydra_overrides(argv) if a not in ("-m", "--multirun")]
     parser = OverridesParser.create()
     for arg in args:
         try:
             parser.parse_overrides([arg])
         except HydraException as exc:
-            reason = str(exc).split("See https://")[0]
-            return f"{arg}: bad override syntax ({' '.join(reason.split())}); e.g. top_k=[1,3,5] or retriever=hybrid"
+            reason = " ".join(str(exc).split("See https://")[0].split())
+            return f"{arg}: bad override syntax ({reason}); {_SYNTAX_EXAMPLE}"
     parsed = parser.parse_overrides(args)
-    # A sweep (retriever=bm25,dense) is checked with its first value; the other values compose alike.
-    overrides = [_first_of_sweep(o) for o in parsed]
-    with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir)):
+    try:
+        base = compose_config(source, [])
+    except HydraException as exc:
+        if "primary config" in str(exc):
+            return f"--config-name: no primary config {source.config_name!r} in {_where(source)}"
+        return f"{source.config_name}.yaml: {explain(str(exc), OmegaConf.create({}), source)}"
+    for override in parsed:
+        problem = _added_key(override, base, source)
+        if problem:
+            return problem
+    for overrides in _each_value(parsed):
         try:
-            compose(config_name="config", overrides=overrides)
+            compose_config(source, overrides)
         except HydraException as exc:
-            base = compose(config_name="config")
-            return explain(str(exc), base, conf_dir)
+            return explain(str(exc), _with_groups(source, overrides, base), source)
     return None
 
 
-def _first_of_sweep(override: object) -> str:
+def _with_groups(source: ConfigSource, overrides: Sequence[str], base: DictConfig) -> DictConfig:
+    """The config with the overrides' group choices (``+tracker=mlflow``): its keys are what a typo is near."""
+    groups = [o for o in overrides if "." not in o.split("=", 1)[0]]
+    try:
+        return compose_config(source, groups)
+    except Exception:  # a bad group choice among them: the bare config's keys still help
+        return base
+
+
+def _where(source: ConfigSource) -> str:
+    return f"{source.team_dir} or evalkit's bundled configs" if source.team_dir else "evalkit's bundled configs"
+
+
+def _added_key(override: object, base: DictConfig, source: ConfigSource) -> str | None:
+    """``+key=`` (or ``++key=``) for a key evalkit does not know: refused, with the nearest known key."""
+    if not (override.is_add() or override.is_force_add()):  # type: ignore[attr-defined]
+        return None
+    dotted = str(override.key_or_group)  # type: ignore[attr-defined]
+    group = dotted.replace(".", "/")
+    if group_options(group, source.search):
+        if OmegaConf.select(base, dotted) is not None and not override.is_force_add():  # type: ignore[attr-defined]
+            return f"{dotted}: already chosen; set it without '+', e.g. {dotted}={override.value()}"  # type: ignore[attr-defined]
+        return None  # +tracker=mlflow, +experiment=position: a group the defaults do not choose
+    if OmegaConf.select(base, dotted, default="__missing__") != "__missing__":
+        return None  # the key exists: '+' is harmless
+    return _unknown_key(dotted, base, source)
+
+
+def _unknown_key(dotted: str, base: DictConfig, source: ConfigSource) -> str:
+    parent, _, leaf = dotted.rpartition(".")
+    section = OmegaConf.select(base, parent) if parent else base
+    known = [str(k) for k in section] if isinstance(section, DictConfig) else []
+    if not parent:
+        known += [g for g in ("tracker", "experiment", "judge") if group_options(g, source.search)]
+    return f"{dotted}: unknown key; {suggest(leaf, known, parent)}"
+
+
+def _each_value(parsed: Sequence[object]) -> list[list[str]]:
+    """One override list per value of each sweep (``retriever=bm25,dense``): every value must compose.
+
+    The other sweeps take their first value: values of different keys compose independently.
+    """
+    firsts = [_value_line(o, _sweep_values(o)[0]) for o in parsed]
+    lists = [firsts]
+    for i, override in enumerate(parsed):
+        for value in _sweep_values(override)[1:]:
+            lists.append([*firsts[:i], _value_line(override, value), *firsts[i + 1 :]])
+    return lists
+
+
+def _sweep_values(override: object) -> list[str | None]:
     if override.is_sweep_override():  # type: ignore[attr-defined]
-        first = next(iter(override.sweep_string_iterator()))  # type: ignore[attr-defined]
-        return f"{override.get_key_element()}={first}"  # type: ignore[attr-defined]
-    return str(override.input_line)  # type: ignore[attr-defined]
+        return list(override.sweep_string_iterator())  # type: ignore[attr-defined]
+    return [None]
 
 
-def explain(message: str, base: DictConfig, conf_dir: Path) -> str:
+def _value_line(override: object, value: str | None) -> str:
+    if value is None:
+        return str(override.input_line)  # type: ignore[attr-defined]
+    prefix = "+" if override.is_add() else "++" if override.is_force_add() else ""  # type: ignore[attr-defined]
+    return f"{prefix}{override.get_key_element().lstrip('+')}={value}"  # type: ignore[attr-defined]
+
+
+def explain(message: str, base: DictConfig, source: ConfigSource | Path) -> str:
     """One line for Hydra's message, with the nearest key or group option where there is one."""
+    search = source.search if isinstance(source, ConfigSource) else ()
     key = re.search(r"Could not override '([^']+)'", message)
     if key:
         dotted = key.group(1)
-        parent, _, leaf = dotted.rpartition(".")
-        section = OmegaConf.select(base, parent) if parent else base
-        known = list(section.keys()) if isinstance(section, DictConfig) else []
-        return f"{dotted}: unknown key; {suggest(leaf, [str(k) for k in known], parent)}"
-    option = re.search(r"Could not find '([^'/]+)/([^']+)'", message)
-    if option:
-        group, name = option.groups()
-        known = sorted(p.stem for p in (conf_dir / group).glob("*.yaml"))
-        hint = f"; or set {group}.path=... for your own" if group == "labelset" else ""
-        return f"{group}: unknown option {name!r}; {suggest(name, known)}{hint}"
-    return " ".join(message.split())
+        return _unknown_key(dotted, base, source if isinstance(source, ConfigSource) else _bundled_source())
+    option = re.search(r"Could not find '([^']+)'", message)
+    if option and "/" in option.group(1):
+        group, name = _split_option(option.group(1), search)
+        hint = _own_option_hint(group, name)
+        known = group_options(group, search)
+        return f"{group.replace('/', '.')}: unknown option {name!r}; {suggest(name, known)}{hint}"
+    twice = re.search(r"(\S+) appears more than once in the final defaults list", message)
+    if twice:
+        return f"{twice.group(1)}: chosen twice (drop the '+': the defaults already choose a {twice.group(1)})"
+    return " ".join(message.split("Set the environment variable HYDRA_FULL_ERROR")[0].split())
 
 
-def exit_on_composition_error(conf_dir: Path, argv: Sequence[str], prog: str = "evalkit") -> None:
-    problem = composition_error(conf_dir, argv)
+def _split_option(path: str, search: tuple[Path, ...]) -> tuple[str, str]:
+    """``labelset/path/to/set`` -> (``labelset``, ``path/to/set``): the longest prefix that is a group."""
+    parts = path.split("/")
+    for i in range(1, len(parts)):
+        if ".." not in parts[:i] and group_options("/".join(parts[:i]), search):
+            return "/".join(parts[:i]), "/".join(parts[i:])
+    group, _, name = path.rpartition("/")
+    return group, name
+
+
+def _own_option_hint(group: str, name: str) -> str:
+    if group != "labelset":
+        return ""
+    if "/" in name or Path(name).is_dir():
+        return f" (a folder? use labelset.path={name})"
+    return " (for your own set: labelset.path=path/to/set)"
+
+
+def _bundled_source() -> ConfigSource:
+    return ConfigSource(team_dir=None, config_name="config", argv=())
+
+
+def exit_on_composition_error(source: ConfigSource | Path, argv: Sequence[str], prog: str = "evalkit") -> None:
+    problem = composition_error(source, argv)
     if problem is not None:
         print(f"{prog}: error: {problem}", file=sys.stderr)
         sys.exit(2)

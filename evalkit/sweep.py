@@ -8,21 +8,29 @@ print one line each and exit with code 2, no traceback; a budget stop exits 3.
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 import hydra
+from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
+from evalkit.confdir import conf_dir
 from evalkit.labels.read import load_labelset
 from evalkit.overrides import exit_on_composition_error
-from evalkit.pipeline.config import CONF_DIR, read_config
+from evalkit.pipeline.config import read_config
 from evalkit.pipeline.driver import execute
 from evalkit.pipeline.errors import CALL_ERRORS, SETUP_ERRORS, BudgetExceeded, LabelsetError
 from evalkit.pipeline.plan import SweepPlan, build_plan
 from evalkit.pipeline.sweep import config_record
+from evalkit.project.help import help_text
+from evalkit.project.layers import find_source
 from evalkit.signals import Stopped, stop_on_signals
+from evalkit.tracking.settings import TrackerSettings
 
 
 def fail(lines: list[str]) -> NoReturn:
@@ -31,8 +39,8 @@ def fail(lines: list[str]) -> NoReturn:
     sys.exit(2)
 
 
-def plan_from(cfg: DictConfig) -> tuple[SweepPlan, dict[str, Any]]:
-    """The typed plan of a composed config, and the config as read (for the manifest)."""
+def plan_from(cfg: DictConfig) -> tuple[SweepPlan, dict[str, Any], TrackerSettings | None]:
+    """The typed plan of a composed config, the config as read (for the manifest), and the tracker if any."""
     try:
         plain: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
     except Exception as exc:  # omegaconf raises many types for a bad interpolation
@@ -42,12 +50,15 @@ def plan_from(cfg: DictConfig) -> tuple[SweepPlan, dict[str, Any]]:
         plan = build_plan(config)
     except SETUP_ERRORS as exc:
         fail([str(exc)])
-    return plan, config_record(config)
+    return plan, config_record(config), config.tracker
 
 
 def sweep(cfg: DictConfig) -> Path:
     """Validate, then run or resume the sweep; returns the run folder."""
-    plan, record = plan_from(cfg)
+    plan, record, tracker = plan_from(cfg)
+    track = tracker is not None and not plan.options.dry_run
+    if track:
+        _check_tracker(tracker, plan)
     try:
         labelset = load_labelset(plan.labelset_path)
     except LabelsetError as exc:
@@ -73,18 +84,65 @@ def sweep(cfg: DictConfig) -> Path:
 
         html = write_report(run_dir, compare=plan.options.compare)
         print(f"evalkit: report {html}", file=sys.stderr)
+    if track:
+        _log_to_tracker(run_dir, tracker, plan)
     return run_dir
 
 
-@hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
-def _hydra_main(cfg: DictConfig) -> None:
+def _check_tracker(tracker: TrackerSettings, plan: SweepPlan) -> None:
+    from evalkit.tracking.mlflow_log import TrackingError, check_ready
+
+    try:
+        check_ready(tracker, plan.options.reports_dir)
+    except TrackingError as exc:
+        fail([str(exc)])
+
+
+def _log_to_tracker(run_dir: Path, tracker: TrackerSettings, plan: SweepPlan) -> None:
+    """The finished run folder (summary, decision, manifest, report) logged; a failure leaves the folder complete."""
+    from evalkit.tracking.mlflow_log import TrackingError, log_run
+
+    try:
+        logged = log_run(run_dir, tracker, plan.options.reports_dir)
+    except TrackingError as exc:
+        fail([f"{exc} (the run folder is complete; log it later with python -m evalkit.tracking {run_dir})"])
+    where = f"{logged.run_id} ({logged.child_runs} configs) at {logged.uri}"
+    print(f"evalkit: logged to MLflow run {where}", file=sys.stderr)
+
+
+def _task(cfg: DictConfig) -> None:
     sweep(cfg)
 
 
-def main() -> None:
-    """Check the overrides compose (one-line errors), then let Hydra run the sweep (or the multirun)."""
-    exit_on_composition_error(CONF_DIR, sys.argv[1:])
-    _hydra_main()
+def main(argv: Sequence[str] | None = None) -> None:
+    """Check the overrides compose (one-line errors), then let Hydra run the sweep (or the multirun).
+
+    ``--help`` is evalkit's own; ``--verbose`` (or ``HYDRA_FULL_ERROR=1``) lets tracebacks through.
+    A team's ``conf/`` (``--config-dir``, or ``./conf/project.yaml``) is searched before evalkit's own.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    verbose = "--verbose" in args or os.environ.get("HYDRA_FULL_ERROR") == "1"
+    args = [a for a in args if a != "--verbose"]
+    source = find_source(args, Path.cwd())
+    if "-h" in args or "--help" in args:
+        print(help_text(source.search))
+        return
+    exit_on_composition_error(source, source.argv)
+    # Hydra reads sys.argv; HYDRA_FULL_ERROR makes it raise instead of printing its own multi-line report.
+    sys.argv = [sys.argv[0], *source.argv]
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    task = hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name=source.config_name)(_task)
+    try:
+        task()
+    except (HydraException, OmegaConfBaseException) as exc:
+        if verbose:
+            raise
+        fail([f"{' '.join(str(exc).split())} (--verbose for the traceback)"])
+    except Exception as exc:
+        if verbose:
+            raise
+        print(f"evalkit: internal error: {type(exc).__name__}: {exc} (--verbose for the traceback)", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -12,21 +12,24 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 import yaml
 
 from evalkit.answering.position.settings import PositionSettings
+from evalkit.confdir import conf_dir, data_root
 from evalkit.cost.apply import CostSettings
+from evalkit.pipeline.executor_settings import ExecutorSettings
 from evalkit.retrieval.filters import FilterSettings
 from evalkit.retrieval.settings import RerankerSettings, RetrieverSettings, check_reranker_keys
 from evalkit.scoring.objective import ObjectiveSettings
 from evalkit.settings import ConfigError, check_keys, parse_settings
+from evalkit.tracking.settings import TrackerSettings
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-CONF_DIR = PROJECT_ROOT / "conf"
+# Bundled data: inside the installed package, or at a source checkout's root (evalkit.confdir decides).
+PROJECT_ROOT = data_root()
+CONF_DIR = conf_dir()
 _GRID = {"scalar_ok": True}
 
 
@@ -109,12 +112,15 @@ class SweepConfig:
     reports_dir: str = "reports"
     cache_path: str = "reports/.cache/evalkit.sqlite"
     progress: bool = True
+    executor: ExecutorSettings = field(default_factory=ExecutorSettings)
     position: PositionSettings | None = None
     """Present with ``+experiment=position``."""
     generator: Mapping[str, Any] | None = None
     """The generator group (``conf/generator/<name>.yaml``), keys checked against the bundled option."""
     judge: Mapping[str, Any] | None = None
     """The advisory judge group (``+judge=claude``), keys checked likewise."""
+    tracker: TrackerSettings | None = None
+    """Present with ``+tracker=mlflow``: where the finished sweep is logged (evalkit/tracking)."""
 
 
 def read_config(plain: Mapping[str, Any]) -> SweepConfig:

@@ -44,9 +44,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--resamples", type=int, default=5000, help="bootstrap resamples (default 5000)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--max-questions", type=int, default=200, help="questions per drill-down page (default 200)"
-    )
+    parser.add_argument("--max-questions", type=int, default=200, help="questions per drill-down page (default 200)")
     parser.add_argument("--labelset", help="the labelled set folder, if the manifest's path does not resolve")
     return parser.parse_args(argv)
 
@@ -73,7 +71,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"evalkit.report: error: {exc}", file=sys.stderr)
         return 2
     print(f"evalkit.report: wrote {path}", file=sys.stderr)
+    if args.compare:
+        for line in compare_lines(args.run_dir, args.compare):
+            print(f"evalkit.report: {line}", file=sys.stderr)
     return 0
+
+
+def compare_lines(run_dir: str, earlier_dir: str) -> list[str]:
+    """What the run-over-run comparison found, for the terminal: a plain note, or the focus configs' deltas."""
+    from evalkit.report.analysis import resolve_baseline
+    from evalkit.report.compare import compare_runs
+    from evalkit.report.data import load_run
+
+    now, earlier = load_run(run_dir), load_run(earlier_dir)
+    recommended = ((now.recommendation or {}).get("recommended") or {}).get("config_id")
+    baseline = resolve_baseline(now.summary, now.baseline_point())
+    delta = compare_runs(now, earlier, [c for c in (recommended, baseline) if c])
+    lines = [delta.summary_line()]
+    if delta.note is None:
+        rows = delta.deltas[(delta.deltas["metric"] == "recall") & (delta.deltas["n_paired"] > 0)]
+        lines += [
+            f"  {r.config_id}: recall {r.delta_paired * 100:+.1f} pts "
+            f"[{r.delta_low * 100:+.1f}, {r.delta_high * 100:+.1f}] (paired, {int(r.n_paired)} questions)"
+            for r in rows.itertuples(index=False)
+        ]
+    return lines
 
 
 if __name__ == "__main__":

@@ -2,6 +2,9 @@
 
 Configs are matched by their grid coordinates (chunking, retriever, reranker when both runs record it,
 top_k, threshold), not by the config_id string, so a run made before the id format changed still matches.
+For the focus configs (recommended, baseline) each delta gets a paired 95% interval over the questions
+both runs scored (evalkit.scoring.compare.paired, the comparison the report and the gate use). When the
+runs share no config or no question, :attr:`RunDelta.note` says so plainly.
 """
 
 from __future__ import annotations
@@ -9,12 +12,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from evalkit.report.data import Run
+from evalkit.scoring.compare import Resampling, paired
 
 COMPARED = ("recall", "hit", "context_precision", "ndcg", "mrr", "zero_hit_answerable", "zero_hit_unanswerable")
 KEY_COLUMNS = ("chunking", "retriever", "reranker", "top_k", "threshold")
+# summary metric -> (per-question column, which questions it is a mean over)
+PER_QUESTION = {m: (m, True) for m in ("recall", "hit", "context_precision", "ndcg", "mrr")} | {
+    "zero_hit_answerable": ("zero_hit", True),
+    "zero_hit_unanswerable": ("zero_hit", False),
+}
 
 
 @dataclass(frozen=True)
@@ -37,8 +47,37 @@ class RunDelta:
     only_now: int
     only_earlier: int
     deltas: pd.DataFrame
-    """config_id (this run's), metric, earlier, now, delta for every matching config and metric."""
+    """config_id (this run's), metric, earlier, now, delta for every matching config and metric; for the focus
+    configs also delta_paired (the mean difference over the questions both runs scored), its paired 95% interval
+    delta_low, delta_high, and n_paired (those questions), else NaN / 0. delta and delta_paired differ only when
+    the runs scored different questions."""
     flips: tuple[Flip, ...]
+    shared_questions: int = 0
+    """Questions (by id) that both runs scored."""
+
+    @property
+    def note(self) -> str | None:
+        """A plain sentence when there is nothing to compare, else None."""
+        if self.n_matching == 0:
+            return (
+                f"The runs share no config ({self.only_now} configs here, {self.only_earlier} in {self.earlier_id}): "
+                "their grids do not overlap, so there is nothing to compare; no question can have flipped."
+            )
+        if self.shared_questions == 0:
+            return (
+                f"The runs share no question (none of this run's question ids is in {self.earlier_id}): "
+                "the deltas compare different questions, and no question can have flipped."
+            )
+        return None
+
+    def summary_line(self) -> str:
+        """One line for a terminal: what matched, or why nothing did."""
+        if self.note:
+            return self.note
+        return (
+            f"against {self.earlier_id}: {self.n_matching} matching configs, {self.shared_questions} shared questions, "
+            f"{len(self.flips)} flipped questions in the recommended and baseline configs"
+        )
 
 
 def _keys(summary: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
@@ -75,6 +114,7 @@ def compare_runs(now: Run, earlier: Run, focus: Sequence[str]) -> RunDelta:
     ]
     deltas = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["config_id", "metric"])
     deltas["delta"] = deltas["now"] - deltas["earlier"]
+    deltas = _with_intervals(deltas, now, earlier, pairs, focus)
     flips: list[Flip] = []
     for config_id in dict.fromkeys(focus):
         if config_id not in pairs:
@@ -92,7 +132,46 @@ def compare_runs(now: Run, earlier: Run, focus: Sequence[str]) -> RunDelta:
         only_earlier=len(left.index) - len(set(pairs.values())),
         deltas=deltas,
         flips=tuple(flips),
+        shared_questions=len(_question_ids(now) & _question_ids(earlier)),
     )
+
+
+def _question_ids(run: Run) -> set[str]:
+    return set(run.results["question_id"].astype(str)) if "question_id" in run.results.columns else set()
+
+
+def _with_intervals(
+    deltas: pd.DataFrame, now: Run, earlier: Run, pairs: dict[str, str], focus: Sequence[str]
+) -> pd.DataFrame:
+    """delta_low, delta_high, n_paired for the focus configs: paired over the questions both runs scored."""
+    out = deltas.assign(delta_paired=np.nan, delta_low=np.nan, delta_high=np.nan, n_paired=0)
+    settings = Resampling()
+    for config_id in dict.fromkeys(focus):
+        if config_id not in pairs:
+            continue
+        for metric, (column, answerable) in PER_QUESTION.items():
+            rows = (out["config_id"] == config_id) & (out["metric"] == metric)
+            if not rows.any():
+                continue
+            before = _values(earlier, pairs[config_id], column, answerable)
+            after = _values(now, config_id, column, answerable)
+            joined = pd.concat([before.rename("before"), after.rename("after")], axis=1, join="inner")
+            if joined.empty:
+                continue
+            result = paired(joined["before"].to_numpy(float), joined["after"].to_numpy(float), settings, metric)
+            if result is not None:
+                columns = ["delta_paired", "delta_low", "delta_high", "n_paired"]
+                out.loc[rows, columns] = [result.delta, result.delta_low, result.delta_high, result.n]
+    return out
+
+
+def _values(run: Run, config_id: str, column: str, answerable: bool) -> pd.Series:
+    results = run.results
+    if column not in results.columns:
+        return pd.Series(dtype=float)
+    rows = results[(results["config_id"] == config_id) & (results["answerable"].astype(bool) == answerable)]
+    values = rows[column].astype(float).to_numpy()
+    return pd.Series(values, index=rows["question_id"].astype(str).to_numpy())
 
 
 def _hits(run: Run, config_id: str) -> pd.Series:

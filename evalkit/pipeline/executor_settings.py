@@ -1,0 +1,31 @@
+"""Where and how the units of work run (``conf/executor/*.yaml``): never what they compute."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from evalkit.retrieval.pools import DEFAULT_BLOCK_CELLS
+
+EXECUTOR_NAMES = ("local", "ray")
+
+
+class ClusterError(RuntimeError):
+    """The cluster could not finish a unit (after its retries): finished units are kept, the command resumes."""
+
+
+@dataclass(frozen=True)
+class ExecutorSettings:
+    """``executor=local`` (this process) or ``executor=ray`` (a Ray cluster); results are identical."""
+
+    name: str = field(default="local", metadata={"choices": EXECUTOR_NAMES})
+    address: str | None = None
+    """Ray only. None: start a local Ray instance for the sweep and stop it after; ``auto``: the
+    cluster this machine belongs to; ``host:port`` or ``ray://host:port``: that cluster."""
+    num_cpus: int | None = field(default=None, metadata={"min": 1})
+    """Ray only: CPUs of the local instance started when ``address`` is null (null: all)."""
+    max_retries: int = field(default=3, metadata={"min": 0})
+    """Ray only: times a task whose worker died is run again (its results are the same)."""
+    batches_in_flight: int = field(default=8, metadata={"min": 1})
+    """Ray only: embedding batches sent to the cluster before the driver waits for one."""
+    block_cells: int = field(default=DEFAULT_BLOCK_CELLS, metadata={"min": 1})
+    """Scores held at once (questions x units) when retrieving: bounds memory on large corpora."""

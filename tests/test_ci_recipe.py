@@ -1,0 +1,141 @@
+"""The CI gate: the workflow is valid YAML and its run steps execute locally; run-over-run says when nothing matches."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+import yaml
+
+from evalkit.project.init import init_project
+from evalkit.report.compare import compare_runs
+from evalkit.report.data import load_run
+from tests.wheel_env import WheelEnv, make_env
+
+EXPRESSION = re.compile(r"\$\{\{[^}]*\}\}")
+
+
+def workflow(project: Path) -> dict:
+    return yaml.safe_load((project / ".github" / "workflows" / "evalkit-gate.yml").read_text(encoding="utf-8"))
+
+
+def run_steps(project: Path, env: dict[str, str], overrides: dict[str, str]) -> list[tuple[str, int, str]]:
+    """Every `run:` step in order as bash (GitHub's `${{ }}` expressions empty, `uses:` steps skipped)."""
+    flow = workflow(project)
+    job = flow["jobs"]["gate"]
+    outcomes, failed = [], False
+    for step in job["steps"]:
+        if "run" not in step or (failed and "always()" not in str(step.get("if", ""))):
+            continue
+        values = {**flow.get("env", {}), **job.get("env", {}), **step.get("env", {})}
+        step_env = env | {k: EXPRESSION.sub("", str(v)) for k, v in values.items()} | overrides
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", step["run"]], cwd=project, env=step_env,
+                              capture_output=True, text=True)  # fmt: skip
+        outcomes.append((step["name"], done.returncode, done.stdout + done.stderr))
+        failed = failed or done.returncode != 0
+    return outcomes
+
+
+class Comments(BaseHTTPRequestHandler):
+    received: ClassVar[list[tuple[str, dict, str]]] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        Comments.received.append((self.path, body, self.headers.get("Authorization", "")))
+        self.send_response(201)
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *args: object) -> None:
+        return
+
+
+@pytest.fixture()
+def github() -> Iterator[str]:
+    server = HTTPServer(("127.0.0.1", 0), Comments)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    Comments.received = []
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> WheelEnv:
+    return make_env(tmp_path_factory.mktemp("ci-wheel"))
+
+
+def test_the_workflow_is_valid_and_names_the_recipe(tmp_path: Path) -> None:
+    init_project(tmp_path / "team")
+    flow = workflow(tmp_path / "team")
+    assert flow["name"] == "evalkit gate" and "pull_request" in flow[True if True in flow else "on"]
+    steps = flow["jobs"]["gate"]["steps"]
+    assert any(s.get("uses", "").startswith("actions/cache@") for s in steps), "the evalkit cache is restored"
+    assert [s["run"] for s in steps if "run" in s][1:] == [
+        "bash ci/evalkit-gate.sh sweep-and-gate", "bash ci/evalkit-gate.sh post"
+    ]  # fmt: skip
+    assert subprocess.run(["bash", "-n", str(tmp_path / "team" / "ci" / "evalkit-gate.sh")]).returncode == 0
+
+
+def test_the_workflow_steps_run_locally(tmp_path: Path, installed: WheelEnv, github: str) -> None:
+    project = tmp_path / "team"
+    init_project(project)
+    (project / "conf" / "labelset" / "team.yaml").write_text("path: labelsets/team\nlimit: 60\n", encoding="utf-8")
+    env = installed.env()
+    install = {"EVALKIT_INSTALL": f"--no-deps --no-index -q {installed.wheel}"}
+    # Without a token the post step prints gate.md and skips.
+    outcomes = run_steps(project, env, install)
+    assert [(name, code) for name, code, _ in outcomes] == [
+        ("Install evalkit", 0), ("Sweep the candidate and gate it", 0), ("Post gate.md to the pull request", 0)
+    ], outcomes  # fmt: skip
+    assert "not posting" in outcomes[2][2] and "## evalkit gate" in outcomes[2][2]
+    gate = json.loads((project / "reports" / "ci" / "gate.json").read_text(encoding="utf-8"))
+    assert gate["verdict"] == "pass" and gate["n_questions"] == 60
+    assert (project / ".evalkit-cache" / "evalkit.sqlite").is_file(), "the cache lives where CI saves it"
+    # A worse candidate fails the gate (exit 1), and the post step still runs and posts.
+    (project / "ci" / "candidate.txt").write_text("recursive-s256-o0|bm25|none|k3|t0\n", encoding="utf-8")
+    token = {"GITHUB_TOKEN": "t0ken", "GITHUB_REPOSITORY": "team/rag", "GITHUB_API_URL": github, "PR_NUMBER": "7"}
+    outcomes = run_steps(project, env, install | token)
+    codes = {name: code for name, code, _ in outcomes}
+    assert codes["Sweep the candidate and gate it"] == 1, outcomes
+    assert codes["Post gate.md to the pull request"] == 0, outcomes
+    ((path, body, auth),) = Comments.received
+    assert path == "/repos/team/rag/issues/7/comments" and auth == "Bearer t0ken"
+    assert body["body"].startswith("## evalkit gate: ❌ FAIL") and "recursive-s256-o0|bm25|none|k3|t0" in body["body"]
+
+
+def _sweep(reports: Path, labelset: Path, run_id: str, *overrides: str) -> Path:
+    from evalkit.project.api import run_sweep
+
+    args = [f"labelset.path={labelset}", f"reports_dir={reports}", "position=off", "progress=false", "report=false"]
+    return run_sweep(*args, f"run_id={run_id}", *overrides, quiet=True).path
+
+
+def test_run_over_run_pairs_matching_questions_and_says_when_nothing_matches(tmp_path: Path, small_demo: Path) -> None:
+    reports = tmp_path / "reports"
+    a = load_run(_sweep(reports, small_demo, "a", "sweep=quick", "top_k=[3,5]"))
+    b = load_run(_sweep(reports, small_demo, "b", "sweep=quick", "top_k=[3,5]", "chunk_overlap=0"))
+    c = load_run(_sweep(reports, small_demo, "c", "sweep=quick", "top_k=[3,5]", "labelset.limit=10"))
+    baseline = "recursive-s512-o64|bm25|none|k5|t0"
+    same = compare_runs(c, a, [baseline])
+    assert same.note is None and same.shared_questions == 10 and same.n_matching == len(c.summary)
+    row = same.deltas[(same.deltas["config_id"] == baseline) & (same.deltas["metric"] == "recall")].iloc[0]
+    assert row.n_paired == 9 and row.delta_low <= row.delta_paired <= row.delta_high  # 9 of 10 answerable
+    assert row.delta_paired == 0.0, "the same questions, the same config: no change"
+    disjoint = compare_runs(b, a, [baseline])
+    assert disjoint.n_matching == 0 and disjoint.flips == ()
+    assert disjoint.note is not None and disjoint.note.startswith("The runs share no config")
+    assert "Questions that flipped" not in disjoint.summary_line()
+    renamed = c.results.assign(question_id=lambda f: "other-" + f["question_id"])
+    other = type(c)(**{**c.__dict__, "results": renamed})
+    no_questions = compare_runs(other, a, [baseline])
+    assert no_questions.note is not None and no_questions.note.startswith("The runs share no question")
+    assert os.fspath(a.root) != os.fspath(b.root)

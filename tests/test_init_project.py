@@ -1,0 +1,52 @@
+"""``python -m evalkit init``: a project folder whose conf/ really layers over evalkit's bundled configs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evalkit.__main__ import main as evalkit_main
+from evalkit.project.init import LAYOUT, InitError, init_project
+from evalkit.project.layers import compose_config, find_source
+
+
+def test_init_writes_the_project_and_refuses_to_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert evalkit_main(["init", str(tmp_path / "team")]) == 0
+    root = tmp_path / "team"
+    for rel in LAYOUT.values():
+        assert (root / rel).is_file(), rel
+    assert (root / "labelsets" / "team" / "questions.jsonl").is_file(), "a starter set so the first sweep runs"
+    assert "$" not in (root / "conf" / "labelset" / "team.yaml").read_text(encoding="utf-8")
+    assert evalkit_main(["init", str(root)]) == 2
+    assert "already has conf/project.yaml" in capsys.readouterr().err
+    with pytest.raises(InitError):
+        init_project(root)
+    init_project(root, labelset="../our-set", force=True)
+    assert "path: ../our-set" in (root / "conf" / "labelset" / "team.yaml").read_text(encoding="utf-8")
+
+
+def test_the_project_layers_over_the_bundled_configs(tmp_path: Path) -> None:
+    root = tmp_path / "team"
+    init_project(root)
+    (root / "conf" / "baseline" / "production.yaml").write_text(
+        "# @package baseline\nchunk_size: 1024\nchunk_overlap: 0\ntop_k: 3\nthreshold: null\n", encoding="utf-8"
+    )
+    # A project option of a bundled name shadows evalkit's own.
+    (root / "conf" / "sweep" / "quick.yaml").write_text(
+        "chunk_size: [300]\nchunk_overlap: [30]\ntop_k: [2]\nthreshold: null\n", encoding="utf-8"
+    )
+    source = find_source([], root)
+    cfg = compose_config(source, [])
+    assert cfg.labelset.path == "labelsets/team" and list(cfg.top_k) == [3, 5, 10]
+    assert cfg.baseline.chunk_size == 1024 and cfg.baseline.top_k == 3
+    assert cfg.objective.primary == "recall" and cfg.objective.max_candidates == 40, "the bundled objective, layered"
+    assert cfg.pool_size == 50 and cfg.cost.model, "everything else from evalkit's config.yaml"
+    assert list(compose_config(source, ["sweep=quick"]).chunk_size) == [300]
+    assert list(compose_config(source, ["sweep=wide"]).chunk_size) == [256, 384, 512, 768, 1024]
+    assert compose_config(source, ["labelset=demo"]).labelset.path == "labelsets/demo"
+    # --config-dir from elsewhere finds the same project; without a project, evalkit's own config.
+    elsewhere = find_source(["--config-dir", str(root / "conf")], tmp_path)
+    assert elsewhere.team_dir == (root / "conf") and elsewhere.config_name == "project"
+    bundled = find_source([], tmp_path)
+    assert bundled.team_dir is None and compose_config(bundled, []).labelset.path == "labelsets/demo"
