@@ -21,11 +21,11 @@ from evalkit.pipeline.auto import resolve_auto_thresholds
 from evalkit.pipeline.counters import RunStats
 from evalkit.pipeline.dryrun import describe_calls, plan_calls
 from evalkit.pipeline.errors import CALL_ERRORS
-from evalkit.pipeline.executor import EXECUTORS, Executor
+from evalkit.pipeline.executor import Executor, LocalExecutor, make_executor
 from evalkit.pipeline.plan import SweepPlan
 from evalkit.pipeline.position import choose_chunking, position_experiment, write_status
 from evalkit.pipeline.sweep import run_sweep, scoped_questions, token_family, unit_store
-from evalkit.pipeline.work import WorkContext, plan_units, run_unit
+from evalkit.pipeline.work import WorkContext, plan_units
 from evalkit.retrieval.embedding.base import Embedder
 from evalkit.retrieval.embedding.local import EMBEDDERS
 from evalkit.retrieval.rerank.base import Reranker
@@ -46,6 +46,7 @@ def execute(
     executor: Executor | None = None,
 ) -> Path:
     """Run (or resume, or dry-run) the plan; returns the run folder."""
+    executor = executor or make_executor(plan.options.executor)  # first: a missing extra stops before anything
     embedder = EMBEDDERS[plan.embedder]()
     if plan.thresholds_auto:
         with Cache(plan.options.cache_path) as cache:
@@ -59,7 +60,6 @@ def execute(
         f"= {plan.grid_points} grid points -> {run_dir}",
         file=sys.stderr,
     )
-    executor = executor or EXECUTORS["local"]()
     with run_lock(run_dir), Cache(plan.options.cache_path) as cache:
         reranker = make_reranker(plan.reranker, cache, plan.pricing_dir)
         if plan.options.dry_run:
@@ -133,7 +133,7 @@ def dry_run(
     chunking = choose_chunking(plan, [u.spec.key for u in units])
     unit = next(u for u in units if u.spec.key == chunking)
     print(f"evalkit dry run: retrieving chunking {chunking} (free: local stages only) to plan the answers")
-    (result,) = executor.map(lambda u: run_unit(u, ctx), [unit])
+    (result,) = LocalExecutor(plan.options.executor).run([unit], ctx)  # never start a cluster to plan
     position_dry_run(plan, labelset, cache, run_dir, {chunking: result.pool})
 
 

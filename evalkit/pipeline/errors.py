@@ -9,12 +9,13 @@ from evalkit.answering.generation.base import GenerationError
 from evalkit.chunking.chunkers import ChunkingError
 from evalkit.cost.budget import BudgetExceeded
 from evalkit.labels.read import LabelsetError
+from evalkit.pipeline.executor_settings import ClusterError
 from evalkit.retrieval.embedding.base import EmbeddingError
 from evalkit.retrieval.rerank.base import RerankError
 from evalkit.run.lock import RunLocked
 from evalkit.settings import ConfigError
 
-CALL_ERRORS: tuple[type[Exception], ...] = (EmbeddingError, RerankError, GenerationError)
+CALL_ERRORS: tuple[type[Exception], ...] = (EmbeddingError, RerankError, GenerationError, ClusterError)
 """A model or API call failed: finished units are kept, the same command resumes."""
 SETUP_ERRORS: tuple[type[Exception], ...] = (ConfigError, ChunkingError, RunLocked)
 """The config cannot run: nothing was computed."""

@@ -1,25 +1,27 @@
 """Where units of work run: the seam a cluster executor plugs into.
 
-An executor maps a work function over units and yields their results in the
-units' order. The driver keeps the cache and the unit store; what a unit
-needs besides its spec travels in the work function's context.
+An executor runs the units of a sweep and yields their results in the units'
+order, each as soon as it (and every unit before it) is done. The driver keeps
+the cache and the unit store: an executor that runs work elsewhere
+(:mod:`evalkit.pipeline.ray_executor`) resolves cache hits before it dispatches
+anything, sends only the misses, and writes what comes back through the driver.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Protocol, TypeVar
+from typing import Protocol
 
-from evalkit.pipeline.work import UnitOfWork
-
-R = TypeVar("R")
+from evalkit.pipeline.executor_settings import ExecutorSettings
+from evalkit.pipeline.work import UnitOfWork, UnitResult, WorkContext, run_unit
+from evalkit.settings import ConfigError
 
 
 class Executor(Protocol):
     name: str
 
-    def map(self, work: Callable[[UnitOfWork], R], units: Sequence[UnitOfWork]) -> Iterator[R]:
-        """``work(unit)`` for every unit, results in the units' order, each as soon as it is ready."""
+    def run(self, units: Sequence[UnitOfWork], ctx: WorkContext) -> Iterator[UnitResult]:
+        """Every unit's result, in the units' order."""
         ...
 
 
@@ -28,9 +30,26 @@ class LocalExecutor:
 
     name = "local"
 
-    def map(self, work: Callable[[UnitOfWork], R], units: Sequence[UnitOfWork]) -> Iterator[R]:
+    def __init__(self, settings: ExecutorSettings | None = None) -> None:
+        self.settings = settings or ExecutorSettings()
+
+    def run(self, units: Sequence[UnitOfWork], ctx: WorkContext) -> Iterator[UnitResult]:
         for unit in units:
-            yield work(unit)
+            yield run_unit(unit, ctx)
 
 
-EXECUTORS: dict[str, Callable[[], Executor]] = {"local": LocalExecutor}
+def _ray(settings: ExecutorSettings) -> Executor:
+    try:
+        from evalkit.pipeline.ray_executor import RayExecutor
+    except ImportError as exc:
+        raise ConfigError(
+            f'executor=ray: Ray is not installed ({exc.name}); pip install -e ".[ray]" (or executor=local)'
+        ) from None
+    return RayExecutor(settings)
+
+
+EXECUTORS: dict[str, Callable[[ExecutorSettings], Executor]] = {"local": LocalExecutor, "ray": _ray}
+
+
+def make_executor(settings: ExecutorSettings) -> Executor:
+    return EXECUTORS[settings.name](settings)

@@ -21,6 +21,7 @@ from evalkit.chunking.chunkers import CHUNKERS, validate_spec
 from evalkit.cost.apply import CostSettings
 from evalkit.cost.prices import PricingError, price_table
 from evalkit.pipeline.config import PROJECT_ROOT, BaselineSettings, SweepConfig
+from evalkit.pipeline.executor_settings import ExecutorSettings
 from evalkit.records import ChunkingSpec
 from evalkit.retrieval.embedding.local import EMBEDDERS
 from evalkit.retrieval.filters import FilterSettings
@@ -44,6 +45,7 @@ class RunOptions:
     report: bool
     compare: Path | None
     progress: bool
+    executor: ExecutorSettings = field(default_factory=ExecutorSettings)
 
 
 @dataclass(frozen=True)
@@ -222,6 +224,7 @@ def _options(config: SweepConfig) -> RunOptions:
         report=config.report,
         compare=resolve_path(config.compare) if config.compare else None,
         progress=config.progress,
+        executor=config.executor,
     )
 
 

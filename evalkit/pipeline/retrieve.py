@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -11,11 +13,107 @@ from evalkit.cache import Cache
 from evalkit.pipeline.counters import RunStats
 from evalkit.pipeline.units import Units
 from evalkit.records import Question
-from evalkit.retrieval.bm25 import BM25Index, BM25Params
+from evalkit.retrieval.ann import HnswSettings, hnsw_pool, recall_against_exact
+from evalkit.retrieval.bm25 import BM25Index, BM25Params, cached_tokens, complete_tokens, store_tokens
 from evalkit.retrieval.embedding.base import Embedder, embed_texts
-from evalkit.retrieval.pools import CandidatePool, DenseIndex, QueryVectors, bm25_pool, dense_pool, hybrid_pool
+from evalkit.retrieval.pools import (
+    DEFAULT_BLOCK_CELLS,
+    CandidatePool,
+    DenseIndex,
+    QueryVectors,
+    bm25_pool,
+    dense_pool,
+    hybrid_pool,
+)
 from evalkit.retrieval.rerank.base import Reranker, cached_scores, rerank_scores
 from evalkit.retrieval.settings import RetrieverSettings
+
+
+@dataclass(frozen=True)
+class SearchInputs:
+    """What a pool is searched from, with every cache lookup already done (a worker needs no cache)."""
+
+    passage_vectors: np.ndarray | None
+    query_vectors: np.ndarray | None
+    embedder_identity: str | None
+    dim: int
+    known_tokens: dict[str, list[str]] | None
+    """BM25 tokens the cache held for the unit and query texts (None: no BM25)."""
+
+
+def embed_inputs(
+    retriever: RetrieverSettings,
+    units_text: Sequence[str],
+    questions: Sequence[Question],
+    embedder: Embedder | None,
+    cache: Cache,
+    stats: RunStats,
+) -> SearchInputs:
+    """The local path: vectors and tokens from the cache, computing the misses in this process."""
+    passages = queries = None
+    if retriever.name in ("dense", "hybrid"):
+        assert embedder is not None
+        started = time.perf_counter()
+        passages = embed_texts(embedder, units_text, "passage", cache, stats.embed)
+        queries = embed_texts(embedder, [q.question for q in questions], "query", cache, stats.embed)
+        stats.add_time("embed", time.perf_counter() - started)
+    known = None
+    if retriever.name in ("bm25", "hybrid"):
+        texts = [*units_text, *(q.question for q in questions)]
+        known = cached_tokens(texts, cache)
+        _, fresh = complete_tokens(texts, known)
+        store_tokens(cache, fresh)
+        known.update(fresh)
+    identity = embedder.identity if embedder is not None else None
+    return SearchInputs(passages, queries, identity, embedder.dim if embedder is not None else 0, known)
+
+
+def search(
+    retriever: RetrieverSettings,
+    pool_size: int,
+    units_text: Sequence[str],
+    questions: Sequence[Question],
+    inputs: SearchInputs,
+    allowed: np.ndarray | None = None,
+    cells: int = DEFAULT_BLOCK_CELLS,
+) -> tuple[CandidatePool, dict[str, Any], dict[str, list[str]]]:
+    """One candidate pool of ``pool_size`` per question; pure given ``inputs``.
+
+    Returns the pool, what the search reports (the approximate index's recall against
+    exact search), and BM25 tokens it had to compute (for the driver to cache).
+    """
+    n_queries = len(questions)
+    index = queries = bm25 = None
+    fresh: dict[str, list[str]] = {}
+    if retriever.name in ("dense", "hybrid"):
+        assert inputs.passage_vectors is not None and inputs.query_vectors is not None
+        index = DenseIndex(str(inputs.embedder_identity), inputs.dim, inputs.passage_vectors)
+        queries = QueryVectors(str(inputs.embedder_identity), inputs.query_vectors)
+    if retriever.name in ("bm25", "hybrid"):
+        assert inputs.known_tokens is not None
+        texts = [*units_text, *(q.question for q in questions)]
+        tokens, fresh = complete_tokens(texts, inputs.known_tokens)
+        bm25 = BM25Index(units_text, BM25Params(retriever.bm25_k1, retriever.bm25_b), tokens=tokens[: len(units_text)])
+        bm25.set_queries([q.question for q in questions], tokens=tokens[len(units_text) :])
+    report: dict[str, Any] = {}
+    if retriever.name == "dense":
+        assert index is not None and queries is not None
+        if retriever.index == "hnsw":
+            settings = HnswSettings(
+                retriever.hnsw_connectivity, retriever.hnsw_expansion_add, retriever.hnsw_expansion_search
+            )
+            pool = hnsw_pool(index, queries, pool_size, allowed, settings)
+            report["ann"] = recall_against_exact(index, queries, pool, allowed, cells)
+        else:
+            pool = dense_pool(index, queries, pool_size, allowed, cells)
+    elif retriever.name == "bm25":
+        assert bm25 is not None
+        pool = bm25_pool(bm25.score_rows, n_queries, pool_size, allowed, bm25.n_units, cells)
+    else:
+        assert index is not None and queries is not None and bm25 is not None
+        fusion, rrf_k = retriever.fusion, retriever.rrf_k
+        pool = hybrid_pool(index, queries, bm25.score_rows, pool_size, fusion, rrf_k, allowed, cells)  # type: ignore[arg-type]
+    return pool, report, fresh
 
 
 def retrieve(
@@ -27,34 +125,14 @@ def retrieve(
     cache: Cache,
     stats: RunStats,
     allowed: np.ndarray | None = None,
-) -> CandidatePool:
-    """One candidate pool of ``pool_size`` per question for this chunking."""
-    n_queries = len(questions)
-    index = queries = None
-    if retriever.name in ("dense", "hybrid"):
-        assert embedder is not None
-        started = time.perf_counter()
-        vectors = embed_texts(embedder, units_text, "passage", cache, stats.embed)
-        index = DenseIndex(embedder.identity, embedder.dim, vectors)
-        query_vectors = embed_texts(embedder, [q.question for q in questions], "query", cache, stats.embed)
-        queries = QueryVectors(embedder.identity, query_vectors)
-        stats.add_time("embed", time.perf_counter() - started)
+    cells: int = DEFAULT_BLOCK_CELLS,
+) -> tuple[CandidatePool, dict[str, Any]]:
+    """One candidate pool of ``pool_size`` per question for this chunking (in this process)."""
+    inputs = embed_inputs(retriever, units_text, questions, embedder, cache, stats)
     started = time.perf_counter()
-    bm25 = None
-    if retriever.name in ("bm25", "hybrid"):
-        bm25 = BM25Index(units_text, BM25Params(retriever.bm25_k1, retriever.bm25_b), cache)
-        bm25.set_queries([q.question for q in questions])
-    if retriever.name == "dense":
-        assert index is not None and queries is not None
-        pool = dense_pool(index, queries, pool_size, allowed)
-    elif retriever.name == "bm25":
-        assert bm25 is not None
-        pool = bm25_pool(bm25.score_rows, n_queries, pool_size, allowed)
-    else:
-        assert index is not None and queries is not None and bm25 is not None
-        pool = hybrid_pool(index, queries, bm25.score_rows, pool_size, retriever.fusion, retriever.rrf_k, allowed)
+    pool, report, _ = search(retriever, pool_size, units_text, questions, inputs, allowed, cells)
     stats.add_time("retrieve", time.perf_counter() - started)
-    return pool
+    return pool, report
 
 
 def rerank_pool(

@@ -9,7 +9,6 @@ computed again (:mod:`evalkit.pipeline.work`).
 
 from __future__ import annotations
 
-import functools
 import platform
 import sys
 import time
@@ -30,7 +29,7 @@ from evalkit.pipeline.counters import RunStats
 from evalkit.pipeline.decision import announce, write_recommendation
 from evalkit.pipeline.executor import Executor, LocalExecutor
 from evalkit.pipeline.plan import SweepPlan
-from evalkit.pipeline.work import UnitResult, WorkContext, plan_units, run_unit
+from evalkit.pipeline.work import UnitResult, WorkContext, plan_units
 from evalkit.records import Question
 from evalkit.retrieval.embedding.base import Embedder
 from evalkit.retrieval.rerank.base import Reranker
@@ -96,9 +95,8 @@ def run_sweep(
         token_family=family,
         progress=plan.options.progress,
     )
-    executor = executor or LocalExecutor()
-    work = functools.partial(run_unit, ctx=ctx)
-    finished = collect(executor.map(work, units), RunFolder(run_dir), ctx.store, plan, questions)
+    executor = executor or LocalExecutor(plan.options.executor)
+    finished = collect(executor.run(units, ctx), RunFolder(run_dir), ctx.store, plan, questions)
     results, summary = write_results(plan, labelset, finished, run_dir, family)
     stats.add_time("decide", _timed(lambda: announce(write_recommendation(plan, results, summary, run_dir), run_dir)))
     if plan.options.progress and plan.uses_embedder:

@@ -131,7 +131,7 @@ def plan_units(
 def run_unit(unit: UnitOfWork, ctx: WorkContext) -> UnitResult:
     """Walk the unit's stages, reusing each one the store already holds."""
     if ctx.store.has("score", unit.ids.score):
-        return _stored_result(unit, ctx)
+        return stored_result(unit, ctx)
     chunks = chunk_stage(unit, ctx)
     units, child_to_parent = units_of(chunks, ctx.labelset)
     pool = pool_stage(unit, ctx, chunks, units, child_to_parent)
@@ -144,50 +144,85 @@ def chunk_stage(unit: UnitOfWork, ctx: WorkContext) -> tuple[Chunk, ...]:
         ctx.stats.stages_reused["chunk"] += 1
         return chunks_from_table(store.table("chunk", stage_id, "chunks"), ctx.labelset)
     started = time.perf_counter()
-    chunks = tuple(chunk_corpus(ctx.labelset.documents, unit.spec))
-    health = chunk_health(ctx.labelset.documents, chunks).findings(unit.spec.key)
-    record = {"chunking": unit.spec.key, "n_chunks": len(chunks), "chunk_health": health}
-    store.save("chunk", stage_id, record, tables={"chunks": chunk_table(chunks)})
-    ctx.stats.add_time("chunk", time.perf_counter() - started)
-    ctx.stats.stages_run["chunk"] += 1
+    chunks, record = chunk_unit(ctx.labelset, unit.spec)
+    save_chunks(ctx, unit, chunks, record, time.perf_counter() - started)
     return chunks
+
+
+def chunk_unit(labelset: LabelSet, spec: ChunkingSpec) -> tuple[tuple[Chunk, ...], dict[str, Any]]:
+    """The chunks of every document and the chunk-health record (pure: runs on any worker)."""
+    chunks = tuple(chunk_corpus(labelset.documents, spec))
+    health = chunk_health(labelset.documents, chunks).findings(spec.key)
+    return chunks, {"chunking": spec.key, "n_chunks": len(chunks), "chunk_health": health}
+
+
+def save_chunks(
+    ctx: WorkContext, unit: UnitOfWork, chunks: Sequence[Chunk], record: dict[str, Any], seconds: float
+) -> None:
+    ctx.store.save("chunk", unit.ids.chunk, record, tables={"chunks": chunk_table(chunks)})
+    ctx.stats.add_time("chunk", seconds)
+    ctx.stats.stages_run["chunk"] += 1
 
 
 def pool_stage(
     unit: UnitOfWork, ctx: WorkContext, chunks: Sequence[Chunk], units: Units, child_to_parent: np.ndarray | None
 ) -> CandidatePool:
     """The retrieved pool (in returned units), reranked when there is a reranker."""
-    pool = _load_pool(ctx, "retrieve", unit.ids.retrieve)
+    pool = load_pool(ctx, "retrieve", unit.ids.retrieve)
     if pool is None:
-        filters = ctx.plan.filters
-        allowed = None
-        if filters.enabled:
-            # Retrieval ranks chunks; they are the returned units unless parent-child maps them to parents.
-            chunk_doc_ids = np.array([c.doc_id for c in chunks], dtype=object)
-            allowed = access(ctx.questions, chunk_doc_ids, ctx.labelset.documents, filters).allowed
-        texts = [c.embed_text for c in chunks]
         plan, questions = ctx.plan, ctx.questions
-        pool = retrieve(plan.retriever, plan.pool_size, texts, questions, ctx.embedder, ctx.cache, ctx.stats, allowed)
+        allowed = retrieval_mask(plan, questions, chunks, ctx.labelset)
+        texts = [c.embed_text for c in chunks]
+        cells = plan.options.executor.block_cells
+        pool, report = retrieve(
+            plan.retriever, plan.pool_size, texts, questions, ctx.embedder, ctx.cache, ctx.stats, allowed, cells
+        )
         if child_to_parent is not None:
             pool = collapse_to_parents(pool, child_to_parent)
-        _save_pool(ctx, "retrieve", unit.ids.retrieve, pool)
+        save_pool(ctx, "retrieve", unit.ids.retrieve, pool, report)
     if ctx.reranker is None:
         return pool
-    reranked = _load_pool(ctx, "rerank", unit.ids.rerank)
+    reranked = load_pool(ctx, "rerank", unit.ids.rerank)
     if reranked is None:
         reranked = rerank_pool(pool, units, ctx.questions, ctx.reranker, ctx.cache, ctx.stats, ctx.progress)
-        _save_pool(ctx, "rerank", unit.ids.rerank, reranked)
+        save_pool(ctx, "rerank", unit.ids.rerank, reranked)
     return reranked
+
+
+def retrieval_mask(
+    plan: SweepPlan, questions: Sequence[Question], chunks: Sequence[Chunk], labelset: LabelSet
+) -> np.ndarray | None:
+    """Per question, the chunks metadata filters let it retrieve (None: no filters)."""
+    if not plan.filters.enabled:
+        return None
+    # Retrieval ranks chunks; they are the returned units unless parent-child maps them to parents.
+    chunk_doc_ids = np.array([c.doc_id for c in chunks], dtype=object)
+    return access(questions, chunk_doc_ids, labelset.documents, plan.filters).allowed
 
 
 def score_stage(
     unit: UnitOfWork, ctx: WorkContext, chunks: Sequence[Chunk], units: Units, pool: CandidatePool
 ) -> UnitResult:
     started = time.perf_counter()
-    plan, questions, spec = ctx.plan, ctx.questions, unit.spec
-    unit_access = access(questions, units.doc_ids, ctx.labelset.documents, plan.filters)
+    plan, labelset, questions = ctx.plan, ctx.labelset, ctx.questions
+    rows, drill, info = score_unit(plan, labelset, questions, ctx.token_family, unit.spec, chunks, units, pool)
+    return save_score(ctx, unit, rows, drill, info, time.perf_counter() - started)
+
+
+def score_unit(
+    plan: SweepPlan,
+    labelset: LabelSet,
+    questions: Sequence[Question],
+    token_family: str,
+    spec: ChunkingSpec,
+    chunks: Sequence[Chunk],
+    units: Units,
+    pool: CandidatePool,
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    """Per-question rows, the drill-down pool and the unit's info record (pure: runs on any worker)."""
+    unit_access = access(questions, units.doc_ids, labelset.documents, plan.filters)
     judgement = judge(questions, pool, units, plan.relevance_tau)
-    rows = score_chunking(plan, spec, questions, pool, units, judgement, ctx.token_family, unit_access)
+    rows = score_chunking(plan, spec, questions, pool, units, judgement, token_family, unit_access)
     classes = [str(q.tags.get(plan.calibration_tag, "untagged")) for q in questions]
     answerable = np.array([q.evidence_mode != "none" for q in questions])
     target = plan.objective.zero_hit_answerable_max
@@ -202,24 +237,41 @@ def score_stage(
         "indexed_chars": int(sum(len(c.embed_text) for c in chunks)),
         "gold_cut_share": gold_cut_share(questions, units),
         "calibration": [c.to_dict() for c in calibrations],
+    }
+    return rows, pool_table(questions, pool, units, judgement.relevant), info
+
+
+def save_score(
+    ctx: WorkContext,
+    unit: UnitOfWork,
+    rows: pd.DataFrame,
+    drill: pd.DataFrame,
+    scored: dict[str, Any],
+    seconds: float,
+) -> UnitResult:
+    """Store a scored unit with what only the driver knows (its chunk record, its ids)."""
+    info = {
+        **scored,
         "chunk_health": ctx.store.record("chunk", unit.ids.chunk)["chunk_health"],
         "unit_ids": asdict(unit.ids),
     }
-    drill = pool_table(questions, pool, units, judgement.relevant)
+    retrieved = ctx.store.record("retrieve", unit.ids.retrieve)
+    if "ann" in retrieved:
+        info["ann"] = retrieved["ann"]
     ctx.store.save("score", unit.ids.score, info, tables={"rows": rows, "pool": drill})
-    ctx.stats.add_time("score", time.perf_counter() - started)
+    ctx.stats.add_time("score", seconds)
     ctx.stats.stages_run["score"] += 1
-    return UnitResult(spec.key, rows, drill, info)
+    return UnitResult(unit.spec.key, rows, drill, info)
 
 
-def _stored_result(unit: UnitOfWork, ctx: WorkContext) -> UnitResult:
+def stored_result(unit: UnitOfWork, ctx: WorkContext) -> UnitResult:
     ctx.stats.stages_reused["score"] += 1
     rows = ctx.store.table("score", unit.ids.score, "rows")
     drill = ctx.store.table("score", unit.ids.score, "pool")
     return UnitResult(unit.spec.key, rows, drill, ctx.store.record("score", unit.ids.score))
 
 
-def _load_pool(ctx: WorkContext, stage: str, stage_id: str) -> CandidatePool | None:
+def load_pool(ctx: WorkContext, stage: str, stage_id: str) -> CandidatePool | None:
     if not ctx.store.has(stage, stage_id):
         return None
     ctx.stats.stages_reused[stage] += 1
@@ -227,6 +279,9 @@ def _load_pool(ctx: WorkContext, stage: str, stage_id: str) -> CandidatePool | N
     return CandidatePool(arrays["indices"], arrays["scores"], ctx.store.record(stage, stage_id)["source"])
 
 
-def _save_pool(ctx: WorkContext, stage: str, stage_id: str, pool: CandidatePool) -> None:
-    ctx.store.save(stage, stage_id, {"source": pool.source}, arrays={"indices": pool.indices, "scores": pool.scores})
+def save_pool(
+    ctx: WorkContext, stage: str, stage_id: str, pool: CandidatePool, report: dict[str, Any] | None = None
+) -> None:
+    record = {"source": pool.source, **(report or {})}
+    ctx.store.save(stage, stage_id, record, arrays={"indices": pool.indices, "scores": pool.scores})
     ctx.stats.stages_run[stage] += 1

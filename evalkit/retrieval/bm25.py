@@ -11,6 +11,31 @@ from evalkit.cache import Cache, cache_key, decode_json, encode_json, text_hash
 from evalkit.retrieval.tokenize import TOKENIZER_VERSION, tokenize_many
 
 
+def token_key(text: str) -> str:
+    return cache_key("tokens", TOKENIZER_VERSION, text_hash(text))
+
+
+def cached_tokens(texts: Sequence[str], cache: Cache) -> dict[str, list[str]]:
+    """The tokens the cache already holds for ``texts``, by :func:`token_key`."""
+    keys = list(dict.fromkeys(token_key(text) for text in texts))
+    return {key: decode_json(blob) for key, blob in cache.get_many("tokens", keys).items()}
+
+
+def complete_tokens(texts: Sequence[str], known: dict[str, list[str]]) -> tuple[list[list[str]], dict[str, list[str]]]:
+    """Every text's tokens from ``known``, segmenting only the others; returns (tokens, the new entries).
+
+    Pure: a cluster worker runs it on what the driver resolved and sends the new entries back.
+    """
+    keys = [token_key(text) for text in texts]
+    missing = {key: text for key, text in zip(keys, texts) if key not in known}
+    fresh = dict(zip(missing, tokenize_many(missing.values())))
+    return [known[key] if key in known else fresh[key] for key in keys], fresh
+
+
+def store_tokens(cache: Cache, fresh: dict[str, list[str]]) -> None:
+    cache.put_many("tokens", {key: encode_json(tokens) for key, tokens in fresh.items()})
+
+
 def tokens_of(texts: Sequence[str], cache: Cache | None = None) -> list[list[str]]:
     """BM25 tokens of each text; with a cache, each distinct text is segmented once across chunkings and runs.
 
@@ -18,13 +43,9 @@ def tokens_of(texts: Sequence[str], cache: Cache | None = None) -> list[list[str
     """
     if cache is None:
         return tokenize_many(texts)
-    keys = [cache_key("tokens", TOKENIZER_VERSION, text_hash(text)) for text in texts]
-    found = {key: decode_json(blob) for key, blob in cache.get_many("tokens", keys).items()}
-    missing = {key: text for key, text in zip(keys, texts) if key not in found}
-    fresh = dict(zip(missing, tokenize_many(missing.values())))
-    cache.put_many("tokens", {key: encode_json(tokens) for key, tokens in fresh.items()})
-    found.update(fresh)
-    return [found[key] for key in keys]
+    tokens, fresh = complete_tokens(texts, cached_tokens(texts, cache))
+    store_tokens(cache, fresh)
+    return tokens
 
 
 @dataclass(frozen=True)
@@ -38,7 +59,14 @@ class BM25Params:
 class BM25Index:
     """A BM25 index of unit texts; ``score_rows`` gives full score rows for query blocks."""
 
-    def __init__(self, texts: Sequence[str], params: BM25Params = BM25Params(), cache: Cache | None = None) -> None:
+    def __init__(
+        self,
+        texts: Sequence[str],
+        params: BM25Params = BM25Params(),
+        cache: Cache | None = None,
+        tokens: Sequence[list[str]] | None = None,
+    ) -> None:
+        """``tokens``: the texts' tokens already resolved (a cluster worker gets them from the driver's cache)."""
         import logging
 
         import bm25s
@@ -48,16 +76,16 @@ class BM25Index:
         self.params = params
         self._retriever = bm25s.BM25(k1=params.k1, b=params.b, method="lucene")
         self._cache = cache
-        self._retriever.index(tokens_of(texts, cache), show_progress=False)
+        self._retriever.index(list(tokens) if tokens is not None else tokens_of(texts, cache), show_progress=False)
         self._vocab: dict[str, int] = self._retriever.vocab_dict
         self.n_units = len(texts)
         self._query_ids: list[list[int]] = []
 
-    def set_queries(self, queries: Sequence[str]) -> None:
-        """Tokenise the queries once; ``score_rows`` then scores blocks of them."""
+    def set_queries(self, queries: Sequence[str], tokens: Sequence[list[str]] | None = None) -> None:
+        """Tokenise the queries once (or take their ``tokens``); ``score_rows`` then scores blocks of them."""
         self._query_ids = [
-            [self._vocab[token] for token in tokens if token in self._vocab]
-            for tokens in tokens_of(queries, self._cache)
+            [self._vocab[token] for token in query_tokens if token in self._vocab]
+            for query_tokens in (tokens if tokens is not None else tokens_of(queries, self._cache))
         ]
 
     def score_rows(self, rows: slice) -> np.ndarray:

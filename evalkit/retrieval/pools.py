@@ -24,7 +24,15 @@ import numpy as np
 from evalkit.records import Hit, HitSource, Ranking
 
 FusionMethod = Literal["rrf", "max"]
-_QUERY_BLOCK = 256  # queries scored at once: bounds memory at block x units floats
+MAX_BLOCK_QUESTIONS = 256
+DEFAULT_BLOCK_CELLS = 1 << 22
+"""Scores held at once (questions x units): 4,194,304 cells, about 32 MB per float64 score matrix.
+
+No questions x units matrix is ever built whole: questions are scored in blocks of
+``cells // n_units`` rows (at most 256, at least 1), so the scores in memory are bounded by
+``max(cells, n_units)`` whatever the corpus and the question count. Hybrid holds three such
+matrices (BM25, cosine, fused). ``executor.block_cells`` sets it.
+"""
 
 
 class IndexMismatchError(ValueError):
@@ -109,8 +117,22 @@ def top_n(scores: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return indices, values
 
 
-def _blocks(n_rows: int) -> list[slice]:
-    return [slice(i, min(i + _QUERY_BLOCK, n_rows)) for i in range(0, n_rows, _QUERY_BLOCK)]
+def question_blocks(n_rows: int, n_units: int, cells: int = DEFAULT_BLOCK_CELLS) -> list[slice]:
+    """Row blocks of at most ``cells`` scores each (at least one question, at most 256)."""
+    size = max(1, min(MAX_BLOCK_QUESTIONS, cells // max(n_units, 1)))
+    return [slice(i, min(i + size, n_rows)) for i in range(0, n_rows, size)]
+
+
+def cosines(queries: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """``queries @ units.T``, the same bits whatever the block's number of rows.
+
+    BLAS multiplies a single row by a different kernel (gemv) than a block (gemm), and
+    the two round differently in the last bit; a one-row block is computed as two rows
+    so that how questions are blocked never changes a score.
+    """
+    if len(queries) == 1:
+        return (np.vstack([queries, queries]) @ units.T)[:1]
+    return queries @ units.T
 
 
 def _filtered(scores: np.ndarray, allowed: np.ndarray | None, rows: slice) -> np.ndarray:
@@ -123,22 +145,33 @@ def _drop_excluded(indices: np.ndarray, values: np.ndarray) -> tuple[np.ndarray,
     return np.where(excluded, -1, indices), np.where(excluded, np.nan, values)
 
 
-def dense_pool(index: DenseIndex, queries: QueryVectors, n: int, allowed: np.ndarray | None = None) -> CandidatePool:
+def dense_pool(
+    index: DenseIndex,
+    queries: QueryVectors,
+    n: int,
+    allowed: np.ndarray | None = None,
+    cells: int = DEFAULT_BLOCK_CELLS,
+) -> CandidatePool:
     """Exact cosine top-n for every query (``allowed``: per-question unit mask from metadata filters)."""
     check_same_model(index, queries)
     parts = [
-        _drop_excluded(*top_n(_filtered(queries.vectors[rows] @ index.vectors.T, allowed, rows), n))
-        for rows in _blocks(len(queries.vectors))
+        _drop_excluded(*top_n(_filtered(cosines(queries.vectors[rows], index.vectors), allowed, rows), n))
+        for rows in question_blocks(len(queries.vectors), len(index.vectors), cells)
     ]
     return _concat(parts, "dense")
 
 
 def bm25_pool(
-    score_rows: Callable[[slice], np.ndarray], n_queries: int, n: int, allowed: np.ndarray | None = None
+    score_rows: Callable[[slice], np.ndarray],
+    n_queries: int,
+    n: int,
+    allowed: np.ndarray | None = None,
+    n_units: int = 0,
+    cells: int = DEFAULT_BLOCK_CELLS,
 ) -> CandidatePool:
     """BM25 top-n; a unit that shares no term with the query (score 0) is not a candidate."""
     parts = []
-    for rows in _blocks(n_queries):
+    for rows in question_blocks(n_queries, n_units, cells):
         indices, values = top_n(_filtered(score_rows(rows), allowed, rows), n)
         empty = ~(values > 0)
         indices[empty] = -1
@@ -155,6 +188,7 @@ def hybrid_pool(
     method: FusionMethod = "rrf",
     rrf_k: int = 60,
     allowed: np.ndarray | None = None,
+    cells: int = DEFAULT_BLOCK_CELLS,
 ) -> CandidatePool:
     """Fuse dense and BM25 top-n lists; each unit appears once; never sums raw scores.
 
@@ -164,8 +198,8 @@ def hybrid_pool(
     """
     check_same_model(index, queries)
     parts = []
-    for rows in _blocks(len(queries.vectors)):
-        cosine = queries.vectors[rows] @ index.vectors.T
+    for rows in question_blocks(len(queries.vectors), len(index.vectors), cells):
+        cosine = cosines(queries.vectors[rows], index.vectors)
         bm25 = _filtered(bm25_score_rows(rows), allowed, rows)
         dense_idx, dense_val = _drop_excluded(*top_n(_filtered(cosine, allowed, rows), n))
         sparse_idx, sparse_val = top_n(bm25, n)

@@ -8,6 +8,8 @@ from typing import Any
 from evalkit.settings import ConfigError, check_keys
 
 RETRIEVERS = ("dense", "bm25", "hybrid")
+INDEXES = ("exact", "hnsw")
+HNSW_KEYS = ("hnsw_connectivity", "hnsw_expansion_add", "hnsw_expansion_search")
 RERANKERS = ("none", "local", "e5", "cohere", "fake")
 TRANSPORT_KEYS = frozenset({"base_url", "max_retries", "timeout_s", "retry_base_delay_s", "api_key_env"})
 """Backend settings that change how a call is made, never its result: kept out of run and unit ids."""
@@ -25,10 +27,23 @@ class RetrieverSettings:
     bm25_b: float = field(default=0.75, metadata={"min": 0.0, "max": 1.0})
     thresholds: tuple[float, ...] = (0.0,)
     """This retriever's threshold grid (scores differ in scale between retrievers)."""
+    index: str = field(default="exact", metadata={"choices": INDEXES})
+    """Dense search: ``exact`` (every unit scored) or ``hnsw`` (usearch graph; recall against exact reported)."""
+    hnsw_connectivity: int = field(default=16, metadata={"min": 2, "max": 256})
+    hnsw_expansion_add: int = field(default=128, metadata={"min": 1})
+    hnsw_expansion_search: int = field(default=64, metadata={"min": 1})
+
+    def __post_init__(self) -> None:
+        if self.index == "hnsw" and self.name != "dense":
+            raise ConfigError(f"retriever.index: hnsw applies to retriever=dense, not {self.name}; use index=exact")
 
     def identity(self) -> dict[str, Any]:
-        """What changes the pool (the threshold grid does not: it slices the pool)."""
-        return {k: v for k, v in asdict(self).items() if k != "thresholds"}
+        """What changes the pool (the threshold grid does not: it slices the pool).
+
+        Exact search leaves the HNSW keys out, so adding them changed no existing run or unit id.
+        """
+        skip = {"thresholds"} | ({"index", *HNSW_KEYS} if self.index == "exact" else set())
+        return {k: v for k, v in asdict(self).items() if k not in skip}
 
 
 _RERANKER_KEYS = {

@@ -66,6 +66,60 @@ class Embedder(ABC):
         return cache_key("embed", self.identity, kind if self.asymmetric else "any", text_hash(text))
 
 
+@dataclass(frozen=True)
+class EmbedWork:
+    """What embedding ``texts`` needs after the cache: the vectors found and the batches still to compute.
+
+    The batches are the distinct missing texts in first-seen order, cut at the
+    embedder's batch size; computing them here or on a cluster worker gives the same
+    vectors because the batches are the same.
+    """
+
+    keys: tuple[str, ...]
+    found: dict[str, np.ndarray]
+    batches: tuple[tuple[tuple[str, str], ...], ...]
+    """Each batch: (cache key, text) pairs."""
+
+
+def plan_embedding(embedder: Embedder, texts: Sequence[str], kind: EmbedKind, cache: Cache) -> EmbedWork:
+    keys = [embedder.key(text, kind) for text in texts]
+    stored = cache.get_many(embed_namespace(embedder), keys)
+    found = {key: decode_vector(blob) for key, blob in stored.items()}
+    missing = list({key: text for key, text in zip(keys, texts) if key not in found}.items())
+    size = embedder.batch_size
+    batches = tuple(tuple(missing[offset : offset + size]) for offset in range(0, len(missing), size))
+    return EmbedWork(tuple(keys), found, batches)
+
+
+def compute_batch(embedder: Embedder, texts: Sequence[str], kind: EmbedKind) -> np.ndarray:
+    """Unit-norm float32 vectors of one batch, shape-checked (pure: no cache)."""
+    computed = np.asarray(embedder.embed_batch(list(texts), kind), dtype=np.float32)
+    if computed.shape != (len(texts), embedder.dim):
+        raise EmbeddingError(
+            f"{embedder.identity} returned shape {computed.shape}, expected ({len(texts)}, {embedder.dim})"
+        )
+    return _unit_norm(computed)
+
+
+def store_batch(
+    cache: Cache, embedder: Embedder, work: EmbedWork, batch: Sequence[tuple[str, str]], vectors: np.ndarray
+) -> None:
+    """Write a computed batch into the cache and into ``work.found``."""
+    fresh = {key: vector for (key, _), vector in zip(batch, vectors)}
+    cache.put_many(embed_namespace(embedder), {key: encode_vector(vector) for key, vector in fresh.items()})
+    work.found.update(fresh)
+
+
+def stack_vectors(embedder: Embedder, work: EmbedWork) -> np.ndarray:
+    if not work.keys:
+        return np.zeros((0, embedder.dim), dtype=np.float32)
+    return np.stack([work.found[key] for key in work.keys]).astype(np.float32, copy=False)
+
+
+def embed_namespace(embedder: Embedder) -> str:
+    return f"embed:{embedder.identity}"
+
+
 def embed_texts(
     embedder: Embedder,
     texts: Sequence[str],
@@ -76,25 +130,13 @@ def embed_texts(
     """Unit-norm float32 embeddings for ``texts``, computing only uncached distinct texts."""
     if not texts:
         return np.zeros((0, embedder.dim), dtype=np.float32)
-    keys = [embedder.key(text, kind) for text in texts]
-    namespace = f"embed:{embedder.identity}"
-    stored = cache.get_many(namespace, keys)
-    vectors = {key: decode_vector(blob) for key, blob in stored.items()}
-    missing = list({key: text for key, text in zip(keys, texts) if key not in vectors}.items())
-    for offset in range(0, len(missing), embedder.batch_size):
-        batch = missing[offset : offset + embedder.batch_size]
-        computed = np.asarray(embedder.embed_batch([text for _, text in batch], kind), dtype=np.float32)
-        if computed.shape != (len(batch), embedder.dim):
-            raise EmbeddingError(
-                f"{embedder.identity} returned shape {computed.shape}, expected ({len(batch)}, {embedder.dim})"
-            )
-        computed = _unit_norm(computed)
+    work = plan_embedding(embedder, texts, kind, cache)
+    for batch in work.batches:
+        vectors = compute_batch(embedder, [text for _, text in batch], kind)
         if counter is not None:
             counter.add(embedder.identity, len(batch))
-        fresh = {key: vector for (key, _), vector in zip(batch, computed)}
-        cache.put_many(namespace, {key: encode_vector(vector) for key, vector in fresh.items()})
-        vectors.update(fresh)
-    return np.stack([vectors[key] for key in keys]).astype(np.float32, copy=False)
+        store_batch(cache, embedder, work, batch, vectors)
+    return stack_vectors(embedder, work)
 
 
 def _unit_norm(matrix: np.ndarray) -> np.ndarray:

@@ -1,0 +1,281 @@
+"""``executor=ray`` against a real Ray cluster the tests start on 127.0.0.1 (a head and a second node).
+
+Same numbers as ``executor=local``; a worker killed mid-task is retried with no paid call repeated;
+a killed driver resumes from the finished units; a node lost mid-sweep leaves the sweep to finish on
+the other; without Ray installed, ``executor=ray`` is one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.loopback.cohere_server import CohereServer
+from tests.test_sweep import REPO, run_in_process
+
+ray = pytest.importorskip("ray", reason='the ray extra is not installed: pip install -e ".[ray]"')
+
+SHARED_SETS = REPO.parent / "shared" / "labelsets"
+QUIET = ["progress=false", "report=false", "position=off"]
+KEY = "loopback-cohere-key-do-not-log"
+GRID5 = ["chunk_size=[256,384,512,768,1024]", "chunk_overlap=[0]"]
+
+
+@dataclass
+class Cluster:
+    address: str
+    env: dict[str, str]
+    second_node: subprocess.Popen[bytes]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _alive_nodes(address: str, env: dict[str, str]) -> int:
+    status = subprocess.run(["ray", "status", f"--address={address}"], env=env, capture_output=True, text=True)
+    active = status.stdout.split("Active:")[-1].split("Pending:")[0]
+    return active.count("node_")
+
+
+def _start_cluster(tmp: Path) -> Cluster:
+    env = {
+        **os.environ,
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": secrets.token_hex(32),
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
+    port = _free_port()
+    address = f"127.0.0.1:{port}"
+    common = ["--num-cpus=1", "--node-ip-address=127.0.0.1"]
+    head = ["ray", "start", "--head", f"--port={port}", "--include-dashboard=false", "--disable-usage-stats", *common]
+    subprocess.run(head, env=env, check=True, capture_output=True)
+    log = (tmp / "second-node.log").open("wb")
+    second = subprocess.Popen(
+        ["ray", "start", f"--address={address}", "--block", *common], env=env, stdout=log, stderr=log
+    )
+    deadline = time.monotonic() + 90
+    while _alive_nodes(address, env) < 2:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the second Ray node did not join within 90 s")
+        time.sleep(1)
+    return Cluster(address, env, second)
+
+
+def _stop_cluster(cluster: Cluster) -> None:
+    if cluster.second_node.poll() is None:
+        cluster.second_node.terminate()
+        cluster.second_node.wait(timeout=60)
+    subprocess.run(["ray", "stop", "--force"], env=cluster.env, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    started = _start_cluster(tmp_path_factory.mktemp("ray"))
+    try:
+        yield started
+    finally:
+        _stop_cluster(started)
+
+
+def run_on_ray(cluster: Cluster, overrides: list[str], env: dict[str, str] | None = None) -> Path:
+    """A sweep with executor=ray as its own driver process (authenticated like the nodes); its run folder."""
+    command = [sys.executable, "-m", "evalkit.sweep", *QUIET, *overrides, "executor=ray"]
+    command.append(f"executor.address={cluster.address}")
+    done = subprocess.run(command, cwd=REPO, env={**cluster.env, **(env or {})}, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    reports = next(o.split("=", 1)[1] for o in overrides if o.startswith("reports_dir="))
+    return Path(reports) / "r"
+
+
+def assert_same_run(local: Path, other: Path) -> None:
+    for name in ("results.parquet", "summary.parquet"):
+        pd.testing.assert_frame_equal(pd.read_parquet(local / name), pd.read_parquet(other / name), check_exact=True)
+    pools = sorted(p.name for p in (local / "pools").glob("*.parquet"))
+    assert pools and pools == sorted(p.name for p in (other / "pools").glob("*.parquet"))
+    for name in pools:
+        pd.testing.assert_frame_equal(pd.read_parquet(local / "pools" / name), pd.read_parquet(other / "pools" / name))
+
+
+def sweep_pair(tmp_path: Path, cluster: Cluster, overrides: list[str]) -> tuple[Path, Path]:
+    """The same sweep with executor=local and executor=ray, each with a cold cache of its own."""
+    local = run_in_process([*QUIET, *overrides, f"reports_dir={tmp_path / 'local'}", "run_id=r"])
+    return local, run_on_ray(cluster, [*overrides, f"reports_dir={tmp_path / 'ray'}", "run_id=r"])
+
+
+def test_ray_equals_local_on_the_demo_set_bm25(tmp_path: Path, cluster: Cluster) -> None:
+    local, on_ray = sweep_pair(tmp_path, cluster, [])
+    assert_same_run(local, on_ray)
+
+
+def test_ray_equals_local_hybrid_with_embeddings_fanned_out(tmp_path: Path, cluster: Cluster, small_demo: Path) -> None:
+    grid = [f"labelset.path={small_demo}", "retriever=hybrid", "chunk_size=[256,512]", "chunk_overlap=[0]"]
+    local, on_ray = sweep_pair(tmp_path, cluster, [*grid, "embedder=e5"])
+    assert_same_run(local, on_ray)
+    stats_local, stats_ray = (json.loads((run / "run_stats.json").read_text()) for run in (local, on_ray))
+    # Both embedded every distinct text once (the cache of each saw the same misses), on the cluster for ray.
+    assert stats_local["texts_embedded_total"] > 0
+    assert stats_local["texts_embedded"] == stats_ray["texts_embedded"]
+
+
+@pytest.mark.parametrize("name", ["squad2-en", "cmrc2018-zh"])
+def test_ray_equals_local_on_the_shared_sets_bm25(tmp_path: Path, cluster: Cluster, name: str) -> None:
+    if not (SHARED_SETS / name).exists():
+        pytest.skip(f"{SHARED_SETS / name} is not here")
+    local, on_ray = sweep_pair(tmp_path, cluster, [f"labelset.path={SHARED_SETS / name}", "chunk_size=[512,1024]"])
+    assert_same_run(local, on_ray)
+
+
+def _worker_pids(task_names: tuple[str, ...]) -> list[int]:
+    """Ray worker processes running one of ``task_names`` now (Ray titles a busy worker ``ray::<task>``)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            title = (entry / "cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+        except OSError:
+            continue
+        if title.startswith("ray::") and title.removeprefix("ray::").split()[0] in task_names:
+            pids.append(int(entry.name))
+    return pids
+
+
+class Killer(threading.Thread):
+    """Sends SIGKILL to the first worker seen running one of ``task_names``."""
+
+    def __init__(self, task_names: tuple[str, ...]) -> None:
+        super().__init__(daemon=True)
+        self.task_names, self.killed, self.stop = task_names, [], threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set() and not self.killed:
+            for pid in _worker_pids(self.task_names):
+                os.kill(pid, signal.SIGKILL)
+                self.killed.append(pid)
+                break
+            time.sleep(0.005)
+
+
+def test_a_worker_killed_mid_task_is_retried_and_no_paid_call_repeats(
+    tmp_path: Path, cluster: Cluster, small_demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COHERE_API_KEY", KEY)
+    grid = [f"labelset.path={small_demo}", "chunk_size=[300,500]", "chunk_overlap=[0]", "pool_size=20"]
+    with CohereServer(api_key=KEY) as cohere:
+        paid = [*grid, "reranker=cohere", f"reranker.base_url={cohere.url}"]
+        local = run_in_process([*QUIET, *paid, f"reports_dir={tmp_path / 'local'}", "run_id=r"])
+        local_calls = len(cohere.rerank_requests)
+        cohere.reset()
+        killer = Killer(("chunk_task", "retrieve_task", "score_task"))
+        killer.start()
+        on_ray = run_on_ray(cluster, [*paid, f"reports_dir={tmp_path / 'ray'}", "run_id=r"], {"COHERE_API_KEY": KEY})
+        killer.stop.set()
+        ray_calls = len(cohere.rerank_requests)
+    assert killer.killed, "the test must have killed a worker mid-task"
+    assert_same_run(local, on_ray)
+    assert local_calls > 0 and ray_calls == local_calls, "each rerank request was paid for once"
+    # The key stayed with the driver: it is in no log of the cluster's session.
+    session = Path("/tmp/ray/session_latest/logs")
+    for log in session.rglob("*") if session.exists() else []:
+        if log.is_file():
+            assert KEY.encode() not in log.read_bytes(), log
+
+
+def _sweep_command(reports: Path, cluster: Cluster, labelset: Path) -> list[str]:
+    return [
+        sys.executable, "-m", "evalkit.sweep", *QUIET, f"reports_dir={reports}", "run_id=r",
+        f"labelset.path={labelset}", *GRID5,
+        "executor=ray", f"executor.address={cluster.address}",
+    ]  # fmt: skip
+
+
+def _finished(stage_dir: Path) -> int:
+    """Units of a stage the store holds whole (a unit's record is written last, atomically)."""
+    return len(list(stage_dir.glob("[!.]*.json"))) if stage_dir.exists() else 0
+
+
+def test_a_killed_driver_resumes_from_the_finished_units(tmp_path: Path, cluster: Cluster) -> None:
+    labelset = SHARED_SETS / "squad2-en"
+    if not labelset.exists():
+        pytest.skip(f"{labelset} is not here")
+    reports = tmp_path / "ray"
+    command = _sweep_command(reports, cluster, labelset)
+    driver = subprocess.Popen(command, cwd=REPO, env=cluster.env, stderr=subprocess.PIPE)
+    scored = reports / ".units" / "score"
+    deadline = time.monotonic() + 300
+    while not _finished(scored):
+        assert driver.poll() is None, "the sweep ended before a unit finished"
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    finished_before = _finished(scored)
+    assert finished_before < 5, "killed mid-sweep"
+    resumed = subprocess.run(command, cwd=REPO, env=cluster.env, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    stats = json.loads((reports / "r" / "run_stats.json").read_text())
+    assert stats["stages_reused"]["score"] >= finished_before
+    local = run_in_process(
+        [*QUIET, f"reports_dir={tmp_path / 'local'}", "run_id=r", f"labelset.path={labelset}", *GRID5]
+    )
+    assert_same_run(local, reports / "r")
+
+
+def test_a_node_lost_mid_sweep_leaves_the_sweep_to_finish_on_the_other(tmp_path: Path) -> None:
+    labelset = SHARED_SETS / "squad2-en"
+    if not labelset.exists():
+        pytest.skip(f"{labelset} is not here")
+    lost = _start_cluster(tmp_path)
+    try:
+        reports = tmp_path / "ray"
+        driver = subprocess.Popen(_sweep_command(reports, lost, labelset), cwd=REPO, env=lost.env)
+        chunked = reports / ".units" / "chunk"
+        deadline = time.monotonic() + 300
+        while not _finished(chunked):
+            assert driver.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        # The second node goes away (its processes are stopped) while units are in flight.
+        lost.second_node.send_signal(signal.SIGTERM)
+        lost.second_node.wait(timeout=60)
+        assert driver.poll() is None, "the node was lost mid-sweep"
+        assert driver.wait(timeout=600) == 0
+    finally:
+        _stop_cluster(lost)
+    local = run_in_process(
+        [*QUIET, f"reports_dir={tmp_path / 'local'}", "run_id=r", f"labelset.path={labelset}", *GRID5]
+    )
+    assert_same_run(local, reports / "r")
+
+
+def test_without_ray_executor_ray_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    # A process in which `import ray` fails as it does where the extra is not installed.
+    script = (
+        "import sys; sys.modules['ray'] = None; sys.argv = ['evalkit.sweep', *sys.argv[1:]]\n"
+        "from evalkit.sweep import main; main()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, "executor=ray", "position=off", f"reports_dir={tmp_path}"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and 'pip install -e ".[ray]"' in lines[0], done.stderr
+    assert {p.name for p in tmp_path.iterdir()} <= {".hydra"}, "no run folder, no unit store: nothing was started"
