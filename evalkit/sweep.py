@@ -82,7 +82,7 @@ def sweep(cfg: DictConfig) -> Path:
     if plan.options.report and not plan.options.dry_run:
         from evalkit.report import write_report
 
-        html = write_report(run_dir, compare=plan.options.compare)
+        html = write_report(run_dir, compare=plan.options.compare, progress=plan.options.progress)
         print(f"evalkit: report {html}", file=sys.stderr)
     if track:
         _log_to_tracker(run_dir, tracker, plan)

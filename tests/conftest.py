@@ -143,11 +143,29 @@ def ensure_debian_packages(*packages: str) -> str | None:
     import shutil
     import subprocess
 
-    missing = [p for p in packages if subprocess.run(["dpkg", "-s", p], capture_output=True).returncode != 0]
+    def missing_now() -> list[str]:
+        return [p for p in packages if subprocess.run(["dpkg", "-s", p], capture_output=True).returncode != 0]
+
+    missing = missing_now()
     if not missing:
         return None
     if os.environ.get("CI") != "true" or not hasattr(os, "geteuid") or os.geteuid() != 0 or not shutil.which("apt-get"):
         return f"Debian packages missing: {' '.join(missing)} (apt-get install {' '.join(missing)}; CI installs them)"
+    import fcntl
+
+    # Test workers (pytest-xdist) run in parallel: one apt at a time, and the others find it done.
+    with open("/tmp/evalkit-tests-apt.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        missing = missing_now()
+        if not missing:
+            return None
+        return _apt_install(missing)
+
+
+def _apt_install(missing: list[str]) -> str | None:
+    import os
+    import subprocess
+
     if _APT_RESULT.get("updated") is None:
         _APT_RESULT["updated"] = subprocess.run(["apt-get", "update", "-qq"], capture_output=True).returncode == 0
     install = subprocess.run(

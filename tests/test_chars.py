@@ -37,46 +37,62 @@ CASES: dict[str, tuple[list[CharSpan], list[CharSpan], list[CharSpan] | None, tu
     # E = [10, 30) (20); chunks [0, 20) and [15, 35) overlap on [15, 20): R = [0, 35) counts 35, not 40
     # (Chroma's precision would divide by 20 + 20 = 40). E & R = 20, E | R = 35. Omega = the same two units.
     "overlapping chunks": (
-        [("d", 0, 20), ("d", 15, 35)], [("d", 10, 30)], [("d", 0, 20), ("d", 15, 35)],
+        [("d", 0, 20), ("d", 15, 35)],
+        [("d", 10, 30)],
+        [("d", 0, 20), ("d", 15, 35)],
         (1.0, 20 / 35, 20 / 35, 20 / 35),
     ),
     # E = [15, 25) cut by the boundary at 20 of chunks [0, 20), [20, 40); only [0, 20) returned:
     # E & R = [15, 20) = 5 -> recall 5/10, precision 5/20, IoU 5 / (10 + 20 - 5). Omega = both chunks: 10/40.
     "span cut by a boundary, one side returned": (
-        [("d", 0, 20)], [("d", 15, 25)], [("d", 0, 20), ("d", 20, 40)],
+        [("d", 0, 20)],
+        [("d", 15, 25)],
+        [("d", 0, 20), ("d", 20, 40)],
         (0.5, 0.25, 5 / 25, 10 / 40),
     ),
     # Both sides returned: the union covers E = 10 of R = 40.
     "span cut by a boundary, both sides returned": (
-        [("d", 20, 40), ("d", 0, 20)], [("d", 15, 25)], [("d", 0, 20), ("d", 20, 40)],
+        [("d", 20, 40), ("d", 0, 20)],
+        [("d", 15, 25)],
+        [("d", 0, 20), ("d", 20, 40)],
         (1.0, 10 / 40, 10 / 40, 10 / 40),
     ),
     # Two spans [2, 5) and [8, 12) (3 + 4 = 7) inside one chunk [0, 20).
     "several spans in one chunk": (
-        [("d", 0, 20)], [("d", 2, 5), ("d", 8, 12)], [("d", 0, 20)],
+        [("d", 0, 20)],
+        [("d", 2, 5), ("d", 8, 12)],
+        [("d", 0, 20)],
         (1.0, 7 / 20, 7 / 20, 7 / 20),
     ),
     # Strict multi-hop recall: E = [0, 100), the returned chunk [40, 60) lies inside it and covers 20 of
     # 100 characters (the old rule counted the span covered). Omega: the five 20-character chunks of [0, 100).
     "span longer than a chunk": (
-        [("d", 40, 60)], [("d", 0, 100)], [("d", s, s + 20) for s in range(0, 100, 20)],
+        [("d", 40, 60)],
+        [("d", 0, 100)],
+        [("d", s, s + 20) for s in range(0, 100, 20)],
         (0.2, 1.0, 0.2, 1.0),
     ),
     # Chinese: offsets are code points. Chunks of 8 characters [8, 16), [16, 24) returned; E = [9, 21):
     # E & R = 12, R = 16 (in bytes E would be 36 and R 48: other numbers).
     "Chinese text": (
-        [("zh", 8, 16), ("zh", 16, 24)], [("zh", 9, 21)], [("zh", 8, 16), ("zh", 16, 24)],
+        [("zh", 8, 16), ("zh", 16, 24)],
+        [("zh", 9, 21)],
+        [("zh", 8, 16), ("zh", 16, 24)],
         (1.0, 12 / 16, 12 / 16, 12 / 16),
     ),
     # Chinese, only [8, 16) returned: E & R = [9, 16) = 7 -> 7/12, 7/8, 7 / (12 + 8 - 7).
     "Chinese text, one chunk": (
-        [("zh", 8, 16)], [("zh", 9, 21)], None,
+        [("zh", 8, 16)],
+        [("zh", 9, 21)],
+        None,
         (7 / 12, 7 / 8, 7 / 13, NAN),
     ),
     # Spans in two documents: E = a[0, 10) + b[0, 10) = 20. R = a[0, 10) + b[5, 25) + c[0, 5) = 35;
     # same offsets in other documents never merge. E & R = 10 + 5 = 15, E | R = 20 + 35 - 15 = 40.
     "spans in two documents": (
-        [("a", 0, 10), ("b", 5, 25), ("c", 0, 5)], [("a", 0, 10), ("b", 0, 10)], [("a", 0, 10), ("b", 0, 25)],
+        [("a", 0, 10), ("b", 5, 25), ("c", 0, 5)],
+        [("a", 0, 10), ("b", 0, 10)],
+        [("a", 0, 10), ("b", 0, 25)],
         (15 / 20, 15 / 35, 15 / 40, 20 / 35),
     ),
     # Nothing returned (zero-hit): recall, precision and IoU 0; Omega still [0, 20) against E = [0, 10).
@@ -86,7 +102,9 @@ CASES: dict[str, tuple[list[CharSpan], list[CharSpan], list[CharSpan] | None, tu
     # The chunking skips [10, 12) (a dropped separator): E = [5, 15), Omega = [0, 10) + [12, 20).
     # Chroma's precision-Omega: |E & Omega| / |E | Omega| = (5 + 3) / 20 (precision against Omega alone: 8/18).
     "evidence outside every unit": (
-        [("d", 0, 10)], [("d", 5, 15)], [("d", 0, 10), ("d", 12, 20)],
+        [("d", 0, 10)],
+        [("d", 5, 15)],
+        [("d", 0, 10), ("d", 12, 20)],
         (0.5, 0.5, 5 / 15, 8 / 20),
     ),
 }
@@ -252,7 +270,5 @@ def test_vectorised_equals_per_question_equals_brute_force(
 def test_overlapping_units_equals_brute_force(units: list[CharSpan], evidence: list[list[CharSpan]]) -> None:
     got = overlapping_units([u[0] for u in units], [u[1] for u in units], [u[2] for u in units], evidence)
     for q, question in enumerate(evidence):
-        expected = {
-            u for u in units for d, s, e in question if u[0] == d and min(u[2], e) - max(u[1], s) > 0
-        }
+        expected = {u for u in units for d, s, e in question if u[0] == d and min(u[2], e) - max(u[1], s) > 0}
         assert got[q] == tuple(sorted(expected))

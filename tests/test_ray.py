@@ -133,7 +133,7 @@ def test_ray_equals_local_hybrid_with_embeddings_fanned_out(tmp_path: Path, clus
     assert stats_local["texts_embedded"] == stats_ray["texts_embedded"]
 
 
-@pytest.mark.parametrize("name", ["squad2-en", "cmrc2018-zh"])
+@pytest.mark.parametrize("name", [pytest.param("squad2-en", marks=pytest.mark.slow), "cmrc2018-zh"])
 def test_ray_equals_local_on_the_shared_sets_bm25(tmp_path: Path, cluster: Cluster, name: str) -> None:
     if not (SHARED_SETS / name).exists():
         pytest.skip(f"{SHARED_SETS / name} is not here")
@@ -205,15 +205,23 @@ def _sweep_command(reports: Path, cluster: Cluster, labelset: Path) -> list[str]
     ]  # fmt: skip
 
 
+@pytest.fixture(scope="module")
+def squad_local(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """squad2-en, five chunkings, executor=local: what the fault tests' ray runs must equal."""
+    if not (SHARED_SETS / "squad2-en").exists():
+        pytest.skip(f"{SHARED_SETS / 'squad2-en'} is not here")
+    reports = tmp_path_factory.mktemp("squad-local")
+    labelset = SHARED_SETS / "squad2-en"
+    return run_in_process([*QUIET, f"reports_dir={reports}", "run_id=r", f"labelset.path={labelset}", *GRID5])
+
+
 def _finished(stage_dir: Path) -> int:
     """Units of a stage the store holds whole (a unit's record is written last, atomically)."""
     return len(list(stage_dir.glob("[!.]*.json"))) if stage_dir.exists() else 0
 
 
-def test_a_killed_driver_resumes_from_the_finished_units(tmp_path: Path, cluster: Cluster) -> None:
+def test_a_killed_driver_resumes_from_the_finished_units(tmp_path: Path, cluster: Cluster, squad_local: Path) -> None:
     labelset = SHARED_SETS / "squad2-en"
-    if not labelset.exists():
-        pytest.skip(f"{labelset} is not here")
     reports = tmp_path / "ray"
     command = _sweep_command(reports, cluster, labelset)
     driver = subprocess.Popen(command, cwd=REPO, env=cluster.env, stderr=subprocess.PIPE)
@@ -237,30 +245,24 @@ def test_a_killed_driver_resumes_from_the_finished_units(tmp_path: Path, cluster
     assert_same_run(local, reports / "r")
 
 
-def test_a_node_lost_mid_sweep_leaves_the_sweep_to_finish_on_the_other(tmp_path: Path) -> None:
+def test_a_node_lost_mid_sweep_leaves_the_sweep_to_finish_on_the_other(
+    tmp_path: Path, cluster: Cluster, squad_local: Path
+) -> None:
+    # Last of the cluster's tests (pytest keeps file order): it takes the second node away.
     labelset = SHARED_SETS / "squad2-en"
-    if not labelset.exists():
-        pytest.skip(f"{labelset} is not here")
-    lost = _start_cluster(tmp_path)
-    try:
-        reports = tmp_path / "ray"
-        driver = subprocess.Popen(_sweep_command(reports, lost, labelset), cwd=REPO, env=lost.env)
-        chunked = reports / ".units" / "chunk"
-        deadline = time.monotonic() + 300
-        while not _finished(chunked):
-            assert driver.poll() is None and time.monotonic() < deadline
-            time.sleep(0.05)
-        # The second node goes away (its processes are stopped) while units are in flight.
-        lost.second_node.send_signal(signal.SIGTERM)
-        lost.second_node.wait(timeout=60)
-        assert driver.poll() is None, "the node was lost mid-sweep"
-        assert driver.wait(timeout=600) == 0
-    finally:
-        _stop_cluster(lost)
-    local = run_in_process(
-        [*QUIET, f"reports_dir={tmp_path / 'local'}", "run_id=r", f"labelset.path={labelset}", *GRID5]
-    )
-    assert_same_run(local, reports / "r")
+    reports = tmp_path / "ray"
+    driver = subprocess.Popen(_sweep_command(reports, cluster, labelset), cwd=REPO, env=cluster.env)
+    chunked = reports / ".units" / "chunk"
+    deadline = time.monotonic() + 300
+    while not _finished(chunked):
+        assert driver.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    # The second node goes away (its processes are stopped) while units are in flight.
+    cluster.second_node.send_signal(signal.SIGTERM)
+    cluster.second_node.wait(timeout=60)
+    assert driver.poll() is None, "the node was lost mid-sweep"
+    assert driver.wait(timeout=600) == 0
+    assert_same_run(squad_local, reports / "r")
 
 
 def test_without_ray_executor_ray_is_one_line_and_exit_2(tmp_path: Path) -> None:

@@ -415,6 +415,27 @@ def test_run_over_run_lists_flipped_questions(tmp_path: Path, small_demo: Path, 
     focus = joined[joined["config_id"].isin({recommended, baseline} & matching)]
     flips = int((focus["hit"] != focus["hit_before"]).sum())
     assert f"Questions that flipped (hit@k changed): {flips}" in text
+    # Each focus delta carries its paired interval over the questions both runs scored, worked out here.
+    shown_configs = [c for c in dict.fromkeys((recommended, baseline)) if c in matching]
+    assert shown_configs, "the earlier run holds a focus config"
+    mine = joined[joined["config_id"] == shown_configs[0]]
+    paired = float((mine["recall"] - mine["recall_before"]).mean())
+    row = next(r for r in page.rows["compare"] if r and r[0] == "recall")
+    paired_cell = r"\(([^;]+?)(?:; paired ([^ ]+))? \[([^,]+), ([^\]]+)\](?:,| over) (\d+) (?:paired|shared)"
+    cell = re.search(paired_cell, row[1])
+    assert cell, row
+    number = lambda t: float(t.replace("\u2212", "-"))  # noqa: E731
+    shown = number(cell.group(2) or cell.group(1))
+    low, high = number(cell.group(3)), number(cell.group(4))
+    assert abs(shown - 100 * paired) <= 0.051 and low <= shown <= high
+    assert int(cell.group(5)) == len(mine)
+
+
+def test_run_over_run_with_no_shared_config_says_so(tmp_path: Path, small_demo: Path, demo_run: Path) -> None:
+    other = run_sweep(small_demo, tmp_path, "chunk_size=[128]", "chunk_overlap=[0]", "top_k=[2]")
+    text = parse(write_report(demo_run, compare=other, objective=FAST)).text("compare")
+    assert "0 matching configs" in text and "share no config" in text
+    assert "Questions that flipped" not in text and "None." not in text
 
 
 def test_cli_writes_the_report_and_rejects_a_non_run(tmp_path: Path, demo_run: Path, capsys) -> None:

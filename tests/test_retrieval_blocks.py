@@ -114,3 +114,31 @@ def test_hnsw_is_deterministic_reports_its_recall_and_respects_filters(
     for row in range(len(queries.vectors)):
         members = filtered.indices[row][filtered.indices[row] >= 0]
         assert allowed[row, members].all()
+
+
+def test_a_dense_sweep_with_hnsw_records_its_recall_against_exact(tmp_path, small_demo) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from tests.test_sweep import REPO
+
+    command = [
+        sys.executable, "-m", "evalkit.sweep", "position=off", "progress=false", "report=false",
+        f"labelset.path={small_demo}", f"reports_dir={tmp_path}", "run_id=r", "retriever=dense", "embedder=fake",
+        "chunk_size=[300]", "chunk_overlap=[0]", "retriever.index=hnsw",
+    ]  # fmt: skip
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    info = json.loads((tmp_path / "r" / "chunkings" / "recursive-s300-o0.json").read_text())
+    assert info["ann"]["questions"] > 0 and 0 < info["ann"]["recall_at_pool"] <= 1
+    assert "hnsw found" in done.stderr
+    wrong = subprocess.run([*command, "retriever=bm25"], cwd=REPO, capture_output=True, text=True)
+    assert wrong.returncode == 2 and "retriever.index" in wrong.stderr
+    assert len(wrong.stderr.strip().splitlines()) == 1
+
+
+def test_a_corpus_without_terms_scores_zero_instead_of_failing() -> None:
+    index = BM25Index(["..", "。。", " "])
+    index.set_queries(["where?", "住宿"])
+    assert not index.score_rows(slice(0, 2)).any()

@@ -131,9 +131,7 @@ def read_set(path: str | Path, mode: ReadMode = "strict") -> Reading:
         qid = record.get("id")
         key = id_key(qid) if isinstance(qid, str) else None
         if key is not None and key in seen:
-            problems.append(
-                f"{questions_path}:{number}: field 'id': duplicate id {qid!r} (first on line {seen[key]})"
-            )
+            problems.append(f"{questions_path}:{number}: field 'id': duplicate id {qid!r} (first on line {seen[key]})")
             continue
         if key is not None:
             seen[key] = number

@@ -18,8 +18,9 @@ from evalkit.cache import Cache
 from evalkit.cost.budget import SpendGuard
 from evalkit.labels.read import LabelSet
 from evalkit.pipeline.auto import resolve_auto_thresholds
+from evalkit.pipeline.calibrate import calibrates, describe_rates, generator_rate
 from evalkit.pipeline.counters import RunStats
-from evalkit.pipeline.dryrun import describe_calls, plan_calls
+from evalkit.pipeline.dryrun import describe_calls, plan_calls, position_estimate, stage_rates, with_times
 from evalkit.pipeline.errors import CALL_ERRORS
 from evalkit.pipeline.executor import Executor, LocalExecutor, make_executor
 from evalkit.pipeline.plan import SweepPlan
@@ -31,6 +32,7 @@ from evalkit.retrieval.embedding.local import EMBEDDERS
 from evalkit.retrieval.rerank.base import Reranker
 from evalkit.retrieval.rerank.factory import make_reranker
 from evalkit.run import files
+from evalkit.run.folder import read_json
 from evalkit.run.lock import run_lock
 
 
@@ -118,11 +120,19 @@ def dry_run(
     run_dir: Path,
     executor: Executor,
 ) -> None:
-    """Print the planned calls of the sweep and, with ``+experiment=position``, of the experiment."""
+    """Print the planned calls of the sweep and, with ``+experiment=position``, of the experiment.
+
+    Each stage gets an estimated wall time from its model's throughput on this machine
+    (measured once by a short calibration, then read from the cache: :mod:`evalkit.pipeline.calibrate`).
+    """
     ctx = work_context(plan, labelset, embedder, reranker, cache)
     units = plan_units(plan, labelset, ctx.questions, embedder.identity, ctx.token_family)
     finished = sum(ctx.store.has("score", u.ids.score) for u in units)
-    print(describe_calls(plan_calls(units, ctx), finished))
+    planned = plan_calls(units, ctx)
+    rates = stage_rates(planned, ctx)
+    print(describe_calls(with_times(planned, rates), finished))
+    for line in describe_rates(list(rates.values())):
+        print(line)
     if plan.position is None:
         return
     if reranker is not None and reranker.request_cost_usd(plan.pool_size) > 0:
@@ -135,6 +145,11 @@ def dry_run(
     print(f"evalkit dry run: retrieving chunking {chunking} (free: local stages only) to plan the answers")
     (result,) = LocalExecutor(plan.options.executor).run([unit], ctx)  # never start a cluster to plan
     position_dry_run(plan, labelset, cache, run_dir, {chunking: result.pool})
+    if plan.generator is not None and calibrates(plan.generator.get("name")):
+        from evalkit.answering.generation import make_generator
+
+        rate = generator_rate(make_generator(dict(plan.generator)), cache)
+        print(position_estimate(plan, read_json(run_dir / POSITION_DIR / "plan.json"), rate), file=sys.stderr)
 
 
 def position_dry_run(plan: SweepPlan, labelset: LabelSet, cache: Cache, run_dir: Path, pools: dict[str, Any]) -> None:

@@ -5,16 +5,21 @@ stage (chunking, which is pure; a finished chunk stage is read from the unit
 store) and prices the rest: embedding is counted exactly against the cache,
 rerank pairs are an upper bound (the pool's members are known only after
 retrieval), and units the store already holds cost nothing. Local models cost
-$0 but their calls are listed, since they cost time.
+$0 but their calls are listed, since they cost time: each stage's wall time is
+estimated from its model's throughput measured on this machine
+(:mod:`evalkit.pipeline.calibrate`; measured once, then cached).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 from evalkit.cost.tokens import estimate_tokens
+from evalkit.pipeline.calibrate import TextRate, TokenRate, embedder_rate, reranker_rate
+from evalkit.pipeline.plan import SweepPlan
 from evalkit.pipeline.work import UnitOfWork, WorkContext, chunk_stage
 
 
@@ -28,6 +33,14 @@ class PlannedCalls:
     tokens: int
     usd: float
     note: str = ""
+    stage: str = ""
+    """``embed`` or ``rerank``: which measured throughput times it."""
+    items: int = 0
+    """Texts to embed, or (query, chunk) pairs to score (an upper bound)."""
+    chars: int = 0
+    """Characters of those texts (of the pairs' chunks)."""
+    seconds: float | None = None
+    """Estimated wall time on this machine from the measured throughput; None: not measured (a paid API)."""
 
 
 def plan_calls(units: Sequence[UnitOfWork], ctx: WorkContext) -> list[PlannedCalls]:
@@ -52,11 +65,16 @@ def plan_calls(units: Sequence[UnitOfWork], ctx: WorkContext) -> list[PlannedCal
                 tokens=sum(estimate_tokens(t, ctx.token_family) for t in missing),
                 usd=0.0,
                 note=f"{len(missing)} texts to embed, {len(texts) - len(missing)} cached",
+                stage="embed",
+                items=len(missing),
+                chars=sum(map(len, missing)),
             )
         )
     if reranker is not None:
         reranking = [u for u in todo if not ctx.store.has("rerank", u.ids.rerank)]
         n, pool = len(reranking) * len(ctx.questions), ctx.plan.pool_size
+        lengths = [len(c.text) for unit in reranking for c in chunk_stage(unit, ctx)]
+        mean_chars = sum(lengths) / len(lengths) if lengths else 0.0
         planned.append(
             PlannedCalls(
                 backend=reranker.identity,
@@ -65,24 +83,76 @@ def plan_calls(units: Sequence[UnitOfWork], ctx: WorkContext) -> list[PlannedCal
                 tokens=0,
                 usd=n * reranker.request_cost_usd(pool),
                 note=f"at most {n * pool} (query, chunk) pairs; cached pairs are not sent",
+                stage="rerank",
+                items=n * pool,
+                chars=round(n * pool * mean_chars),
             )
         )
     return planned
 
 
+def stage_rates(planned: Sequence[PlannedCalls], ctx: WorkContext) -> dict[str, TextRate]:
+    """Measured throughput (calibrated now, or cached) of each stage's model that has work and costs nothing.
+
+    A paid reranker is not measured: its time is the network's, and a dry run sends nothing.
+    """
+    rates: dict[str, TextRate] = {}
+    stages = {item.stage for item in planned if item.items > 0}
+    if "embed" in stages and ctx.embedder is not None:
+        rates["embed"] = embedder_rate(ctx.embedder, ctx.cache)
+    reranker = ctx.reranker
+    if "rerank" in stages and reranker is not None and reranker.request_cost_usd(ctx.plan.pool_size) == 0:
+        rates["rerank"] = reranker_rate(reranker, ctx.cache)
+    return rates
+
+
+def with_times(planned: Sequence[PlannedCalls], rates: Mapping[str, TextRate]) -> list[PlannedCalls]:
+    """Each stage's estimated wall time from the throughput measured for it (``rates`` by stage)."""
+    timed = []
+    for item in planned:
+        rate = rates.get(item.stage)
+        if item.items == 0:
+            timed.append(replace(item, seconds=0.0))
+        else:
+            timed.append(item if rate is None else replace(item, seconds=rate.seconds(item.items, item.chars)))
+    return timed
+
+
+def position_estimate(plan: SweepPlan, record: Mapping[str, Any], rate: TokenRate) -> str:
+    """The position experiment's time at the generator's measured speed, beside the planning-speed estimate."""
+    assert plan.position is not None
+    prompt = int(record.get("prompt_tokens", 0))
+    output = int(record.get("distinct_requests", 0)) * plan.position.expected_output_tokens
+    return (
+        f"  ≈ {minutes(rate.seconds(prompt, output)).lstrip('~')} measured on this machine: "
+        f"{rate.prompt_tokens_per_s:,.0f} prompt tok/s and {rate.output_tokens_per_s:,.1f} output tok/s "
+        f"at {rate.threads} threads ({rate.identity}) [{rate.source}], before cache hits"
+    )
+
+
+def minutes(seconds: float | None) -> str:
+    """``~3.2 min``; ``<0.1 min`` for work too short to matter; blank when not estimated."""
+    if seconds is None:
+        return ""
+    return "<0.1 min" if seconds < 6 else f"~{seconds / 60:.1f} min"
+
+
 def describe_calls(planned: Sequence[PlannedCalls], finished_units: int = 0) -> str:
-    """The dry-run table printed before any paid call."""
+    """The dry-run table printed before any paid call, with each stage's estimated wall time."""
     lines = [
         "evalkit dry run: nothing below has been sent"
         + (f" ({finished_units} finished units of work are reused and cost nothing)" if finished_units else ""),
-        f"{'backend':34} {'what':28} {'calls':>8} {'tokens (est.)':>14} {'dollars':>10}  note",
+        f"{'backend':34} {'what':28} {'calls':>8} {'tokens (est.)':>14} {'dollars':>10} {'time (est.)':>11}  note",
     ]
     for item in planned:
         lines.append(
-            f"{item.backend:34} {item.what:28} {item.calls:8d} {item.tokens:14d} {item.usd:10.4f}  {item.note}"
+            f"{item.backend:34} {item.what:28} {item.calls:8d} {item.tokens:14d} {item.usd:10.4f} "
+            f"{minutes(item.seconds):>11}  {item.note}"
         )
     total = sum(item.usd for item in planned)
+    known = [i.seconds for i in planned if i.seconds is not None]
     lines.append(
-        f"{'total':34} {'':28} {sum(i.calls for i in planned):8d} {'':14} {total:10.4f}  (token counts are estimates)"
+        f"{'total':34} {'':28} {sum(i.calls for i in planned):8d} {'':14} {total:10.4f} "
+        f"{minutes(sum(known) if known else None):>11}  (token counts and times are estimates)"
     )
     return "\n".join(lines)

@@ -20,7 +20,8 @@ class ExecutorSettings:
     name: str = field(default="local", metadata={"choices": EXECUTOR_NAMES})
     address: str | None = None
     """Ray only. None: start a local Ray instance for the sweep and stop it after; ``auto``: the
-    cluster this machine belongs to; ``host:port`` or ``ray://host:port``: that cluster."""
+    cluster this machine belongs to; ``host:port``: that cluster's head (``ray://`` Ray Client
+    addresses also need ``pip install "ray[client]==2.60.0"``)."""
     num_cpus: int | None = field(default=None, metadata={"min": 1})
     """Ray only: CPUs of the local instance started when ``address`` is null (null: all)."""
     max_retries: int = field(default=3, metadata={"min": 0})

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -25,6 +24,7 @@ from evalkit.cost.model import TokenUsage, call_cost
 from evalkit.cost.prices import ModelPrice
 from evalkit.records import Answer, Question
 from evalkit.run.folder import write_json, write_table
+from evalkit.run.progress import bar as progress_bar
 from evalkit.scoring.answers import DEFAULT_REFUSALS, score_answer
 
 if TYPE_CHECKING:
@@ -199,9 +199,8 @@ def run_position(
     charged before each chunk of uncached requests is sent (planned prompt
     tokens plus the full ``max_tokens``: an upper bound) and raises
     :class:`evalkit.cost.budget.BudgetExceeded`, sending nothing of the chunk that would cross the cap.
+    ``progress``: a bar over the pending answers in answers per minute (stderr, on a terminal only).
     """
-    from tqdm.auto import tqdm
-
     started = time.perf_counter()
     counter = counter or GenerationCounter()
     rows_path = out_dir / "rows.parquet"
@@ -227,7 +226,7 @@ def run_position(
 
     use_batch = generator.batch_enabled and generator.supports_batch
     step = (len(pending) or 1) if use_batch else plan.settings.flush_every
-    bar = tqdm(total=len(pending), desc="position answers", unit="answer", disable=not progress, file=sys.stderr)
+    bar = progress_bar(len(pending), "position answers", "answers", progress and bool(pending), per_minute=True)
     try:
         for offset in range(0, len(pending), step):
             chunk = pending[offset : offset + step]

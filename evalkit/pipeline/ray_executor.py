@@ -53,11 +53,13 @@ from evalkit.retrieval.bm25 import cached_tokens, store_tokens
 from evalkit.retrieval.embedding.base import (
     EmbedKind,
     compute_batch,
+    pending_texts,
     plan_embedding,
     stack_vectors,
     store_batch,
 )
 from evalkit.retrieval.pools import CandidatePool, collapse_to_parents
+from evalkit.run.progress import embedding_bar
 
 
 @dataclass(frozen=True)
@@ -269,14 +271,16 @@ class _RaySweep:
         task = embed_task.options(**self._options())
         waiting: dict[Any, Any] = {}
         batches = list(work.batches)
-        while batches or waiting:
-            while batches and len(waiting) < self.settings.batches_in_flight:
-                batch = batches.pop(0)
-                waiting[task.remote(ctx.plan.embedder, [text for _, text in batch], kind)] = batch
-            (ready,), _ = ray.wait(list(waiting), num_returns=1)
-            batch = waiting.pop(ready)
-            store_batch(ctx.cache, embedder, work, batch, ray.get(ready))
-            ctx.stats.embed.add(embedder.identity, len(batch))
+        with embedding_bar(pending_texts(work), kind, ctx.progress) as bar:  # the local path's bar
+            while batches or waiting:
+                while batches and len(waiting) < self.settings.batches_in_flight:
+                    batch = batches.pop(0)
+                    waiting[task.remote(ctx.plan.embedder, [text for _, text in batch], kind)] = batch
+                (ready,), _ = ray.wait(list(waiting), num_returns=1)
+                batch = waiting.pop(ready)
+                store_batch(ctx.cache, embedder, work, batch, ray.get(ready))
+                ctx.stats.embed.add(embedder.identity, len(batch))
+                bar.update(len(batch))
         return stack_vectors(embedder, work)
 
     def _dispatch_scores(

@@ -27,6 +27,7 @@ from evalkit.retrieval.pools import (
 )
 from evalkit.retrieval.rerank.base import Reranker, cached_scores, rerank_scores
 from evalkit.retrieval.settings import RetrieverSettings
+from evalkit.run.progress import bar
 
 
 @dataclass(frozen=True)
@@ -48,14 +49,15 @@ def embed_inputs(
     embedder: Embedder | None,
     cache: Cache,
     stats: RunStats,
+    progress: bool = False,
 ) -> SearchInputs:
     """The local path: vectors and tokens from the cache, computing the misses in this process."""
     passages = queries = None
     if retriever.name in ("dense", "hybrid"):
         assert embedder is not None
         started = time.perf_counter()
-        passages = embed_texts(embedder, units_text, "passage", cache, stats.embed)
-        queries = embed_texts(embedder, [q.question for q in questions], "query", cache, stats.embed)
+        passages = embed_texts(embedder, units_text, "passage", cache, stats.embed, progress)
+        queries = embed_texts(embedder, [q.question for q in questions], "query", cache, stats.embed, progress)
         stats.add_time("embed", time.perf_counter() - started)
     known = None
     if retriever.name in ("bm25", "hybrid"):
@@ -126,9 +128,10 @@ def retrieve(
     stats: RunStats,
     allowed: np.ndarray | None = None,
     cells: int = DEFAULT_BLOCK_CELLS,
+    progress: bool = False,
 ) -> tuple[CandidatePool, dict[str, Any]]:
     """One candidate pool of ``pool_size`` per question for this chunking (in this process)."""
-    inputs = embed_inputs(retriever, units_text, questions, embedder, cache, stats)
+    inputs = embed_inputs(retriever, units_text, questions, embedder, cache, stats, progress)
     started = time.perf_counter()
     pool, report, _ = search(retriever, pool_size, units_text, questions, inputs, allowed, cells)
     stats.add_time("retrieve", time.perf_counter() - started)
@@ -144,27 +147,31 @@ def rerank_pool(
     stats: RunStats,
     progress: bool = False,
 ) -> CandidatePool:
-    """Rerank every question's whole pool once; every threshold is then a slice of these scores."""
-    from tqdm.auto import tqdm
+    """Rerank every question's whole pool once; every threshold is then a slice of these scores.
 
+    ``progress``: a bar over the (question, chunk) pairs of the questions the cache could not
+    answer whole (pairs per second; a fully cached pool shows none).
+    """
     started = time.perf_counter()
     indices = np.full_like(pool.indices, -1)
     scores = np.full(pool.scores.shape, np.nan)
     members_of = [pool.indices[row][pool.indices[row] >= 0] for row in range(len(questions))]
     texts_of = [[units.texts[int(i)] for i in members] for members in members_of]
     known = cached_scores(reranker, [(q.question, texts) for q, texts in zip(questions, texts_of)], cache)
-    rows = tqdm(range(len(questions)), desc="rerank", unit="question", leave=False, disable=not progress)
-    for row in rows:
-        members = members_of[row]
-        if members.size == 0:
-            continue
-        member_scores = known[row]
-        if member_scores is None:
-            member_scores = rerank_scores(
-                reranker, questions[row].question, texts_of[row], cache, stats.rerank, stats.spend
-            )
-        order = np.argsort(-member_scores, kind="stable")  # ties keep the retriever's order
-        indices[row, : members.size] = members[order]
-        scores[row, : members.size] = member_scores[order]
+    pending = sum(len(texts) for texts, found in zip(texts_of, known) if found is None)
+    with bar(pending, "rerank", "pairs", progress and pending > 0) as shown:
+        for row in range(len(questions)):
+            members = members_of[row]
+            if members.size == 0:
+                continue
+            member_scores = known[row]
+            if member_scores is None:
+                member_scores = rerank_scores(
+                    reranker, questions[row].question, texts_of[row], cache, stats.rerank, stats.spend
+                )
+                shown.update(len(texts_of[row]))
+            order = np.argsort(-member_scores, kind="stable")  # ties keep the retriever's order
+            indices[row, : members.size] = members[order]
+            scores[row, : members.size] = member_scores[order]
     stats.add_time("rerank", time.perf_counter() - started)
     return CandidatePool(indices, scores, "rerank")

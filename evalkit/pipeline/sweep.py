@@ -36,6 +36,7 @@ from evalkit.retrieval.rerank.base import Reranker
 from evalkit.run import files
 from evalkit.run.folder import RunFolder, write_json, write_table
 from evalkit.run.freshness import FINGERPRINTS, compare, latest_earlier_run, read_fingerprints
+from evalkit.run.progress import bar as progress_bar
 from evalkit.run.units import UNITS_DIR, UnitStore
 from evalkit.scoring.aggregate import summarise
 
@@ -115,18 +116,22 @@ def collect(
 
     Only rows and info are kept in memory for the summary; each pool stays on disk.
     """
-    from tqdm.auto import tqdm
 
     finished = []
-    bar = tqdm(
-        total=len(plan.chunkings), desc="chunkings", unit="chunking", disable=not plan.options.progress, file=sys.stderr
-    )
+    bar = progress_bar(len(plan.chunkings), "chunkings", "chunkings", plan.options.progress, leave=True)
     for result in results:
         score_id = result.info["unit_ids"]["score"]
         if not folder.holds(result.key, score_id):  # a resumed run leaves finished files be
             rows_file, pool_file = (store.path("score", score_id, f"{name}.parquet") for name in ("rows", "pool"))
             folder.link_chunking(result.key, rows_file, pool_file, result.info)
         finished.append(replace(result, pool=None))
+        if "ann" in result.info:  # retriever.index=hnsw: what the approximation cost, where the user looks
+            ann = result.info["ann"]
+            print(
+                f"evalkit: {result.key}: hnsw found {ann['recall_at_pool']:.1%} of exact search's top "
+                f"{ann['depth']} (recall@10 {ann['recall_at_10']:.1%}) on {ann['questions']} questions",
+                file=sys.stderr,
+            )
         bar.set_postfix_str(f"{result.key} ({len(questions)} questions)")
         bar.update(1)
     bar.close()

@@ -173,9 +173,9 @@ def pool_stage(
         plan, questions = ctx.plan, ctx.questions
         allowed = retrieval_mask(plan, questions, chunks, ctx.labelset)
         texts = [c.embed_text for c in chunks]
-        cells = plan.options.executor.block_cells
+        cells, shown = plan.options.executor.block_cells, ctx.progress
         pool, report = retrieve(
-            plan.retriever, plan.pool_size, texts, questions, ctx.embedder, ctx.cache, ctx.stats, allowed, cells
+            plan.retriever, plan.pool_size, texts, questions, ctx.embedder, ctx.cache, ctx.stats, allowed, cells, shown
         )
         if child_to_parent is not None:
             pool = collapse_to_parents(pool, child_to_parent)

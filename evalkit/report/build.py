@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from evalkit.report.analysis import Objective
@@ -10,11 +11,16 @@ from evalkit.report.html import page
 from evalkit.report.model import ReportModel, ReportOptions, build_model
 from evalkit.report.sections import SECTIONS
 from evalkit.run import files
+from evalkit.run.progress import steps_bar
 
 
-def render(model: ReportModel) -> str:
-    """The whole HTML document for a computed model."""
-    rendered = [(s, s.render(model)) for s in SECTIONS]
+def render(model: ReportModel, on_section: Callable[[str], None] | None = None) -> str:
+    """The whole HTML document for a computed model; ``on_section(anchor)`` is told as each section starts."""
+    rendered = []
+    for s in SECTIONS:
+        if on_section is not None:
+            on_section(s.anchor)
+        rendered.append((s, s.render(model)))
     parts = [part for _, part in rendered if part is not None]
     toc = [(s.anchor, s.label) for s, part in rendered if part is not None]
     title = f"evalkit review — {model.run.run_id}"
@@ -31,10 +37,12 @@ def write_report(
     objective: Objective | None = None,
     max_questions: int = 50,
     labelset: str | Path | None = None,
+    progress: bool = True,
 ) -> Path:
     """Write ``<run_dir>/index.html`` and return its path.
 
     ``max_questions``: questions per page of the drill-down (the page holds every question of its filters).
+    ``progress``: a bar over reading the run and rendering each section (stderr, on a terminal only).
 
     Raises:
         RunError: the folder is not a finished run (one-line message).
@@ -45,9 +53,25 @@ def write_report(
         labelset=Path(labelset) if labelset is not None else None,
         compare=Path(compare) if compare is not None else None,
     )
-    model = build_model(run_dir, options, cjk_font())
-    target = Path(run_dir) / files.REPORT_HTML
-    tmp = target.with_suffix(".html.tmp")
-    tmp.write_text(render(model), encoding="utf-8")
-    tmp.replace(target)
+    # Steps: reading the run and computing every number, one per section, writing the file.
+    with steps_bar(len(SECTIONS) + 2, "report", progress) as shown:
+        shown.set_postfix_str("reading the run", refresh=False)
+        model = build_model(run_dir, options, cjk_font())
+        shown.update(1)
+
+        started: list[str] = []
+
+        def on_section(anchor: str) -> None:  # a section starts: the one before it is done
+            shown.update(1 if started else 0)
+            started.append(anchor)
+            shown.set_postfix_str(anchor)
+
+        html = render(model, on_section)
+        shown.update(1)  # the last section
+        shown.set_postfix_str("writing", refresh=False)
+        target = Path(run_dir) / files.REPORT_HTML
+        tmp = target.with_suffix(".html.tmp")
+        tmp.write_text(html, encoding="utf-8")
+        tmp.replace(target)
+        shown.update(1)
     return target

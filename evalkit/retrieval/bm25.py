@@ -76,8 +76,12 @@ class BM25Index:
         self.params = params
         self._retriever = bm25s.BM25(k1=params.k1, b=params.b, method="lucene")
         self._cache = cache
-        self._retriever.index(list(tokens) if tokens is not None else tokens_of(texts, cache), show_progress=False)
-        self._vocab: dict[str, int] = self._retriever.vocab_dict
+        corpus = list(tokens) if tokens is not None else tokens_of(texts, cache)
+        self._vocab: dict[str, int] = {}
+        # A corpus without a single term (only punctuation, say) scores 0 everywhere; bm25s cannot index it.
+        if any(corpus):
+            self._retriever.index(corpus, show_progress=False)
+            self._vocab = self._retriever.vocab_dict
         self.n_units = len(texts)
         self._query_ids: list[list[int]] = []
 

@@ -49,8 +49,6 @@ def describe_margin(margin: Margin, m: Measure) -> str:
     return f"{word} ≤ {100 * margin.amount:g} points" if m.proportion else f"{word} ≤ {margin.amount:g}"
 
 
-
-
 @dataclass(frozen=True)
 class GateConfig:
     """The margins file, validated."""
@@ -64,8 +62,6 @@ class GateConfig:
     @property
     def resampling(self) -> Resampling:
         return Resampling(self.confidence, self.n_resamples, self.seed)
-
-
 
 
 @dataclass(frozen=True)
@@ -91,8 +87,6 @@ class Check:
     passed: bool
     method: str = "paired bootstrap"
     """``paired bootstrap`` over questions, or ``point`` (per-config means: no per-question values)."""
-
-
 
 
 def parse_margins(raw: Any, source: str) -> GateConfig:
@@ -196,5 +190,3 @@ def evaluate(
             )
         )
     return tuple(checks), tuple(skipped)
-
-

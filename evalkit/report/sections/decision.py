@@ -123,8 +123,10 @@ def _gain_row(what: str, g: Gain | None, primary: str) -> list[Any]:
         return [what, "n/a", "n/a", ""]
     interval = fmt.signed_interval(g.measure or primary, g.delta, g.low, g.high)
     within = g.low is not None and g.high is not None and g.low <= 0.0 <= g.high
-    verdict = tag("span", "within noise", class_="pill neutral") if within else (
-        tag("span", "gain", class_="pill good") if (g.delta or 0) > 0 else tag("span", "loss", class_="pill bad")
+    verdict = (
+        tag("span", "within noise", class_="pill neutral")
+        if within
+        else (tag("span", "gain", class_="pill good") if (g.delta or 0) > 0 else tag("span", "loss", class_="pill bad"))
     )
     detail = []
     if g.p_value is not None:

@@ -98,7 +98,10 @@ def frontier(model: ReportModel) -> Markup:
         "top_k k, threshold t). Blue line: the Pareto front (no config is cheaper and at least as good). Red star: "
         "the recommendation; black diamond: production. Labels are printed where they fit; the front and the two "
         "marked configs always carry one; points that coincide share a label (+n: that many more). "
-         + "; ".join(notes) + ". Values from " + files.SUMMARY + "."
+        + "; ".join(notes)
+        + ". Values from "
+        + files.SUMMARY
+        + "."
     )
     body: list[Markup] = [join(images)] if images else []
     return section("frontier", "Frontier: quality against cost", body, note)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 from evalkit.report import fmt
 from evalkit.report.compare import RunDelta
 from evalkit.report.html import Markup, section, table, tag
@@ -9,6 +13,10 @@ from evalkit.report.model import ReportModel
 
 MOST_FLIPS = 200
 """Rows of the flipped-questions table (the heading counts them all)."""
+INTERVAL_NOTE = (
+    "Δ in percentage points, now minus earlier. [low, high]: the paired 95% bootstrap interval of the "
+    "difference over the questions both runs scored (n paired); an interval that spans 0 is within noise."
+)
 
 
 def _not_compared(model: ReportModel) -> Markup:
@@ -64,10 +72,10 @@ def _deltas(model: ReportModel, delta: RunDelta) -> list[Markup]:
         row: list[str] = [metric]
         for cid in shown:
             r = cells.get((cid, metric))
-            row.append(f"{fmt.pct(r.earlier)} → {fmt.pct(r.now)} ({fmt.signed_points(r.delta)})" if r else "n/a")
+            row.append(f"{fmt.pct(r.earlier)} → {fmt.pct(r.now)} ({_change(r)})" if r else "n/a")
         rows.append(row)
     labels = {model.rec.config_id: "recommended", model.baseline_id: "baseline"}
-    headers = ["metric", *[f"{labels.get(c, c)}: earlier → now (Δ points)" for c in shown]]
+    headers = ["metric", *[f"{labels.get(c, c)}: earlier → now (Δ points [paired 95% CI])" for c in shown]]
     moved = [
         [tag("code", r.config_id), fmt.pct(r.earlier), fmt.pct(r.now), fmt.signed_points(r.delta)]
         for r in movers.itertuples(index=False)
@@ -76,9 +84,21 @@ def _deltas(model: ReportModel, delta: RunDelta) -> list[Markup]:
         tag("h3", "Recommended and baseline configs"),
         tag("p", " · ".join(f"{labels.get(c, c)} = {c}" for c in shown), class_="note"),
         table(headers, rows, numeric=tuple(range(1, len(headers)))),
+        tag("p", INTERVAL_NOTE, class_="note"),
         tag("h3", "Largest recall changes"),
         table(["config", "earlier", "now", "Δ points"], moved, numeric=(1, 2, 3)),
     ]
+
+
+def _change(r: Any) -> str:
+    """``+3.0 [−1.0, +7.0], 40 paired``; the paired delta named apart when the runs scored other questions too."""
+    change = fmt.signed_points(r.delta)
+    if not r.n_paired or not np.isfinite(r.delta_low):
+        return change
+    bounds = f"[{fmt.signed_points(r.delta_low)}, {fmt.signed_points(r.delta_high)}]"
+    if np.isclose(r.delta_paired, r.delta, rtol=0.0, atol=1e-12):
+        return f"{change} {bounds}, {int(r.n_paired)} paired"
+    return f"{change}; paired {fmt.signed_points(r.delta_paired)} {bounds} over {int(r.n_paired)} shared questions"
 
 
 def _flips(model: ReportModel, delta: RunDelta) -> list[Markup]:
@@ -102,5 +122,7 @@ def run_over_run(model: ReportModel) -> Markup:
     delta = model.run_delta
     if delta is None:
         return _not_compared(model)
+    if delta.note is not None:  # nothing to compare: say so, never "0 flipped" (which reads as "no change")
+        return section("compare", "Run over run", [_matching(delta), tag("p", delta.note, class_="nodata")])
     body = [_matching(delta), *_deltas(model, delta), *_flips(model, delta)]
     return section("compare", "Run over run", body)

@@ -15,6 +15,7 @@ from typing import Literal
 import numpy as np
 
 from evalkit.cache import Cache, cache_key, decode_vector, encode_vector, text_hash
+from evalkit.run.progress import embedding_bar
 
 EmbedKind = Literal["query", "passage"]
 
@@ -126,17 +127,29 @@ def embed_texts(
     kind: EmbedKind,
     cache: Cache,
     counter: EmbedCounter | None = None,
+    progress: bool = False,
 ) -> np.ndarray:
-    """Unit-norm float32 embeddings for ``texts``, computing only uncached distinct texts."""
+    """Unit-norm float32 embeddings for ``texts``, computing only uncached distinct texts.
+
+    ``progress``: a bar over the texts to compute (texts per second, on a terminal only);
+    it counts the same batches in the same order, so it changes no vector.
+    """
     if not texts:
         return np.zeros((0, embedder.dim), dtype=np.float32)
     work = plan_embedding(embedder, texts, kind, cache)
-    for batch in work.batches:
-        vectors = compute_batch(embedder, [text for _, text in batch], kind)
-        if counter is not None:
-            counter.add(embedder.identity, len(batch))
-        store_batch(cache, embedder, work, batch, vectors)
+    with embedding_bar(pending_texts(work), kind, progress) as bar:
+        for batch in work.batches:
+            vectors = compute_batch(embedder, [text for _, text in batch], kind)
+            if counter is not None:
+                counter.add(embedder.identity, len(batch))
+            store_batch(cache, embedder, work, batch, vectors)
+            bar.update(len(batch))
     return stack_vectors(embedder, work)
+
+
+def pending_texts(work: EmbedWork) -> int:
+    """Distinct texts still to embed (what a progress bar counts)."""
+    return sum(len(batch) for batch in work.batches)
 
 
 def _unit_norm(matrix: np.ndarray) -> np.ndarray:
