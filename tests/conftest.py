@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -187,3 +188,31 @@ def _ci_system_packages() -> None:
 
     if os.environ.get("CI") == "true":
         ensure_debian_packages("chromium", "fonts-wqy-microhei")
+
+
+CHROMIUM = os.environ.get("EVALKIT_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's headless Chromium driven by playwright (no browser download); skips, saying why, without it."""
+    import shutil
+
+    if CHROMIUM == "/usr/bin/chromium" and (why := ensure_debian_packages("chromium", "fonts-wqy-microhei")):
+        pytest.skip(why)
+    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
+        pytest.skip(f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip package playwright not installed")
+    with sync_api.sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()

@@ -6,39 +6,20 @@ Needs Debian's ``chromium`` and the ``playwright`` package, as tests/test_report
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 from evalkit.labels.annotate.api import AnnotationApi
 from evalkit.labels.annotate.server import AnnotationServer
 from evalkit.labels.annotate.store import AnnotationStore
 from evalkit.labels.queue import QueueItem, write_queue
 from evalkit.labels.sampling import fold_key
-from tests.conftest import DEMO, REPO, ensure_debian_packages, write_set
+from tests.conftest import DEMO, REPO, write_set
 
-CHROMIUM = os.environ.get("EVALKIT_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
 EN = "# Limits\n\nThe RateLimiter allows a burst of 20 requests per second. Retries back off.\n"
 ZH = "# 报销\n\n😀𠀋 住宿标准为每晚不超过六百元。出差需提前三天申请。\n"
 EVIL = '<img src=x onerror="window.__pwned=1"> What burst is allowed?'
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if CHROMIUM == "/usr/bin/chromium" and (why := ensure_debian_packages("chromium", "fonts-wqy-microhei")):
-        pytest.skip(why)
-    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
-        pytest.skip(f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip package playwright not installed")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield browser
-        browser.close()
 
 
 class Served:

@@ -7,40 +7,14 @@ binary (no ``playwright install``, no download). Skips, saying why, when either 
 from __future__ import annotations
 
 import io
-import os
-import shutil
 from pathlib import Path
 
 import pytest
 
 from evalkit.report import Objective, write_report
-from tests.conftest import ensure_debian_packages
 from tests.test_report import planted_run
 
-CHROMIUM = os.environ.get("EVALKIT_CHROMIUM", "/usr/bin/chromium")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 SECTIONS = ("recommendation", "configs", "diagnostics", "grid", "top-k", "zero-hit", "labelset", "questions")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if CHROMIUM == "/usr/bin/chromium" and (why := ensure_debian_packages("chromium", "fonts-wqy-microhei")):
-        pytest.skip(why)
-    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
-        pytest.skip(f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip package playwright not installed")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="module")

@@ -40,25 +40,34 @@ def read_text(path: Path) -> str:
         return handle.read()
 
 
-def read_jsonl(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` of every non-blank line; a line that is not a JSON object is a problem."""
+def jsonl_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    """``(line number, object)`` of every non-blank line, or ``(line number, why it is not one)``.
+
+    A byte-order mark on the first line is accepted (spreadsheet exports write one).
+    """
     with open(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
             try:
-                line = raw.decode("utf-8")
+                line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
             except UnicodeDecodeError as exc:
-                problems.append(f"{path}:{number}: not UTF-8 ({exc.reason} at byte {exc.start} of the line)")
+                yield number, f"not UTF-8 ({exc.reason} at byte {exc.start} of the line)"
                 continue
             if not line.strip():
                 continue
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
-                problems.append(f"{path}:{number}: invalid JSON ({exc.msg} at column {exc.colno})")
+                yield number, f"invalid JSON ({exc.msg} at column {exc.colno})"
                 continue
-            if not isinstance(record, dict):
-                problems.append(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
-                continue
+            yield number, record if isinstance(record, dict) else f"expected a JSON object, got {type(record).__name__}"
+
+
+def read_jsonl(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` of every non-blank line; a line that is not a JSON object is a problem."""
+    for number, record in jsonl_lines(path):
+        if isinstance(record, str):
+            problems.append(f"{path}:{number}: {record}")
+        else:
             yield number, record
 
 

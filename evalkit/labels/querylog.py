@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.labels.fields import has_surrogate, visible
+from evalkit.labels.parse import jsonl_lines
 from evalkit.records import Span
 
 __all__ = ["LogEntry", "LogReading", "read_query_log"]
@@ -191,24 +192,6 @@ def parse_row(row: Mapping[str, Any], path: Path, line: int) -> tuple[LogEntry |
     return entry, ""
 
 
-def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
-            except UnicodeDecodeError as exc:
-                yield number, f"not UTF-8 ({exc.reason} at byte {exc.start} of the line)"
-                continue
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield number, f"invalid JSON ({exc.msg} at column {exc.colno})"
-                continue
-            yield number, record if isinstance(record, dict) else f"expected a JSON object, got {type(record).__name__}"
-
-
 def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
     with open(path, encoding="utf-8-sig", newline="") as handle:
         reader = csv.DictReader(handle)
@@ -228,7 +211,7 @@ def read_query_log(path: str | Path) -> LogReading:
     source = Path(path)
     if not source.is_file():
         raise FileNotFoundError(f"{source}: query log not found")
-    rows = _csv_rows(source) if source.suffix.lower() == ".csv" else _jsonl_rows(source)
+    rows = _csv_rows(source) if source.suffix.lower() == ".csv" else jsonl_lines(source)
     entries: list[LogEntry] = []
     problems: list[str] = []
     count = 0
