@@ -1,6 +1,6 @@
 """How a sweep scales: local vs Ray, a corpus grown 1x..8x, exact vs hnsw dense search.
 
-    PYTHONPATH=. python benchmarks/scale.py all --out /tmp/scale     # or: ray | grow | ann
+    PYTHONPATH=. python benchmarks/scale.py all --out reports/scale   # or: ray | grow | ann
 
 (a) ``ray``: the hybrid e5 default grid on squad2-en with ``executor=local`` and with
     ``executor=ray`` (a local Ray instance of two worker CPUs), each with a cold cache of its own:

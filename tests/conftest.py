@@ -155,7 +155,9 @@ def ensure_debian_packages(*packages: str) -> str | None:
     import fcntl
 
     # Test workers (pytest-xdist) run in parallel: one apt at a time, and the others find it done.
-    with open("/tmp/evalkit-tests-apt.lock", "w") as lock:
+    import tempfile
+
+    with open(Path(tempfile.gettempdir()) / "evalkit-tests-apt.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         missing = missing_now()
         if not missing:

@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -196,7 +197,7 @@ def test_a_worker_killed_mid_task_is_retried_and_no_paid_call_repeats(
     assert_same_run(local, on_ray)
     assert local_calls > 0 and ray_calls == local_calls, "each rerank request was paid for once"
     # The key stayed with the driver: it is in no log of the cluster's session.
-    session = Path("/tmp/ray/session_latest/logs")
+    session = Path(tempfile.gettempdir()) / "ray" / "session_latest" / "logs"  # Ray's default temp dir
     for log in session.rglob("*") if session.exists() else []:
         if log.is_file():
             assert KEY.encode() not in log.read_bytes(), log
