@@ -200,11 +200,12 @@ class _RaySweep:
                 self.ctx.stats.stages_reused["chunk"] += 1
                 refs[unit.ids.chunk] = ray.put(_stored_chunks(self.ctx, unit))
             elif unit.ids.chunk not in pending:
-                pending[unit.ids.chunk] = (unit, chunk_task.options(**self._options()).remote(self.shared, unit.spec))
-        for chunk_id, (unit, ref) in pending.items():
-            chunks, record, seconds = ray.get(ref)
+                task = chunk_task.options(num_returns=3, **self._options())
+                pending[unit.ids.chunk] = (unit, task.remote(self.shared, unit.spec))
+        for chunk_id, (unit, (chunks_ref, record_ref, seconds_ref)) in pending.items():
+            chunks, record, seconds = ray.get([chunks_ref, record_ref, seconds_ref])
             save_chunks(self.ctx, unit, chunks, record, seconds)
-            refs[chunk_id] = ray.put(chunks)
+            refs[chunk_id] = chunks_ref  # already in the object store: later tasks read it, no second upload
         return refs
 
     def _retrieve(self, todo: Sequence[UnitOfWork], chunk_refs: dict[str, Any]) -> dict[str, Any]:
