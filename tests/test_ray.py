@@ -24,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.blas_env import in_other_core_child, other_core_env
 from tests.loopback.cohere_server import CohereServer
 from tests.test_sweep import REPO, run_in_process
 
@@ -137,6 +138,16 @@ def test_ray_equals_local_hybrid_with_embeddings_fanned_out(
     # Both embedded every distinct text once (the cache of each saw the same misses), on the cluster for ray.
     assert stats_local["texts_embedded_total"] > 0
     assert stats_local["texts_embedded"] == stats_ray["texts_embedded"]
+
+
+@pytest.mark.skipif(in_other_core_child(), reason="this is the child run under the other core type")
+def test_ray_equals_local_hybrid_under_another_openblas_core_type(tmp_path: Path) -> None:
+    """The hybrid ray == local test again, in a child whose cluster, workers and driver use another core type."""
+    test = "tests/test_ray.py::test_ray_equals_local_hybrid_with_embeddings_fanned_out[fake]"
+    command = [sys.executable, "-m", "pytest", test, "-n0", "-p", "no:cacheprovider", f"--basetemp={tmp_path / 't'}"]
+    done = subprocess.run(command, cwd=REPO, env=other_core_env(), capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "1 passed" in done.stdout
 
 
 @pytest.mark.parametrize("name", [pytest.param("squad2-en", marks=pytest.mark.slow), "cmrc2018-zh"])

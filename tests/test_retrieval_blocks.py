@@ -6,6 +6,9 @@ And the approximate index: deterministic, honours metadata filters, and says wha
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -14,6 +17,7 @@ pytest.importorskip("usearch", reason='the ann extra is not installed: pip insta
 
 from evalkit.retrieval.ann import HnswSettings, hnsw_pool, recall_against_exact
 from evalkit.retrieval.bm25 import BM25Index
+from evalkit.retrieval.cosine import exact_cosines, mantissa_bits, to_fixed_point
 from evalkit.retrieval.pools import (
     DEFAULT_BLOCK_CELLS,
     CandidatePool,
@@ -24,6 +28,7 @@ from evalkit.retrieval.pools import (
     hybrid_pool,
     question_blocks,
 )
+from tests.blas_env import other_core_env
 
 
 def unit_rows(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
@@ -142,3 +147,68 @@ def test_a_corpus_without_terms_scores_zero_instead_of_failing() -> None:
     index = BM25Index(["..", "。。", " "])
     index.set_queries(["where?", "住宿"])
     assert not index.score_rows(slice(0, 2)).any()
+
+
+_POOLS_SCRIPT = """
+import hashlib, sys
+import numpy as np
+from evalkit.retrieval.pools import DenseIndex, QueryVectors, dense_pool, hybrid_pool
+rng = np.random.default_rng(11)
+def unit_rows(n, dim):
+    rows = rng.standard_normal((n, dim)).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+units = unit_rows(2000, 384)
+queries = units[rng.integers(0, 2000, 77)] + 0.3 * unit_rows(77, 384)
+queries = (queries / np.linalg.norm(queries, axis=1, keepdims=True)).astype(np.float32)
+index, asked = DenseIndex("m@1", 384, units), QueryVectors("m@1", queries)
+bm25 = np.where(rng.random((77, 2000)) < 0.02, rng.gamma(2.0, 2.0, (77, 2000)), 0.0)
+digests = set()
+for cells in (1, 2000 * 2, 2000 * 3 + 5, 2000 * 7, 1 << 22):
+    digest = hashlib.sha256()
+    for pool in (dense_pool(index, asked, 25, cells=cells),
+                 hybrid_pool(index, asked, lambda rows: bm25[rows], 25, "rrf", 60, None, cells=cells)):
+        digest.update(pool.indices.tobytes()); digest.update(pool.scores.tobytes())
+    digests.add(digest.hexdigest())
+print(len(digests), digests.pop())
+"""
+
+
+def _pools_digest(env: dict[str, str]) -> tuple[int, str]:
+    done = subprocess.run([sys.executable, "-c", _POOLS_SCRIPT], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    count, digest = done.stdout.split()
+    return int(count), digest
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_pools_are_bitwise_the_same_under_either_openblas_core_type(threads: str) -> None:
+    """Blocks of 1 to 256 rows, one or two BLAS threads, this core type and another: one set of bits."""
+    here = {**os.environ, "OPENBLAS_NUM_THREADS": threads}
+    other = {**other_core_env(), "OPENBLAS_NUM_THREADS": threads}
+    (blocks_here, digest_here), (blocks_other, digest_other) = _pools_digest(here), _pools_digest(other)
+    assert blocks_here == 1, "every block size gives the same pools under this machine's variables"
+    assert blocks_other == 1, f"every block size gives the same pools with {other.get('OPENBLAS_CORETYPE')}"
+    assert digest_here == digest_other, "the core type does not change a score"
+
+
+def test_exact_cosines_are_within_float32_rounding_of_the_real_ones() -> None:
+    rng = np.random.default_rng(5)
+    for dim in (48, 384, 1024, 3072):
+        units, queries = unit_rows(rng, 300, dim), unit_rows(rng, 40, dim)
+        exact = exact_cosines(to_fixed_point(queries), to_fixed_point(units))
+        real = queries.astype(np.float64) @ units.astype(np.float64).T
+        assert np.abs(exact - real).max() < 1e-6, dim
+        assert exact.dtype == np.float64
+
+
+def test_fixed_point_products_stay_exact_for_the_largest_vectors() -> None:
+    """The worst case: every component at its largest mantissa, so the dot product is dim * 2**(2*bits)."""
+    for dim in (1, 384, 1024, 4096):
+        bits = mantissa_bits(dim)
+        assert dim * 2 ** (2 * bits) <= 2**53
+        ones = np.full((2, dim), 1.0, dtype=np.float32)
+        fixed = to_fixed_point(ones)
+        assert np.all(np.abs(fixed.mantissas) <= 2**bits)
+        assert np.array_equal(exact_cosines(fixed, fixed), np.full((2, 2), float(dim)))
+    zero = to_fixed_point(np.zeros((1, 8), dtype=np.float32))
+    assert np.array_equal(exact_cosines(zero, zero), np.zeros((1, 1)))

@@ -1,15 +1,22 @@
 """A fresh venv outside the repository with evalkit installed from a wheel built from this checkout.
 
 The wheel is built with ``--no-build-isolation`` (setuptools and wheel from this environment: nothing is
-downloaded) from a copy of the source, so the checkout gets no build/ folder; the venv uses
-``--system-site-packages`` so evalkit's dependencies come from this environment and only evalkit
-itself is installed (``--no-deps``).
+downloaded) from a copy of the source, so the checkout gets no build/ folder. evalkit's dependencies
+come from the environment running the tests: the venv's site-packages holds a ``.pth`` file listing
+this interpreter's site-packages folders, so only evalkit itself is installed (``--no-deps``).
+
+Not ``--system-site-packages``: inside a virtual environment that links the *base* interpreter's
+site-packages, which on a fresh machine (or a user's venv) hold none of evalkit's dependencies.
+A ``.pth`` line adds a folder to ``sys.path`` after the venv's own site-packages and runs none of
+that folder's own ``.pth`` files, so the checkout's editable install of evalkit stays invisible and
+the wheel's copy is the one imported.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import site
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -56,10 +63,25 @@ def build_wheel(work: Path) -> Path:
     return wheel
 
 
+def running_site_packages() -> list[str]:
+    """The site-packages folders of the interpreter running the tests (its venv's when it runs in one)."""
+    folders = [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
+    return [folder for folder in dict.fromkeys(folders) if Path(folder).is_dir()]
+
+
+def link_packages(venv: Path, folders: list[str]) -> Path:
+    """A ``.pth`` file in the venv's site-packages that puts ``folders`` on its ``sys.path``."""
+    (target,) = (venv / "lib").glob("python*/site-packages")
+    pth = target / "_evalkit_test_dependencies.pth"
+    pth.write_text("".join(f"{folder}\n" for folder in folders), encoding="utf-8")
+    return pth
+
+
 def make_env(work: Path) -> WheelEnv:
     wheel = build_wheel(work)
     venv = work / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    link_packages(venv, running_site_packages())
     env = WheelEnv(wheel, venv)
     subprocess.run(
         [str(env.python), "-m", "pip", "install", "--no-deps", "-q", str(wheel)],

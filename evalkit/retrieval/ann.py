@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from evalkit.retrieval.cosine import exact_cosines, to_fixed_point
 from evalkit.retrieval.pools import (
     DEFAULT_BLOCK_CELLS,
     CandidatePool,
@@ -65,6 +66,8 @@ def hnsw_pool(
     if n_units == 0 or n_queries == 0:
         return CandidatePool(indices, scores, "dense")
     graph = _build(index, settings)
+    # Candidates are rescored with the exact cosines of the exact index, so a pair scores the same in both.
+    units, asked = to_fixed_point(index.vectors), to_fixed_point(queries.vectors)
     fetch = min(n_units, n if allowed is None else 4 * n)
     found = graph.search(queries.vectors, fetch, threads=1, exact=False)
     keys = np.asarray(found.keys, dtype=np.int64).reshape(n_queries, -1)
@@ -74,7 +77,7 @@ def hnsw_pool(
         members = keys[row][: counts[row]]
         if allowed is not None:
             members = members[allowed[row, members]]
-        cosines = index.vectors[members] @ queries.vectors[row]
+        cosines = exact_cosines(asked.take(slice(row, row + 1)), units.take(members))[0]
         order = np.lexsort((members, -cosines))[:n]
         indices[row, : order.size] = members[order]
         scores[row, : order.size] = cosines[order]

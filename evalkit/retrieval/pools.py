@@ -7,7 +7,9 @@ of them; :func:`to_rankings` turns a row into frozen ``Ranking`` records for
 reports.
 
 Scores: ``scores`` is the absolute score a threshold is compared against.
-Dense: cosine. BM25: the BM25 score. Hybrid: the dense cosine of the chunk,
+Dense: cosine, computed exactly (:mod:`evalkit.retrieval.cosine`) so that no score depends on
+how questions are blocked, the executor, the thread count or the CPU's BLAS kernel. BM25: the BM25
+score. Hybrid: the dense cosine of the chunk,
 because an RRF value or a per-query normalised score carries no absolute
 meaning (its best is the same for every question) and so cannot say "nothing
 relevant here". The order of a hybrid pool is the fused order.
@@ -22,6 +24,7 @@ from typing import Literal
 import numpy as np
 
 from evalkit.records import Hit, HitSource, Ranking
+from evalkit.retrieval.cosine import exact_cosines, to_fixed_point
 
 FusionMethod = Literal["rrf", "max"]
 MAX_BLOCK_QUESTIONS = 256
@@ -123,18 +126,6 @@ def question_blocks(n_rows: int, n_units: int, cells: int = DEFAULT_BLOCK_CELLS)
     return [slice(i, min(i + size, n_rows)) for i in range(0, n_rows, size)]
 
 
-def cosines(queries: np.ndarray, units: np.ndarray) -> np.ndarray:
-    """``queries @ units.T``, the same bits whatever the block's number of rows.
-
-    BLAS multiplies a single row by a different kernel (gemv) than a block (gemm), and
-    the two round differently in the last bit; a one-row block is computed as two rows
-    so that how questions are blocked never changes a score.
-    """
-    if len(queries) == 1:
-        return (np.vstack([queries, queries]) @ units.T)[:1]
-    return queries @ units.T
-
-
 def _filtered(scores: np.ndarray, allowed: np.ndarray | None, rows: slice) -> np.ndarray:
     """Scores with the units a question may not retrieve (metadata filters) set to -inf."""
     return scores if allowed is None else np.where(allowed[rows], scores, -np.inf)
@@ -154,8 +145,9 @@ def dense_pool(
 ) -> CandidatePool:
     """Exact cosine top-n for every query (``allowed``: per-question unit mask from metadata filters)."""
     check_same_model(index, queries)
+    units, asked = to_fixed_point(index.vectors), to_fixed_point(queries.vectors)
     parts = [
-        _drop_excluded(*top_n(_filtered(cosines(queries.vectors[rows], index.vectors), allowed, rows), n))
+        _drop_excluded(*top_n(_filtered(exact_cosines(asked.take(rows), units), allowed, rows), n))
         for rows in question_blocks(len(queries.vectors), len(index.vectors), cells)
     ]
     return _concat(parts, "dense")
@@ -197,9 +189,10 @@ def hybrid_pool(
     larger of the two per unit. Either way the threshold score is the cosine.
     """
     check_same_model(index, queries)
+    units, asked = to_fixed_point(index.vectors), to_fixed_point(queries.vectors)
     parts = []
     for rows in question_blocks(len(queries.vectors), len(index.vectors), cells):
-        cosine = cosines(queries.vectors[rows], index.vectors)
+        cosine = exact_cosines(asked.take(rows), units)
         bm25 = _filtered(bm25_score_rows(rows), allowed, rows)
         dense_idx, dense_val = _drop_excluded(*top_n(_filtered(cosine, allowed, rows), n))
         sparse_idx, sparse_val = top_n(bm25, n)
