@@ -170,9 +170,9 @@ def _measure_generator(generator: Generator) -> TokenRate:
 
 def _cached(cache: Cache, key: str, measure: Callable[[], Any], kind: type[Any]) -> Any:
     """The stored measurement for ``key`` (source ``cached``), else measure it now and store it."""
-    stored = cache.get(NAMESPACE, key)
+    stored = cache.get_decoded(NAMESPACE, [key], lambda blob: kind(**decode_json(blob))).get(key)
     if stored is not None:
-        return replace(kind(**decode_json(stored)), source="cached")
+        return replace(stored, source="cached")
     rate = measure()
     cache.put(NAMESPACE, key, encode_json(asdict(rate)))
     return rate

@@ -6,6 +6,7 @@ The entry points import these from here so that they need not reach into the sta
 from __future__ import annotations
 
 from evalkit.answering.generation.base import GenerationError
+from evalkit.cache import CacheUnusableError
 from evalkit.chunking.chunkers import ChunkingError
 from evalkit.cost.budget import BudgetExceeded
 from evalkit.labels.read import LabelsetError
@@ -17,7 +18,7 @@ from evalkit.settings import ConfigError
 
 CALL_ERRORS: tuple[type[Exception], ...] = (EmbeddingError, RerankError, GenerationError, ClusterError)
 """A model or API call failed: finished units are kept, the same command resumes."""
-SETUP_ERRORS: tuple[type[Exception], ...] = (ConfigError, ChunkingError, RunLocked)
+SETUP_ERRORS: tuple[type[Exception], ...] = (ConfigError, ChunkingError, RunLocked, CacheUnusableError)
 """The config cannot run: nothing was computed."""
 
 __all__ = ["CALL_ERRORS", "SETUP_ERRORS", "BudgetExceeded", "ConfigError", "LabelsetError"]

@@ -18,7 +18,14 @@ def token_key(text: str) -> str:
 def cached_tokens(texts: Sequence[str], cache: Cache) -> dict[str, list[str]]:
     """The tokens the cache already holds for ``texts``, by :func:`token_key`."""
     keys = list(dict.fromkeys(token_key(text) for text in texts))
-    return {key: decode_json(blob) for key, blob in cache.get_many("tokens", keys).items()}
+    return cache.get_decoded("tokens", keys, _decode_tokens)
+
+
+def _decode_tokens(blob: bytes) -> list[str]:
+    tokens = decode_json(blob)
+    if not isinstance(tokens, list) or not all(isinstance(token, str) for token in tokens):
+        raise ValueError("cached tokens are not a list of strings")
+    return tokens
 
 
 def complete_tokens(texts: Sequence[str], known: dict[str, list[str]]) -> tuple[list[list[str]], dict[str, list[str]]]:

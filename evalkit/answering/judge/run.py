@@ -70,10 +70,10 @@ def _instrumented(llm: Any, cache: Cache | None, fatal: list[BaseException]) -> 
                 response_model.__name__,
                 response_model.model_json_schema(),
             )
-            blob = cache.get(namespace, key)
-            if blob is not None:
+            stored = cache.get_decoded(namespace, [key], lambda blob: response_model.model_validate(decode_json(blob)))
+            if key in stored:
                 tally.hits += 1
-                return response_model.model_validate(decode_json(blob))
+                return stored[key]
         tally.calls += 1
         try:
             result = await send(prompt, response_model)

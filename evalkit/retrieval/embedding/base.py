@@ -82,10 +82,16 @@ class EmbedWork:
     """Each batch: (cache key, text) pairs."""
 
 
+def _decode_checked(blob: bytes, dim: int) -> np.ndarray:
+    vector = decode_vector(blob)
+    if dim and vector.shape != (dim,):
+        raise ValueError(f"a cached vector has {vector.size} components, the model {dim}")
+    return vector
+
+
 def plan_embedding(embedder: Embedder, texts: Sequence[str], kind: EmbedKind, cache: Cache) -> EmbedWork:
     keys = [embedder.key(text, kind) for text in texts]
-    stored = cache.get_many(embed_namespace(embedder), keys)
-    found = {key: decode_vector(blob) for key, blob in stored.items()}
+    found = cache.get_decoded(embed_namespace(embedder), keys, lambda blob: _decode_checked(blob, embedder.dim))
     missing = list({key: text for key, text in zip(keys, texts) if key not in found}.items())
     size = embedder.batch_size
     batches = tuple(tuple(missing[offset : offset + size]) for offset in range(0, len(missing), size))

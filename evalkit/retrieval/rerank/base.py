@@ -78,13 +78,19 @@ def cached_scores(
     instead of one per question keeps a re-run cheap.
     """
     keys = [[reranker.key(query, doc) for doc in documents] for query, documents in pairs]
-    found = cache.get_many(rerank_namespace(reranker), [key for row in keys for key in row])
+    found = cache.get_decoded(rerank_namespace(reranker), [key for row in keys for key in row], decode_score)
     return [
-        np.array([float(decode_json(found[key])) for key in row], dtype=np.float64)
-        if all(key in found for key in row)
-        else None
+        np.array([found[key] for key in row], dtype=np.float64) if all(key in found for key in row) else None
         for row in keys
     ]
+
+
+def decode_score(blob: bytes) -> float:
+    """A cached rerank score (a JSON number); anything else does not decode."""
+    value = decode_json(blob)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("a cached rerank score is not a number")
+    return float(value)
 
 
 def rerank_scores(
@@ -103,7 +109,7 @@ def rerank_scores(
         return np.zeros(0, dtype=np.float64)
     keys = [reranker.key(query, doc) for doc in documents]
     namespace = rerank_namespace(reranker)
-    scores = {key: float(decode_json(blob)) for key, blob in cache.get_many(namespace, keys).items()}
+    scores = cache.get_decoded(namespace, keys, decode_score)
     missing = list({key: doc for key, doc in zip(keys, documents) if key not in scores}.items())
     step = reranker.max_documents_per_request
     for offset in range(0, len(missing), step):
