@@ -139,3 +139,32 @@ def test_a_cache_path_that_is_a_directory_stops_the_sweep_with_one_line(tmp_path
     assert done.returncode == 2, done.stderr
     errors = [line for line in done.stderr.splitlines() if "error" in line]
     assert len(errors) == 1 and "is a directory" in errors[0] and "Traceback" not in done.stderr
+
+
+def _truncate(path: Path) -> None:
+    data = path.read_bytes()
+    path.unlink()  # a new file, not the run folder's hard link to the old one, as a bad restore would leave
+    path.write_bytes(data[:64])
+
+
+# score: its rows table is what a re-run reads. retrieve: read when a score unit is missing (a new
+# threshold, a lost file), so that one is removed too.
+@pytest.mark.parametrize(("stage", "pattern"), [("score", "*.rows.parquet"), ("retrieve", "*.npz")])
+def test_a_truncated_unit_file_is_recomputed_to_the_same_results(
+    tmp_path: Path, small_demo: Path, stage: str, pattern: str
+) -> None:
+    cache_path = tmp_path / "c.sqlite"
+    first = _sweep(tmp_path, small_demo, cache_path, "reports")
+    assert first.returncode == 0, first.stderr
+    run, units = tmp_path / "reports" / "r", tmp_path / "reports" / ".units"
+    clean = {name: pd.read_parquet(run / name) for name in ("results.parquet", "summary.parquet")}
+    for victim in sorted((units / stage).glob(pattern)):
+        _truncate(victim)
+    if stage == "retrieve":
+        for record in (units / "score").glob("*.json"):
+            record.unlink()
+    second = _sweep(tmp_path, small_demo, cache_path, "reports")
+    assert second.returncode == 0, second.stderr
+    assert f"the stored {stage} unit" in second.stderr and "Traceback" not in second.stderr
+    for name, frame in clean.items():
+        pd.testing.assert_frame_equal(frame, pd.read_parquet(run / name))

@@ -6,20 +6,24 @@ labelled set's content, the stage's code version). A grown grid, a second
 reranker or next quarter's run finds every unit whose inputs did not change
 and recomputes only the rest. Writes are atomic under a unique temporary name,
 so a killed run never leaves a half-written unit, and two processes writing the
-same unit write the same bytes.
+same unit write the same bytes. A unit whose files no longer read (a truncated copy, a full disk
+that a restore half-filled) is not finished: it is discarded with one warning and recomputed.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
+import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 UNITS_DIR = ".units"
 
@@ -47,8 +51,38 @@ class UnitStore:
         return self.root / stage / f"{unit_id}.{ext}"
 
     def has(self, stage: str, unit_id: str) -> bool:
-        """A unit is finished when its record is written (always last)."""
-        return self.path(stage, unit_id, "json").exists()
+        """A unit is finished when its record is written (always last) and each of its files reads.
+
+        The check is cheap (JSON, parquet footers, the zip directory of arrays), not a full read.
+        """
+        if not self.path(stage, unit_id, "json").exists():
+            return False
+        problem = self._unreadable(stage, unit_id)
+        if problem is None:
+            return True
+        sys.stderr.write(
+            f"evalkit: warning: the stored {stage} unit {unit_id} does not read ({problem}); recomputing it\n"
+        )
+        for leftover in self._files(stage, unit_id):
+            leftover.unlink(missing_ok=True)
+        return False
+
+    def _files(self, stage: str, unit_id: str) -> list[Path]:
+        folder = self.root / stage
+        return sorted(folder.glob(f"{unit_id}.*")) if folder.is_dir() else []
+
+    def _unreadable(self, stage: str, unit_id: str) -> str | None:
+        for path in self._files(stage, unit_id):
+            try:
+                if path.suffix == ".json":
+                    json.loads(path.read_text(encoding="utf-8"))
+                elif path.suffix == ".parquet":
+                    pq.read_metadata(path)
+                elif path.suffix == ".npz":
+                    zipfile.ZipFile(path).close()
+            except (OSError, ValueError, zipfile.BadZipFile) as exc:
+                return f"{path.name}: {type(exc).__name__}"
+        return None
 
     def save(
         self,
