@@ -28,7 +28,7 @@ GOOD_DOCS = [
 ]
 GOOD_QUESTIONS = [
     {"id": "q1", "question": "What is the burst limit?", "answers": ["20"], "answerable": True,
-     "evidence": [{"doc_id": "a", "start": 34, "end": 36, "text": "20"}], "evidence_mode": "any",
+     "evidence": [{"doc_id": "a", "start": 33, "end": 35, "text": "20"}], "evidence_mode": "any",
      "tags": {"lang": "en"}},
     {"id": "q2", "question": "每年有几天年假？", "answers": ["十五天"], "answerable": True,
      "evidence": [{"doc_id": "b", "start": 11, "end": 14, "text": "十五天"}], "evidence_mode": "any",
@@ -103,6 +103,22 @@ def _bad_json_line(rng: random.Random, docs: list[dict], questions: list[dict], 
     questions.insert(rng.randrange(len(questions) + 1), {"__raw__": rng.choice(["{", "[1, 2]", "nope", '"x"'])})
 
 
+def _raw_line(*lines: str) -> Mutation:
+    def mutate(rng: random.Random, docs: list[dict], questions: list[dict], root: Path) -> None:
+        questions.insert(rng.randrange(len(questions) + 1), {"__raw__": rng.choice(lines)})
+
+    return mutate
+
+
+_GOOD_LINE = '"question": "Limit?", "answers": ["20"], "evidence_mode": "any", '
+_SPAN = '"evidence": [{"doc_id": "a", "start": START, "end": 35}]'
+
+
+def _unicode_clash(rng: random.Random, docs: list[dict], questions: list[dict], root: Path) -> None:
+    """Two doc ids that are one id once normalised (NFC vs NFD of the same letters)."""
+    docs[0]["doc_id"], docs[1]["doc_id"] = "caf\u00e9", rng.choice(["cafe\u0301", " caf\u00e9"])
+
+
 def _missing_file(rng: random.Random, docs: list[dict], questions: list[dict], root: Path) -> None:
     (root / "delete-after-writing").write_text(rng.choice(["questions.jsonl", "docs/a.md"]), encoding="utf-8")
 
@@ -135,6 +151,21 @@ MUTATIONS: dict[str, Mutation] = {
     "empty-doc": _empty_doc,
     "bad-json": _bad_json_line,
     "missing-file": _missing_file,
+    "id-control-char": _set_field("id", "q\x001", "\x00", "q1\x07", "q\x1b[31m"),
+    "doc-id-control-char": _doc_field("doc_id", "a\x00", "\x00b", "a\x0b"),
+    "doc-path-nul": _doc_field("path", "docs/a.md\x00.txt", "\x00"),
+    "evidence-text-type": _evidence("text", 20, 2.0, ["20"], {"t": 1}, True),
+    "superseded-bad": _meta("superseded_by", 5, "", ["b"], True, {"id": "b"}),
+    "duplicate-key": _raw_line(
+        '{"id": "q9", "id": "q10", ' + _GOOD_LINE + '"answerable": true}',
+        '{"id": "q9", ' + _GOOD_LINE + '"answerable": true, "answerable": false}',
+    ),
+    "huge-number": _raw_line(
+        '{"id": "q9", ' + _GOOD_LINE + _SPAN.replace("START", "9" * 5000) + "}",
+        '{"id": "q9", ' + _GOOD_LINE + _SPAN.replace("START", "-" + "1" * 400) + "}",
+    ),
+    "deep-nesting": _raw_line("[" * 200_000, '{"id": ' + "[" * 50_000 + "]" * 50_000 + "}"),
+    "unicode-id-clash": _unicode_clash,
 }
 
 
@@ -189,7 +220,21 @@ def validate(root: Path) -> int:
             return int(exc.code or 0)
 
 
-@pytest.mark.parametrize("seed", range(135))
+def test_the_unbroken_set_is_valid(tmp_path: Path) -> None:
+    """Every broken set is this one with one mutation: it must itself pass, or a case could fail for another reason."""
+    root = tmp_path / "set"
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "a.md").write_text(DOC_A, encoding="utf-8")
+    (root / "docs" / "b.md").write_text(DOC_B, encoding="utf-8")
+    (root / "docs.jsonl").write_text("".join(json.dumps(d) + "\n" for d in GOOD_DOCS), encoding="utf-8")
+    (root / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in GOOD_QUESTIONS), encoding="utf-8")
+    assert validate(root) == 0
+
+
+N_BROKEN_SETS = 5 * len(MUTATIONS)  # every mutation drawn five times with its own seed
+
+
+@pytest.mark.parametrize("seed", range(N_BROKEN_SETS))
 def test_a_broken_labelled_set_stops_with_one_line_per_problem(tmp_path: Path, seed: int) -> None:
     root = tmp_path / "set"
     name = write_set(root, seed)
@@ -238,4 +283,4 @@ def test_a_bad_config_value_stops_with_one_line(tmp_path: Path, override: str) -
 
 
 def test_the_fuzz_suite_is_large_enough() -> None:
-    assert 135 + len(CONFIG_CASES) >= 200 and len(MUTATIONS) >= 25
+    assert N_BROKEN_SETS + len(CONFIG_CASES) >= 250 and len(MUTATIONS) >= 36

@@ -47,8 +47,25 @@ def acl_problem(value: Any) -> str:
 
 
 def id_key(identifier: str) -> str:
-    """What two ids must not share: ids that differ only in surrounding or repeated white space are the same id."""
+    """What two ids must not share: ids differing only in white space or Unicode normalisation are one id."""
     return " ".join(unicodedata.normalize("NFC", identifier).split())
+
+
+ID_CLASH = "ids that differ only in white space or Unicode normalisation (NFC/NFD) are the same id"
+
+
+def id_problem(value: str) -> str:
+    """An id that cannot travel safely (file names, HTML, CSV, C strings): it holds a control character."""
+    for position, char in enumerate(value):
+        if unicodedata.category(char) == "Cc" and char not in "\t":
+            return f"holds the control character U+{ord(char):04X} at position {position}"
+    return ""
+
+
+def superseded_problem(value: Any) -> str:
+    if value is None or (isinstance(value, str) and value):
+        return ""
+    return f"expected the doc_id of the newer version (a non-empty string), got {value!r}"
 
 
 def deep_surrogates(value: Any, path: str = "") -> str:

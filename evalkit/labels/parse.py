@@ -20,11 +20,14 @@ from typing import Any
 
 from evalkit.labels.fields import (
     DATE_FIELDS,
+    ID_CLASH,
     LONE_SURROGATE,
     acl_problem,
     date_problem,
     deep_surrogates,
     id_key,
+    id_problem,
+    superseded_problem,
     visible,
 )
 from evalkit.records import Document, Evidence, Question, Span
@@ -38,6 +41,30 @@ def read_text(path: Path) -> str:
     """A document exactly as offsets count it: UTF-8, newlines untranslated."""
     with open(path, encoding="utf-8", newline="") as handle:
         return handle.read()
+
+
+MAX_INT_DIGITS = 18
+"""Offsets and counts fit in 64 bits; a longer integer is a broken line, not a number to parse."""
+
+
+class _LineRefused(ValueError):
+    """A JSON line that parses but cannot be read as the format means it (the message says why)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are unique: with a key twice, which value is meant is unknowable."""
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _LineRefused(f"field {key!r}: given twice in one object (which value is meant?)")
+        seen[key] = value
+    return seen
+
+
+def _bounded_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        raise _LineRefused(f"a number of {len(digits.lstrip('-'))} digits (at most {MAX_INT_DIGITS})")
+    return int(digits)
 
 
 def jsonl_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
@@ -55,9 +82,15 @@ def jsonl_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = json.loads(line, object_pairs_hook=_unique_keys, parse_int=_bounded_int)
             except json.JSONDecodeError as exc:
                 yield number, f"invalid JSON ({exc.msg} at column {exc.colno})"
+                continue
+            except _LineRefused as exc:
+                yield number, str(exc)
+                continue
+            except RecursionError:
+                yield number, "JSON nested too deeply (a labelled set needs a few levels)"
                 continue
             yield number, record if isinstance(record, dict) else f"expected a JSON object, got {type(record).__name__}"
 
@@ -76,6 +109,8 @@ def confined(root: Path, rel_path: str) -> tuple[Path, str]:
 
     Refused: absolute paths, ``..`` escapes, links that resolve outside the folder, anything but a regular file.
     """
+    if "\x00" in rel_path:
+        return root, "holds a NUL character; a path cannot"
     if Path(rel_path).is_absolute() or "\\" in rel_path:
         return root, "is absolute; document paths are relative to the labelled set's folder"
     path = root / rel_path
@@ -109,8 +144,11 @@ def load_documents(root: Path, problems: list[str], warnings: list[str]) -> dict
         if not isinstance(doc_id, str) or not doc_id:
             problems.append(f"{where}: field 'doc_id': missing or not a non-empty string")
             continue
+        if id_problem(doc_id):
+            problems.append(f"{where}: field 'doc_id': {id_problem(doc_id)}")
+            continue
         if doc_id in documents or id_key(doc_id) in keys:
-            problems.append(f"{where}: field 'doc_id': duplicate id {doc_id!r} (ids differing in white space clash)")
+            problems.append(f"{where}: field 'doc_id': duplicate id {doc_id!r} ({ID_CLASH})")
             continue
         keys.add(id_key(doc_id))
         if not isinstance(rel_path, str) or not rel_path:
@@ -146,6 +184,8 @@ def _document_fields_ok(
     for name in DATE_FIELDS:
         if date_problem(meta.get(name)):
             problems.append(f"{where}: field 'meta.{name}': {date_problem(meta.get(name))}")
+    if superseded_problem(meta.get("superseded_by")):
+        problems.append(f"{where}: field 'meta.superseded_by': {superseded_problem(meta.get('superseded_by'))}")
     if acl_problem(meta.get("acl")):
         problems.append(f"{where}: field 'meta.acl': {acl_problem(meta.get('acl'))}")
     if not visible(text):
@@ -189,10 +229,10 @@ def _spans(
             problems.append(f"{label}: expected an object")
             continue
         doc_id, start, end = item.get("doc_id"), item.get("start"), item.get("end")
-        if doc_id not in documents:
+        if not isinstance(doc_id, str) or doc_id not in documents:
             problems.append(f"{label}: question {qid!r} cites unknown doc {doc_id!r}")
             continue
-        if not (isinstance(start, int) and isinstance(end, int)) or isinstance(start, bool):
+        if not (isinstance(start, int) and isinstance(end, int)) or isinstance(start, bool) or isinstance(end, bool):
             problems.append(f"{label}: 'start' and 'end' must be integers")
             continue
         text = documents[doc_id].text
@@ -201,6 +241,9 @@ def _spans(
             continue
         expected = item.get("text")
         actual = text[start:end]
+        if expected is not None and not isinstance(expected, str):
+            problems.append(f"{label}: 'text' must be a string (the span's text), got {type(expected).__name__}")
+            continue
         if expected is not None and expected != actual:
             problems.append(
                 f"{label}: {STALE}: question {qid!r} expects {_clip(expected)!r} at {doc_id}[{start}:{end}], "
@@ -225,6 +268,8 @@ def parse_record(
     if not isinstance(qid, str) or not qid:
         problems.append(f"{where}: field 'id': missing or not a non-empty string")
         qid = f"<line {number}>"
+    elif id_problem(qid):
+        problems.append(f"{where}: field 'id': {id_problem(qid)}")
     if not isinstance(text, str) or not visible(text):
         problems.append(f"{where}: field 'question': missing or empty (nothing visible)")
     found = deep_surrogates(record)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from evalkit.labels.fields import id_key
+from evalkit.labels.fields import ID_CLASH, id_key
 from evalkit.labels.parse import (
     STALE,
     is_stale_span,
@@ -131,7 +131,8 @@ def read_set(path: str | Path, mode: ReadMode = "strict") -> Reading:
         qid = record.get("id")
         key = id_key(qid) if isinstance(qid, str) else None
         if key is not None and key in seen:
-            problems.append(f"{questions_path}:{number}: field 'id': duplicate id {qid!r} (first on line {seen[key]})")
+            first = f"first on line {seen[key]}; {ID_CLASH}"
+            problems.append(f"{questions_path}:{number}: field 'id': duplicate id {qid!r} ({first})")
             continue
         if key is not None:
             seen[key] = number
