@@ -12,7 +12,8 @@ and says ``stated`` only when all three hold:
    ``是 为 等 于 有 就 会``): ``it is not 308``, ``isn't 308``, ``不是308``, ``并非308``, ``没有308``; or
    it is followed by a verdict against it (``308 is wrong``, ``308 isn't``, ``308不对``, ``308是错的``).
    Bounds are not negations: ``no more than 600``, ``不超过600`` (the cue is not next to the value).
-   Hedged: ``or`` / ``either`` / ``或`` / ``或者`` / ``还是`` right next to it (``308 or 136``).
+   Hedged: ``or`` / ``either`` / ``或`` / ``或者`` / ``还是`` right next to it (``308 or 136``), or it
+   opens a range (``between 300 and``, ``介于300``, ``300 to 400``, ``300至400``).
 3. **No other value of the same type**: when the gold holds a number, no number outside every gold
    occurrence may have the same type and a different value, unless it is itself negated
    (``It is 136, not 308`` is right for gold ``136``). A number's type is whether it looks like a year
@@ -52,10 +53,10 @@ _ZH_COPULAS = "是|为|等|于|有|就|会"
 _NEGATED_BEFORE = re.compile(rf"(?:^|\s)(?:{_EN_CUES}|{_ZH_CUES})(?:\s(?:{_EN_COPULAS}|{_ZH_COPULAS}))*$")
 _NEGATED_AFTER = re.compile(
     r"^(?:(?:is|was|are|were)\s(?:not|incorrect|wrong|false)|isnt|wasnt|isn t|incorrect|wrong|false"
-    r"|(?:是\s)?错|不\s(?:对|正\s确|是))(?:\s|$)"
+    r"|(?:是\s)?错|不\s(?:对|正\s确))(?:\s|$)"  # not 不是: 十次，不是二十次 negates what follows
 )
-_HEDGE_AFTER = re.compile(r"^(?:or|或|还\s是)(?:\s|$)")
-_HEDGE_BEFORE = re.compile(r"(?:^|\s)(?:or|either|或|或\s者|还\s是)$")
+_HEDGE_AFTER = re.compile(r"^(?:(?:or|或|还\s是)(?:\s|$)|(?:to|至|到)\s\d)")  # 308 or ..., 300 to 400
+_HEDGE_BEFORE = re.compile(r"(?:^|\s)(?:or|either|between|或|或\s者|还\s是|介\s于)$")
 _FUNCTION_WORDS = frozenset(
     (
         "and or but not nor it its is was are were be been to of in on at by for from with as than then that "
