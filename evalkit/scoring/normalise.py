@@ -236,5 +236,5 @@ def match_tokens(text: str, scheme: Scheme) -> list[str]:
         "" if ch in _SQUAD_PUNCT and ch != "%" else " " if is_punct_or_symbol(ch) and ch != "%" else ch
         for ch in folded
     )
-    words = [word for word in kept.split() if word not in ("a", "an", "the")]
-    return english_words_to_digits([piece for word in words for piece in _pieces(word)])
+    pieces = [piece for word in kept.split() for piece in _pieces(word)]
+    return english_words_to_digits([piece for piece in pieces if piece not in ("a", "an", "the")])

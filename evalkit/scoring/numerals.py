@@ -10,9 +10,12 @@ digits when it is a well-formed number (:func:`zh_value` is not None) and at lea
    ``十二`` 12, ``三百六十四点六`` 364.6, ``两千零五`` 2005, ``一万二千`` 12000;
 2. it is three or more plain digits, read digit by digit (``二〇二四`` 2024, ``一九九八`` 1998);
    two plain digits are never converted (``三五天``, ``一两个``, ``七八``: ranges);
-3. a measure word, unit or ``%`` / Latin letter follows it (``两天`` 2天, ``十次`` 10次, ``九个``), or
-   ``第`` precedes it (``第三章`` 第3章);
-4. it is the whole text once punctuation and whitespace are dropped (a bare gold ``九``).
+3. a measure word, unit or ``%`` / Latin letter follows it without a space (``两天`` 2天, ``十次``
+   10次, ``九个``, ``三百GB``), or ``第`` precedes it (``第三章`` 第3章);
+4. it stands alone: the nearest letter or digit on each side, spaces and punctuation skipped, is
+   ASCII, a numeral, or there is none (a bare gold ``九``, ``a 九``, ``三百、一``; not ``答案：九``).
+   A Han neighbour makes it part of a word (``统一``, ``一起``) however it is spaced, so folding a
+   folded text changes nothing (spaces inside a run do not split it either).
 
 Well-formed means the units descend (``千`` > ``百`` > ``十`` inside a group, ``亿`` > ``万``
 between groups), every unit but a leading ``十`` has a digit before it, and no two digits touch in
@@ -102,7 +105,11 @@ _ZH_DIGITS = dict(zip("零〇一二两三四五六七八九", (0, 0, 1, 2, 2, 3,
 _ZH_SMALL_UNITS = {"十": 10, "百": 100, "千": 1_000}
 _ZH_BIG_UNITS = {"万": 10_000, "亿": 100_000_000}
 _DIGIT_CHARS = "零〇一二两三四五六七八九"
-_RUN = re.compile(f"(第)?([{_DIGIT_CHARS}十百千万亿]+(?:点[{_DIGIT_CHARS}]+)?)")
+_NUMERAL_CHARS = frozenset(f"{_DIGIT_CHARS}十百千万亿")
+_NUMERAL = f"[{_DIGIT_CHARS}十百千万亿]"
+_RUN = re.compile(  # spaces inside a run do not split it, so folded tokens fold the same way again
+    rf"(第\s*)?({_NUMERAL}(?:\s*{_NUMERAL})*(?:\s*点\s*[{_DIGIT_CHARS}](?:\s*[{_DIGIT_CHARS}])*)?)"
+)
 _PERCENT = re.compile(f"百分之([{_DIGIT_CHARS}十百千万亿]+(?:点[{_DIGIT_CHARS}]+)?)")
 _ARABIC_TIMES = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)([万亿])")
 _MEASURE_WORDS = tuple(
@@ -170,7 +177,7 @@ def _digits(value: Decimal) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def _in_context(run: str, ordinal: bool, after: str, whole: bool) -> bool:
+def _in_context(run: str, ordinal: bool, after: str, alone: bool) -> bool:
     """Rules 1-4 of the module docstring (the run is known to be well-formed)."""
     compound = len(run) >= 2 and any(ch in "十百千万亿点" for ch in run)
     plain = all(ch in _ZH_DIGITS for ch in run)
@@ -178,7 +185,7 @@ def _in_context(run: str, ordinal: bool, after: str, whole: bool) -> bool:
         return False  # 三五天, 一两个, 七八: two touching digits are a range, never 35 / 12 / 78
     plain_long = plain and len(run) >= 3
     measured = after.startswith(_MEASURE_WORDS) or (after[:1].isascii() and after[:1].isalpha())
-    return compound or plain_long or measured or ordinal or whole
+    return compound or plain_long or measured or ordinal or alone
 
 
 def zh_numerals_to_digits(text: str) -> str:
@@ -188,17 +195,24 @@ def zh_numerals_to_digits(text: str) -> str:
     """
     text = _PERCENT.sub(lambda m: _percent(m.group(1)), text)
     text = _ARABIC_TIMES.sub(lambda m: _digits(Decimal(m.group(1)) * _ZH_BIG_UNITS[m.group(2)]), text)
-    bare = "".join(ch for ch in text if ch.isalnum())
 
     def convert(match: re.Match[str]) -> str:
-        ordinal, run = match.group(1) or "", match.group(2)
+        ordinal, run = (match.group(1) or "").strip(), "".join(match.group(2).split())
         value = zh_value(run)
-        after = text[match.end() :].lstrip()
-        if value is None or not _in_context(run, bool(ordinal), after, bare == ordinal + run):
+        after = text[match.end() :]  # a measure word must touch the run: folding turns marks into spaces
+        alone = _stands_alone(text[: match.start()], text[match.end() :])
+        if value is None or not _in_context(run, bool(ordinal), after, alone):
             return match.group(0)
         return f"{ordinal}{_digits(value)}"
 
     return _RUN.sub(convert, text)
+
+
+def _stands_alone(before: str, after: str) -> bool:
+    """No letter of a non-Latin script is the nearest letter or digit on either side (spaces and marks skipped)."""
+    left = next((ch for ch in reversed(before) if ch.isalnum()), "")
+    right = next((ch for ch in after if ch.isalnum()), "")
+    return all(ch.isascii() or ch in _NUMERAL_CHARS for ch in (left, right))  # another number is no word
 
 
 def _percent(run: str) -> str:
