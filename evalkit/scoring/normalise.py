@@ -208,7 +208,8 @@ def _prefold(text: str) -> str:
 
 def _pieces(word: str) -> list[str]:
     """One whitespace-separated word split where scripts meet: each CJK character, a number, a Latin run."""
-    return [piece.replace(_DECIMAL_POINT, ".") for piece in _PIECE.findall(word)]
+    pieces = _PIECE.findall(word)  # a point left alone (c10.18: the point does not join c10 and 18) is dropped
+    return [piece.replace(_DECIMAL_POINT, ".") for piece in pieces if piece != _DECIMAL_POINT]
 
 
 def match_tokens(text: str, scheme: Scheme) -> list[str]:

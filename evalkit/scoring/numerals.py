@@ -12,10 +12,11 @@ digits when it is a well-formed number (:func:`zh_value` is not None) and at lea
    two plain digits are never converted (``三五天``, ``一两个``, ``七八``: ranges);
 3. a measure word, unit or ``%`` / Latin letter follows it without a space (``两天`` 2天, ``十次``
    10次, ``九个``, ``三百GB``), or ``第`` precedes it (``第三章`` 第3章);
-4. it stands alone: the nearest letter or digit on each side, spaces and punctuation skipped, is
-   ASCII, a numeral, or there is none (a bare gold ``九``, ``a 九``, ``三百、一``; not ``答案：九``).
-   A Han neighbour makes it part of a word (``统一``, ``一起``) however it is spaced, so folding a
-   folded text changes nothing (spaces inside a run do not split it either).
+4. it stands alone: the text holds no other letter or digit than ASCII letters (a bare gold ``九``,
+   ``九。``, ``a 九``; not ``答案：九``, ``三百、一``). Any Han character, digit or numeral makes it
+   part of a sentence, a word or a list (``统一``, ``一起``) however it is spaced, and Latin words
+   (which folding may drop or rewrite: articles, currency codes) never decide, so folding a folded
+   text changes nothing.
 
 Well-formed means the units descend (``千`` > ``百`` > ``十`` inside a group, ``亿`` > ``万``
 between groups), every unit but a leading ``十`` has a digit before it, and no two digits touch in
@@ -105,11 +106,8 @@ _ZH_DIGITS = dict(zip("零〇一二两三四五六七八九", (0, 0, 1, 2, 2, 3,
 _ZH_SMALL_UNITS = {"十": 10, "百": 100, "千": 1_000}
 _ZH_BIG_UNITS = {"万": 10_000, "亿": 100_000_000}
 _DIGIT_CHARS = "零〇一二两三四五六七八九"
-_NUMERAL_CHARS = frozenset(f"{_DIGIT_CHARS}十百千万亿")
 _NUMERAL = f"[{_DIGIT_CHARS}十百千万亿]"
-_RUN = re.compile(  # spaces inside a run do not split it, so folded tokens fold the same way again
-    rf"(第\s*)?({_NUMERAL}(?:\s*{_NUMERAL})*(?:\s*点\s*[{_DIGIT_CHARS}](?:\s*[{_DIGIT_CHARS}])*)?)"
-)
+_RUN = re.compile(f"(第)?({_NUMERAL}+(?:点[{_DIGIT_CHARS}]+)?)")
 _PERCENT = re.compile(f"百分之([{_DIGIT_CHARS}十百千万亿]+(?:点[{_DIGIT_CHARS}]+)?)")
 _ARABIC_TIMES = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)([万亿])")
 _MEASURE_WORDS = tuple(
@@ -197,7 +195,7 @@ def zh_numerals_to_digits(text: str) -> str:
     text = _ARABIC_TIMES.sub(lambda m: _digits(Decimal(m.group(1)) * _ZH_BIG_UNITS[m.group(2)]), text)
 
     def convert(match: re.Match[str]) -> str:
-        ordinal, run = (match.group(1) or "").strip(), "".join(match.group(2).split())
+        ordinal, run = match.group(1) or "", match.group(2)
         value = zh_value(run)
         after = text[match.end() :]  # a measure word must touch the run: folding turns marks into spaces
         alone = _stands_alone(text[: match.start()], text[match.end() :])
@@ -209,10 +207,8 @@ def zh_numerals_to_digits(text: str) -> str:
 
 
 def _stands_alone(before: str, after: str) -> bool:
-    """No letter of a non-Latin script is the nearest letter or digit on either side (spaces and marks skipped)."""
-    left = next((ch for ch in reversed(before) if ch.isalnum()), "")
-    right = next((ch for ch in after if ch.isalnum()), "")
-    return all(ch.isascii() or ch in _NUMERAL_CHARS for ch in (left, right))  # another number is no word
+    """No letter or digit but ASCII letters on either side (spaces, marks and Latin words are passed over)."""
+    return not any(ch.isalnum() and not (ch.isascii() and ch.isalpha()) for ch in (*before, *after))
 
 
 def _percent(run: str) -> str:
