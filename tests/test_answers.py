@@ -34,7 +34,6 @@ from evalkit.scoring.answers import (
     strip_citations,
     token_f1,
 )
-
 from evalkit.scoring.numerals import zh_numerals_to_digits, zh_value
 
 # SQuAD v2.0 -----------------------------------------------------------------------
@@ -494,8 +493,9 @@ def test_chinese_numerals_converted_where_they_are_numbers(text, converted):
 
 @pytest.mark.parametrize(
     "text",
-    ["我们一起去", "统一标准", "万一失败", "十分重要", "千万不要", "有一点点", "三五天", "一两个", "百万富翁", "一样", "七八"],
-)
+    ["我们一起去", "统一标准", "万一失败", "十分重要", "千万不要", "有一点点", "三五天", "一两个", "百万富翁", "一样",
+     "七八"],
+)  # fmt: skip
 def test_numeral_characters_in_words_stay_characters(text):
     assert zh_numerals_to_digits(text) == text
 

@@ -27,7 +27,6 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from evalkit.records import Question
-from evalkit.scoring.verdict import Reason, judge
 from evalkit.scoring.normalise import (
     CJK_OR_WORD,
     CJK_RE,
@@ -44,6 +43,7 @@ from evalkit.scoring.normalise import (
     squad_f1,
     squad_tokens,
 )
+from evalkit.scoring.verdict import Reason, judge
 
 __all__ = [
     "CJK_LANGS",

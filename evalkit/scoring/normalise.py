@@ -24,21 +24,24 @@ Two schemes (picked per question by :func:`evalkit.scoring.answers.scheme_for`):
   Hangul count as CJK as well as Han (CMRC: ``[\u4e00-\u9fa5]`` only).
 
 Answer matching in :mod:`evalkit.scoring.answers` (exact match, token F1,
-containment) runs the official rules above on a folded form
+containment, the primary verdict) runs the official rules above on a folded form
 (:func:`match_tokens`), so that a model's spelling of a gold answer is not
 counted wrong: dash variants become ``-`` and curly quotes ASCII quotes
-(``20–18`` == ``20-18``; NFKC, other non-ASCII punctuation becomes a space),
-number words become digits (``ten times`` == ``10 times``, ``twenty-one`` ==
-``21``; Chinese ``十`` == ``10``, ``六百`` == ``600``, ``两`` == ``2``), and gold
-answers that normalise to nothing are dropped as ``evaluate-v2.0.py`` does
-(none left: the gold is the empty no-answer). :func:`normalize_squad`,
+(``20–18`` == ``20-18``); NFKC folds full-width digits and letters; digits and
+Latin letters touching Han characters are tokens of their own (``需要64GiB内存``
+holds ``64 gib``); a currency symbol or word beside a number becomes a code
+after it (``25EUR`` == ``25 EUR`` == ``€25``, ``$25`` == ``25$``); ``1,000`` ==
+``1000``; a decimal is one token (gold ``6公里`` is not in ``364.6公里``); number
+words become digits (``ten times`` == ``10 times``; Chinese ``三百六十四点六`` ==
+``364.6`` where the characters are a number, :mod:`evalkit.scoring.numerals`);
+and gold answers that normalise to nothing are dropped as ``evaluate-v2.0.py``
+does (none left: the gold is the empty no-answer). :func:`normalize_squad`,
 :func:`squad_f1`, :func:`normalize_cjk`, :func:`cjk_f1` stay exact replicas.
 """
 
 from __future__ import annotations
 
 import collections
-import math
 import re
 import string
 import unicodedata
@@ -192,7 +195,7 @@ _PIECE = re.compile(
 
 
 def _currency_word(match: re.Match[str]) -> str:
-    word, han, percent = match.groups()
+    word, han, _ = match.groups()
     return f" {_CURRENCY_WORDS[word]} " if word else f" {_ZH_CURRENCY[han]} " if han else " % "
 
 
@@ -234,8 +237,7 @@ def match_tokens(text: str, scheme: Scheme) -> list[str]:
         spaced = "".join(" " if is_punct_or_symbol(ch) and ch != "%" else ch for ch in folded)
         return [piece for word in spaced.split() for piece in _pieces(word)]
     kept = "".join(
-        "" if ch in _SQUAD_PUNCT and ch != "%" else " " if is_punct_or_symbol(ch) and ch != "%" else ch
-        for ch in folded
+        "" if ch in _SQUAD_PUNCT and ch != "%" else " " if is_punct_or_symbol(ch) and ch != "%" else ch for ch in folded
     )
     pieces = [piece for word in kept.split() for piece in _pieces(word)]
     return english_words_to_digits([piece for piece in pieces if piece not in ("a", "an", "the")])
