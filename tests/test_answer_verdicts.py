@@ -112,6 +112,8 @@ CASES: tuple[Case, ...] = (
     Case("March 6, 1998", ("March 5, 1998",), "en", False),
     Case("It was signed in 1998, not 1997.", ("1998",), "en", True),
     Case("1997 or 1998", ("1998",), "en", False),
+    Case("Super Bowl 50 was played on February 7, 2016.", ("February 7, 2016",), "en", True),
+    Case("It was signed on March 5, 1998 and announced on March 1.", ("March 5, 1998",), "en", True),
     Case("It was signed on 5 March 1998.", ("March 5, 1998",), "en", True, miss=True),
     Case("It was founded in 1998 and renamed in 2004.", ("1998",), "en", True, miss=True),
     # English number words, entities
@@ -168,4 +170,6 @@ def test_known_misses_stay_documented(case: Case):
 def test_agreement_of_the_old_and_new_primary_as_measured():
     old = sum(_verdicts(case)[0] is case.label for case in CASES)
     new = sum(_verdicts(case)[1] is case.label for case in CASES)
-    assert (len(CASES), old, new) == (94, 69, 86)
+    assert (len(CASES), old, new) == (96, 71, 88)
+    wrongly_correct = [sum(_verdicts(case)[i] and not case.label for case in CASES) for i in (0, 1)]
+    assert wrongly_correct == [24, 2]  # containment calls 24 wrong answers right, the primary 2

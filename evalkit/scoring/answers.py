@@ -12,9 +12,9 @@ Four answer-match scores, all on the folded tokens: :func:`exact_match`
 sentences) and the primary, :func:`primary_match`: contained, and neither
 negated, hedged nor contradicted by another value of the same type
 (:mod:`evalkit.scoring.verdict` states the rule and its failure modes). On the
-hand-labelled table of ``tests/test_answer_verdicts.py`` (94 answers, English
-and Chinese) the primary agrees with 86 labels, containment on the same folds
-with 69, and containment before the folds of issue 22 with 53.
+hand-labelled table of ``tests/test_answer_verdicts.py`` (96 answers, English
+and Chinese) the primary agrees with 88 labels, containment on the same folds
+with 71, and containment before the folds of issue 22 with 55.
 :func:`score_answer` calls an answer correct by the primary. Refusals are
 compared whole after :func:`refusal_key`.
 """
