@@ -20,10 +20,10 @@ and says ``stated`` only when all three hold:
    (four digits, 1000-2100) and its unit: the token after it when that token is a word and not a
    function word (``64 gib``, ``25 eur``, ``364.6 公``, ``308 seats``; ``%`` counts), or that another
    number follows (the day in ``February 7, 2016``, so ``Super Bowl 50 was played on February 7,
-   2016`` keeps ``50`` apart from ``7``). So ``308 seats, of
-   which 136 are held by Labour`` stays right (``136`` has no unit, ``308`` has ``seats``), ``In 1998 it
-   had 308 staff`` too (a year is not a count), but ``308 or 136``, ``between 300 and 400`` and ``needs
-   64 GiB, 128 GiB recommended`` are not.
+   2016`` keeps ``50`` apart from ``7``). So ``308 seats, of which 136 are held by Labour`` stays
+   right (``136`` has no unit, ``308`` has ``seats``), ``In 1998 it had 308 staff`` too (a year is not
+   a count), but ``308 and 136`` is not, nor (wrongly, see below) ``needs 64 GiB, 128 GiB
+   recommended``.
 
 Reasons: ``stated``, ``missing`` (1 fails), ``negated`` / ``hedged`` (every occurrence fails 2),
 ``other value`` (3 fails). No F1 fallback: a long answer reaches a high F1 by echoing the question.
