@@ -1,10 +1,14 @@
-"""Answer scoring: SQuAD v2.0 and CMRC 2018 worked examples, refusals, citations, quotes and flip rate."""
+"""Answer scoring: SQuAD v2.0 and CMRC 2018 worked examples, folding (mixed scripts, currencies, Chinese
+numerals), the primary verdict, refusals, citations, quotes and flip rate."""
 
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evalkit.records import Question, Span
 from evalkit.scoring.answers import (
@@ -19,6 +23,8 @@ from evalkit.scoring.answers import (
     match_tokens,
     normalize_cjk,
     normalize_squad,
+    primary_match,
+    primary_reason,
     quoted_passages,
     quotes_valid,
     scheme_for,
@@ -28,6 +34,7 @@ from evalkit.scoring.answers import (
     strip_citations,
     token_f1,
 )
+from evalkit.scoring.numerals import zh_numerals_to_digits, zh_value
 
 # SQuAD v2.0 -----------------------------------------------------------------------
 
@@ -356,3 +363,218 @@ def test_flip_rate_worked_example():
     assert flip_rate(outcomes) == pytest.approx(1 / 3)
     assert math.isnan(flip_rate({"q4": [True]}))
     assert math.isnan(flip_rate({}))
+
+
+# Mixed scripts, currencies, thousands -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [
+        ("需要64GiB内存", ["需", "要", "64", "gib", "内", "存"]),
+        ("需要６４ＧｉＢ内存", ["需", "要", "64", "gib", "内", "存"]),  # full width folded by NFKC
+        ("64 GiB", ["64", "gib"]),
+        ("25EUR", ["25", "eur"]),
+        ("€25", ["25", "eur"]),
+        ("25 €", ["25", "eur"]),
+        ("$25", ["25", "usd"]),
+        ("25$", ["25", "usd"]),
+        ("25欧元", ["25", "eur"]),
+        ("全长364.6公里", ["全", "长", "364.6", "公", "里"]),  # a decimal is one token
+        ("1,000", ["1000"]),
+        ("1,000.5", ["1000.5"]),
+        ("1,2,3", ["1", "2", "3"]),  # not thousands: a list
+        ("100，200元", ["100", "200", "元"]),  # a full-width comma separates list items
+        ("5%", ["5", "%"]),
+        ("5 percent", ["5", "%"]),
+        ("5％", ["5", "%"]),
+        ("10th 1990s mp3", ["10th", "1990s", "mp3"]),  # ordinals, decades, letters then digits stay
+        ("10sec", ["10", "sec"]),
+    ],
+)
+def test_mixed_script_tokens(text, tokens):
+    assert match_tokens(text, "cjk") == tokens
+    assert match_tokens(text, "squad") == tokens
+
+
+def test_squad_scheme_keeps_the_official_deletions():
+    assert match_tokens("don't", "squad") == ["dont"] and match_tokens("20-18", "squad") == ["2018"]
+    assert match_tokens("The RateLimiter", "squad") == ["ratelimiter"]
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold", "lang"),
+    [
+        ("需要64GiB内存", "64 GiB", "zh"),
+        ("三百六十四点六公里", "364.6公里", "zh"),
+        ("364.6公里", "三百六十四点六公里", "zh"),
+        ("25EUR", "25 EUR", "en"),
+        ("价格是25EUR", "25 EUR", "zh"),
+        ("It costs €25.", "25 EUR", "en"),
+        ("It costs $25.", "25$", "en"),
+        ("It costs 25 euros.", "€25", "en"),
+        ("The cap is 1,000 requests.", "1000 requests", "en"),
+        ("增长了百分之五", "5%", "zh"),
+        ("It grew by 5 percent.", "5%", "en"),
+        ("１２ＧＢ", "12 GB", "en"),
+    ],
+)
+def test_issue_cases_are_contained(prediction, gold, lang):
+    assert contains_match(prediction, [gold], lang) and primary_match(prediction, [gold], lang)
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold", "lang"),
+    [
+        ("全长364.6公里", "6公里", "zh"),  # a decimal's digits are no separate number
+        ("全长2.5%", "5%", "zh"),
+        ("It costs 25 dollars.", "25 EUR", "en"),
+        ("It needs 64 GB.", "64 GiB", "en"),
+        ("The cap is 10,000.", "1000", "en"),
+        ("1,2,3", "123", "en"),
+    ],
+)
+def test_folding_creates_no_false_match(prediction, gold, lang):
+    assert not contains_match(prediction, [gold], lang)
+
+
+# Chinese numerals ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("run", "value"),
+    [
+        ("三百六十四点六", "364.6"),
+        ("十二", "12"),
+        ("二十", "20"),
+        ("两千零五", "2005"),
+        ("一万二千", "12000"),
+        ("一万二", "12000"),
+        ("三百五", "350"),
+        ("一百零五", "105"),
+        ("二〇二四", "2024"),
+        ("三千万", "30000000"),
+        ("一亿零五百万", "105000000"),
+        ("十", "10"),
+        ("零点五", "0.5"),
+    ],
+)
+def test_chinese_numeral_values(run, value):
+    assert zh_value(run) == Decimal(value)
+
+
+@pytest.mark.parametrize("run", ["万一", "千万", "百万", "百", "三百百", "十百", "二三十"])
+def test_ill_formed_runs_have_no_value(run):
+    assert zh_value(run) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "converted"),
+    [
+        ("三百六十四点六公里", "364.6公里"),
+        ("十二", "12"),
+        ("两千零五年", "2005年"),
+        ("一万二千", "12000"),
+        ("百分之五", "5%"),
+        ("百分之百", "100%"),
+        ("百分之三十", "30%"),
+        ("两天", "2天"),
+        ("九个", "9个"),
+        ("第三章", "第3章"),
+        ("九", "9"),  # a whole text
+        ("12万元", "120000元"),
+        ("1.5亿", "150000000"),
+        ("三百gb", "300gb"),
+    ],
+)
+def test_chinese_numerals_converted_where_they_are_numbers(text, converted):
+    assert zh_numerals_to_digits(text) == converted
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["我们一起去", "统一标准", "万一失败", "十分重要", "千万不要", "有一点点", "三五天", "一两个", "百万富翁", "一样",
+     "七八"],
+)  # fmt: skip
+def test_numeral_characters_in_words_stay_characters(text):
+    assert zh_numerals_to_digits(text) == text
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold"),
+    [("我们一起去", "1"), ("统一标准", "1"), ("万一失败", "1"), ("十分重要", "10"), ("千万不要", "10000000"),
+     ("三五天", "35天"), ("一两个", "12个")],
+)  # fmt: skip
+def test_numeral_false_positives(prediction, gold):
+    assert not contains_match(prediction, [gold], "zh")
+
+
+# The primary verdict -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold", "lang", "reason"),
+    [
+        ("It is not 308, it is 136", "308", "en", "negated"),
+        ("It isn't 308.", "308", "en", "negated"),
+        ("不是308，是136。", "308", "zh", "negated"),
+        ("308 is wrong.", "308", "en", "negated"),
+        ("308 or 136", "308", "en", "hedged"),
+        ("308或136", "308", "zh", "hedged"),
+        ("It is 308; some say 136.", "308", "en", "other value"),
+        ("需要64GiB内存，建议128GiB。", "64 GiB", "zh", "other value"),
+        ("It is 136.", "308", "en", "missing"),
+        ("It is 136, not 308.", "136", "en", "stated"),
+        ("每晚不超过六百元。", "600元", "zh", "stated"),
+        ("It has 308 seats, of which 136 are held by Labour.", "308", "en", "stated"),
+        ("It costs 25 EUR, about $27.", "25 EUR", "en", "stated"),
+    ],
+)
+def test_primary_reason(prediction, gold, lang, reason):
+    assert primary_reason(prediction, [gold], lang) == reason
+    assert primary_match(prediction, [gold], lang) is (reason == "stated")
+    assert contains_match(prediction, [gold], lang) is (reason != "missing")
+
+
+def test_score_answer_correct_is_the_primary_and_contains_stays_beside_it():
+    result = score(question(("308",)), "It is not 308, it is 136 [guide/rate_limits.md].")
+    assert result.contains and not result.correct and result.reason == "negated" and not result.exact
+    assert result.f1 == pytest.approx(2 * (1 / 7) * 1 / (1 / 7 + 1))  # 1 common token of 7 predicted
+    fine = score(question(("308",)), "308 [guide/rate_limits.md]")
+    assert fine.correct and fine.exact and fine.contains and fine.f1 == 1.0 and fine.reason == "stated"
+    refused = score(question(("308",)), "I don't have that information.")
+    assert refused.reason == "missing" and not refused.correct
+    unanswerable = score(question(()), "I don't have that information.")
+    assert unanswerable.correct and unanswerable.refused
+
+
+# Properties ----------------------------------------------------------------------------------------
+
+_PIECES = list("abcxyz ABC 0123456789 .,-%$€'") + list("一二三十百千万点零两个天年元公里需要内存不是或")
+_TEXT = st.lists(st.sampled_from([*_PIECES, "GiB", "EUR", "not ", "the ", "ten ", "%"]), max_size=30).map("".join)
+_ENGLISH_GOLD = st.lists(st.sampled_from([*"abcdefgxyz 0123456789.,-$%", "GiB", "EUR", "ten "]), max_size=20).map(
+    "".join
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_TEXT, scheme=st.sampled_from(["squad", "cjk"]))
+def test_match_tokens_are_idempotent(text, scheme):
+    tokens = match_tokens(text, scheme)
+    assert match_tokens(" ".join(tokens), scheme) == tokens
+
+
+@settings(max_examples=300, deadline=None)
+@given(gold=_TEXT, lang=st.sampled_from(["en", "zh"]))
+def test_a_gold_always_matches_itself(gold, lang):
+    if match_tokens(gold, scheme_for(lang)):
+        assert exact_match(gold, [gold], lang) and contains_match(gold, [gold], lang)
+        assert primary_match(gold, [gold], lang) and token_f1(gold, [gold], lang) == 1.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(gold=_ENGLISH_GOLD)
+def test_not_before_the_gold_is_never_correct(gold):
+    if match_tokens(gold, "squad"):
+        assert not primary_match(f"not {gold}", [gold], "en")
+        assert not primary_match(f"It is not {gold}.", [gold], "en")

@@ -2,12 +2,21 @@
 
 The scheme (``squad`` or ``cjk``) is picked per question by :func:`scheme_for`;
 the text normalisations, the official SQuAD v2.0 / CMRC 2018 replicas and
-evalkit's folds (dash and quote variants, number words, empty golds) live in
-:mod:`evalkit.scoring.normalise`. LLM answers are sentences, so
-:func:`contains_match` (a gold answer occurs in the prediction on token
-boundaries) is reported beside exact match, and it is what
-:func:`score_answer` calls correct. Refusals are compared whole after
-:func:`refusal_key`.
+evalkit's folds (dash and quote variants, mixed-script tokens, currencies,
+number words and Chinese numerals, empty golds) live in
+:mod:`evalkit.scoring.normalise` and :mod:`evalkit.scoring.numerals`.
+
+Four answer-match scores, all on the folded tokens: :func:`exact_match`
+(SQuAD EM), :func:`token_f1` (SQuAD bag F1 / CMRC longest-run F1),
+:func:`contains_match` (a gold occurs as a token run: LLM answers are
+sentences) and the primary, :func:`primary_match`: contained, and neither
+negated, hedged nor contradicted by another value of the same type
+(:mod:`evalkit.scoring.verdict` states the rule and its failure modes). On the
+hand-labelled table of ``tests/test_answer_verdicts.py`` (96 answers, English
+and Chinese) the primary agrees with 88 labels, containment on the same folds
+with 71, and containment before the folds of issue 22 with 55.
+:func:`score_answer` calls an answer correct by the primary. Refusals are
+compared whole after :func:`refusal_key`.
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ from evalkit.scoring.normalise import (
     squad_f1,
     squad_tokens,
 )
+from evalkit.scoring.verdict import Reason, judge
 
 __all__ = [
     "CJK_LANGS",
@@ -52,6 +62,8 @@ __all__ = [
     "normalize",
     "normalize_cjk",
     "normalize_squad",
+    "primary_match",
+    "primary_reason",
     "quoted_passages",
     "quotes_valid",
     "refusal_key",
@@ -136,6 +148,11 @@ def _contains(prediction: str, golds: Sequence[str], scheme: Scheme) -> bool:
     return any(_contains_run(predicted, match_tokens(gold, scheme)) for gold in usable)
 
 
+def _reason(prediction: str, golds: Sequence[str], scheme: Scheme) -> Reason:
+    usable = [gold for gold in golds if _match_form(gold, scheme)]
+    return judge(match_tokens(prediction, scheme), [match_tokens(gold, scheme) for gold in usable])
+
+
 def exact_match(prediction: str, golds: Sequence[str], lang: str) -> bool:
     """Some gold equals the prediction once both are folded and normalised; False when there is no gold.
 
@@ -163,6 +180,18 @@ def contains_match(prediction: str, golds: Sequence[str], lang: str) -> bool:
     nothing is never contained.
     """
     return _contains(prediction, golds, scheme_for(lang, " ".join(golds)))
+
+
+def primary_reason(prediction: str, golds: Sequence[str], lang: str) -> Reason:
+    """Why the primary verdict is what it is: ``stated`` (correct), ``missing``, ``negated``, ``hedged``
+    or ``other value`` (:func:`evalkit.scoring.verdict.judge`)."""
+    return _reason(prediction, golds, scheme_for(lang, " ".join(golds)))
+
+
+def primary_match(prediction: str, golds: Sequence[str], lang: str) -> bool:
+    """The primary score: some gold is contained and the answer neither negates it, hedges it with
+    ``or``, nor states another value of its type (``It is not 308, it is 136`` is wrong for ``308``)."""
+    return primary_reason(prediction, golds, lang) == "stated"
 
 
 # Refusals ---------------------------------------------------------------------
@@ -255,8 +284,8 @@ class AnswerScore:
     """How one answer fares against one question."""
 
     correct: bool
-    """Answerable: a gold answer is contained (or exactly matched) and the answer is no refusal.
-    Unanswerable: the answer is a refusal."""
+    """The primary score. Answerable: :func:`primary_match` (a gold answer is stated, not negated,
+    hedged or contradicted) and the answer is no refusal. Unanswerable: the answer is a refusal."""
     exact: bool
     """Normalised exact match with some gold answer."""
     contains: bool
@@ -273,6 +302,9 @@ class AnswerScore:
     """Every quote of >= 8 characters occurs in a provided document's current text; None without quotes."""
     scheme: Scheme
     """``squad`` or ``cjk``: how the answer was normalised and tokenised."""
+    reason: Reason
+    """The primary verdict's reason on the answer text (:func:`primary_reason`), refusal or not:
+    ``stated`` when a gold is stated cleanly; ``missing``, ``negated``, ``hedged``, ``other value``."""
 
 
 def score_answer(
@@ -285,7 +317,7 @@ def score_answer(
     """Score ``answer_text`` for ``question``; ``documents`` maps doc_id to the document's current text.
 
     The scheme comes from the question's ``lang`` tag, else from its text.
-    Refusal, exact match, containment and F1 are judged on the answer without
+    Refusal, the primary verdict, exact match, containment and F1 are judged on the answer without
     its citation brackets (:func:`strip_citations`); citations and quotes on
     the answer as given.
     """
@@ -294,10 +326,11 @@ def score_answer(
     body = strip_citations(answer_text)
     refused = is_refusal(body, refusals)
     contains = _contains(body, golds, scheme)
+    reason = _reason(body, golds, scheme)
     citations = cited_doc_ids(answer_text)
     provided = set(provided_doc_ids)
     return AnswerScore(
-        correct=(contains and not refused) if question.answerable else refused,
+        correct=(reason == "stated" and not refused) if question.answerable else refused,
         exact=_exact(body, golds, scheme),
         contains=contains,
         f1=_f1(body, golds, scheme),
@@ -306,6 +339,7 @@ def score_answer(
         citations_valid=all(doc_id in provided for doc_id in citations),
         quotes_valid=quotes_valid(answer_text, provided, documents),
         scheme=scheme,
+        reason=reason,
     )
 
 

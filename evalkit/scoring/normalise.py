@@ -24,26 +24,31 @@ Two schemes (picked per question by :func:`evalkit.scoring.answers.scheme_for`):
   Hangul count as CJK as well as Han (CMRC: ``[\u4e00-\u9fa5]`` only).
 
 Answer matching in :mod:`evalkit.scoring.answers` (exact match, token F1,
-containment) runs the official rules above on a folded form
+containment, the primary verdict) runs the official rules above on a folded form
 (:func:`match_tokens`), so that a model's spelling of a gold answer is not
 counted wrong: dash variants become ``-`` and curly quotes ASCII quotes
-(``20–18`` == ``20-18``; NFKC, other non-ASCII punctuation becomes a space),
-number words become digits (``ten times`` == ``10 times``, ``twenty-one`` ==
-``21``; Chinese ``十`` == ``10``, ``六百`` == ``600``, ``两`` == ``2``), and gold
-answers that normalise to nothing are dropped as ``evaluate-v2.0.py`` does
-(none left: the gold is the empty no-answer). :func:`normalize_squad`,
+(``20–18`` == ``20-18``); NFKC folds full-width digits and letters; digits and
+Latin letters touching Han characters are tokens of their own (``需要64GiB内存``
+holds ``64 gib``); a currency symbol or word beside a number becomes a code
+after it (``25EUR`` == ``25 EUR`` == ``€25``, ``$25`` == ``25$``); ``1,000`` ==
+``1000``; a decimal is one token (gold ``6公里`` is not in ``364.6公里``); number
+words become digits (``ten times`` == ``10 times``; Chinese ``三百六十四点六`` ==
+``364.6`` where the characters are a number, :mod:`evalkit.scoring.numerals`);
+and gold answers that normalise to nothing are dropped as ``evaluate-v2.0.py``
+does (none left: the gold is the empty no-answer). :func:`normalize_squad`,
 :func:`squad_f1`, :func:`normalize_cjk`, :func:`cjk_f1` stay exact replicas.
 """
 
 from __future__ import annotations
 
 import collections
-import math
 import re
 import string
 import unicodedata
 from collections.abc import Sequence
 from typing import Literal
+
+from evalkit.scoring.numerals import english_words_to_digits, zh_numerals_to_digits
 
 __all__ = [
     "CJK_OR_WORD",
@@ -163,99 +168,76 @@ def run_f1(gold_tokens: Sequence[str], pred_tokens: Sequence[str]) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-# Folded forms: dashes and quotes, number words -----------------------------------
+# Folded forms: what answer matching compares ------------------------------------
 
 _VARIANTS = str.maketrans(
     dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d", "-")  # hyphens, dashes, minus
     | dict.fromkeys("\u2018\u2019\u201a\u201b\u2032\u00b4", "'")  # curly single quotes, prime, acute
     | dict.fromkeys("\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb", '"')  # curly double quotes, guillemets
+    | {"\uff0c": "\u3001"}  # a full-width comma separates list items: keep it from NFKC's ASCII comma
 )
-_UNITS = (
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen"
-).split()
-_TENS = {w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)}
-_SMALL = (
-    {w: i for i, w in enumerate(_UNITS)}
-    | _TENS
-    | {t + u: v + i for t, v in _TENS.items() for i, u in enumerate(_UNITS[1:10], 1)}  # twenty-one -> twentyone
+_THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?!\d|,\d)")
+_LIST_COMMA = re.compile(r"(?<=\d),(?=\d)")  # a comma between digits that is no thousands separator
+_CURRENCY_CODES = {"$": "usd", "€": "eur", "£": "gbp", "₹": "inr", "₩": "krw"}
+_SYMBOL_FIRST = re.compile(r"([$€£₹₩])\s?(\d+(?:\.\d+)?)")
+_SYMBOL_AFTER = re.compile(r"(\d+(?:\.\d+)?)\s?([$€£₹₩])")
+_CURRENCY_WORDS = {"euro": "eur", "euros": "eur", "dollar": "usd", "dollars": "usd"}
+_CURRENCY_WORD = re.compile(r"\b(euros?|dollars?)\b|(欧元|美元|英镑)|\b(per ?cent|percent)\b")
+_ZH_CURRENCY = {"欧元": "eur", "美元": "usd", "英镑": "gbp"}
+_DECIMAL_POINT = "\ue000"  # a private-use character: a decimal point survives punctuation removal as it
+_DECIMAL = re.compile(r"(?<=\d)\.(?=\d)")
+_PIECE = re.compile(
+    rf"[{_CJK_CHARS}]|%"
+    rf"|\d+(?:{_DECIMAL_POINT}\d+)*(?:(?:st|nd|rd|th|s)(?![^\W\d_]))?"  # 364.6, 10th, 1990s; 64gib -> 64 gib
+    rf"|[^\W\d_{_CJK_CHARS}]+\d*"  # mp3, covid19: a digit after letters stays in the word
+    r"|\S"
 )
-_SCALES = {"thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000}
-_ZH_DIGITS = dict(zip("零〇一二两三四五六七八九", (0, 0, 1, 2, 2, 3, 4, 5, 6, 7, 8, 9)))
-_ZH_UNITS = {"十": 10, "百": 100, "千": 1_000}
-_ZH_NUMBER = re.compile("[零〇一二两三四五六七八九十百千万]+")
 
 
-def _read_number(tokens: Sequence[str], start: int) -> tuple[int, int]:
-    """The number spelled by English words from ``tokens[start]``, and how many tokens it took (0: none).
-
-    Cardinals only: ``twenty one`` 21, ``two hundred and five`` 205, ``hundred`` 100 (``a`` was dropped as an
-    article), ``three thousand`` 3000. A word that cannot continue the number (``one two``) starts a new one.
-    """
-    total = part = 0
-    last = ""  # the previous word's kind: "" (none yet), "small", "hundred", "scale"
-    scale_cap = math.inf  # scales descend: "two million three thousand"
-    i = end = start
-    while i < len(tokens):
-        word = tokens[i]
-        if word in _SMALL:
-            value = _SMALL[word]
-            if last == "small" and not (part % 100 >= 20 and part % 10 == 0 and value < 10):
-                break  # "one two", "twenty twenty": two numbers
-            part, last = part + value, "small"
-        elif word == "hundred":
-            if last == "hundred" or part >= 100:
-                break
-            part, last = (part or 1) * 100, "hundred"
-        elif word in _SCALES:
-            if _SCALES[word] >= scale_cap:
-                break
-            total, part, last, scale_cap = total + (part or 1) * _SCALES[word], 0, "scale", _SCALES[word]
-        elif word == "and" and last in ("hundred", "scale") and i + 1 < len(tokens) and tokens[i + 1] in _SMALL:
-            i += 1
-            continue
-        else:
-            break
-        i += 1
-        end = i
-    return total + part, end - start
+def _currency_word(match: re.Match[str]) -> str:
+    word, han, _ = match.groups()
+    return f" {_CURRENCY_WORDS[word]} " if word else f" {_ZH_CURRENCY[han]} " if han else " % "
 
 
-def _words_to_digits(tokens: Sequence[str]) -> list[str]:
-    """Runs of English number words replaced by their digits (one token per number)."""
-    out: list[str] = []
-    i = 0
-    while i < len(tokens):
-        value, used = _read_number(tokens, i)
-        out.append(str(value) if used else tokens[i])
-        i += used or 1
-    return out
+def _prefold(text: str) -> str:
+    """Variants to ASCII, thousands separators dropped, NFKC, lowercase, Chinese numerals and currencies."""
+    text = _THOUSANDS.sub(lambda m: m.group().replace(",", ""), text.translate(_VARIANTS))
+    text = _LIST_COMMA.sub(" ", text)  # 1,2,3 is a list, not 123 (SQuAD's deletion would fuse it)
+    folded = zh_numerals_to_digits(unicodedata.normalize("NFKC", text).lower())
+    folded = _SYMBOL_FIRST.sub(lambda m: f" {m.group(2)} {_CURRENCY_CODES[m.group(1)]} ", folded)
+    folded = _SYMBOL_AFTER.sub(lambda m: f" {m.group(1)} {_CURRENCY_CODES[m.group(2)]} ", folded)
+    return _DECIMAL.sub(_DECIMAL_POINT, _CURRENCY_WORD.sub(_currency_word, folded))
 
 
-def _zh_number(run: str) -> int:
-    """A run of Chinese numerals as an integer: ``十`` 10, ``六百`` 600, ``一百零五`` 105, ``二〇二四`` 2024."""
-    if all(ch in _ZH_DIGITS for ch in run):
-        return int("".join(str(_ZH_DIGITS[ch]) for ch in run))  # read digit by digit (years, codes)
-    total = section = digit = 0
-    for ch in run:
-        if ch in _ZH_DIGITS:
-            digit = _ZH_DIGITS[ch]
-        elif ch == "万":
-            total, section, digit = total + ((section + digit) or 1) * 10_000, 0, 0
-        else:
-            section, digit = section + (digit or 1) * _ZH_UNITS[ch], 0
-    return total + section + digit
+def _pieces(word: str) -> list[str]:
+    """One whitespace-separated word split where scripts meet: each CJK character, a number, a Latin run."""
+    pieces = _PIECE.findall(word)  # a point left alone (c10.18: the point does not join c10 and 18) is dropped
+    return [piece.replace(_DECIMAL_POINT, ".") for piece in pieces if piece != _DECIMAL_POINT]
 
 
 def match_tokens(text: str, scheme: Scheme) -> list[str]:
-    """The tokens answer matching compares: the scheme's official tokens of the folded text.
+    """The tokens answer matching compares: the scheme's official tokens of a folded text.
 
-    ``squad``: dash and quote variants to ASCII, NFKC, other non-ASCII punctuation and symbols to spaces, then
-    :func:`squad_tokens`, then number words to digits. ``cjk``: Chinese numerals to digits, then
-    :func:`cjk_tokens` (which already drops every punctuation mark).
+    Folding, both schemes: dash and quote variants to ASCII; ``1,000`` to ``1000`` (ASCII comma, groups
+    of three); NFKC (full-width digits and letters) and lowercase; Chinese numerals to digits where they
+    are numbers (:mod:`evalkit.scoring.numerals`); a currency symbol beside a number becomes a code after
+    it (``$25``, ``25$``, ``$ 25`` -> ``25 usd``; ``€`` eur, ``£`` gbp, ``₹`` inr, ``₩`` krw; ``euros``,
+    ``欧元`` eur, ``dollars``, ``美元`` usd, ``英镑`` gbp; ``¥`` is yen or yuan, so it is dropped);
+    ``percent``, ``per cent`` and ``％`` are ``%``. Then tokens split where scripts meet: each CJK
+    character, a number (``364.6`` whole), a Latin run (``64GiB`` -> ``64 gib``, ``25EUR`` -> ``25 eur``;
+    ordinals and decades stay: ``10th``, ``1990s``; letters then digits stay: ``mp3``) and ``%``.
+
+    ``squad``: ASCII punctuation is deleted as the official script does (``don't`` -> ``dont``, ``20-18``
+    -> ``2018``) except a decimal point and ``%``; other punctuation and symbols become spaces; the
+    articles a/an/the are dropped; number words become digits. ``cjk``: every punctuation mark and symbol
+    but a decimal point and ``%`` becomes a space (CMRC deletes them; here no two runs fuse).
     """
+    folded = _prefold(text)
     if scheme == "cjk":
-        return cjk_tokens(_ZH_NUMBER.sub(lambda m: str(_zh_number(m.group())), text))
-    folded = unicodedata.normalize("NFKC", text.translate(_VARIANTS))
-    spaced = "".join(" " if ord(ch) > 127 and is_punct_or_symbol(ch) else ch for ch in folded)
-    return _words_to_digits(normalize_squad(spaced).split())
+        spaced = "".join(" " if is_punct_or_symbol(ch) and ch != "%" else ch for ch in folded)
+        return [piece for word in spaced.split() for piece in _pieces(word)]
+    kept = "".join(
+        "" if ch in _SQUAD_PUNCT and ch != "%" else " " if is_punct_or_symbol(ch) and ch != "%" else ch for ch in folded
+    )
+    pieces = [piece for word in kept.split() for piece in _pieces(word)]
+    return english_words_to_digits([piece for piece in pieces if piece not in ("a", "an", "the")])
