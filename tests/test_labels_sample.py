@@ -14,8 +14,8 @@ from evalkit.curate.failures import propose_failures
 from evalkit.curate.generate import generate_candidates, parse_reply
 from evalkit.curate.querylog import read_query_log
 from evalkit.curate.queue import read_queue
-from evalkit.labels.read import read_set
 from evalkit.curate.sampling import SampleSettings, fold, fold_key, sample
+from evalkit.labels.read import read_set
 from evalkit.records import Answer, Usage
 from tests.conftest import DEMO, REPO
 

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalkit.curate.sampling import Sample, group_id
 from evalkit.labels.fields import visible
 from evalkit.labels.parse import read_jsonl
-from evalkit.curate.sampling import Sample, group_id
 from evalkit.records import Document, Span
 
 __all__ = [

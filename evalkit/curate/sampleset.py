@@ -14,10 +14,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalkit.labels.load import read_documents
 from evalkit.curate.querylog import read_query_log
 from evalkit.curate.queue import QUEUE, QueueItem, items_from_sample, merge_queue, read_queue, write_queue
 from evalkit.curate.sampling import Sample, SampleSettings, fold_key, group_id, sample
+from evalkit.labels.load import read_documents
 from evalkit.labels.write import write_labelset
 
 __all__ = ["SampleOutcome", "sample_into_set"]

@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.curate.annotate.entries import EditError, Entry, apply_edit, entry_from_json, entry_json, question_line
+from evalkit.curate.queue import QUEUE, QueueItem, atomic_write_text, read_queue, write_queue
 from evalkit.labels.load import parse_question
 from evalkit.labels.parse import load_documents
-from evalkit.curate.queue import QUEUE, QueueItem, atomic_write_text, read_queue, write_queue
 from evalkit.records import Document, Span
 
 __all__ = ["STATE", "AnnotationStore", "EditError", "StoreError"]
