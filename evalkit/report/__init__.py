@@ -1,7 +1,9 @@
 """The review report: one self-contained HTML file per run folder.
 
 ``write_report(run_dir)`` reads only the files of ``reports/<run_id>/`` (and
-the labelled set it names) and imports nothing from the sweep pipeline.
+the labelled set it names) and imports nothing from the sweep pipeline. May import:
+records, labels, run (and, until the one recommender and the one run reader land, the
+scoring modules ``EXCEPTIONS`` in ``tests/test_architecture.py`` lists).
 """
 
 from __future__ import annotations
