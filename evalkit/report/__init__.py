@@ -2,8 +2,8 @@
 
 ``write_report(run_dir)`` reads only the files of ``reports/<run_id>/`` (and
 the labelled set it names) and imports nothing from the sweep pipeline. May import:
-records, labels, run (and, until the one recommender and the one run reader land, the
-scoring modules ``EXCEPTIONS`` in ``tests/test_architecture.py`` lists).
+records, labels, run; until the one recommender lands, the modules that ``EXCEPTIONS`` in
+``tests/test_architecture.py`` lists also import scoring.
 """
 
 from __future__ import annotations
