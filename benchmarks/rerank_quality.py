@@ -31,7 +31,8 @@ from evalkit.records import Question, Span
 from evalkit.retrieval.bm25 import BM25Index
 from evalkit.retrieval.rerank.base import RerankCounter, Reranker, rerank_scores
 from evalkit.retrieval.rerank.local import E5Reranker, NanoReranker
-from evalkit.scoring.metrics import context_precision_at_k, hit_at_k
+from evalkit.scoring.ir.context_precision import context_precision_at_k
+from evalkit.scoring.ir.hit import hit_at_k
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "labelsets"
 RERANKERS: dict[str, Callable[[], Reranker]] = {"nano": NanoReranker, "e5": E5Reranker}

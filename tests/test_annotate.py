@@ -16,11 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalkit.labels.annotate.api import AnnotationApi
-from evalkit.labels.annotate.checks import in_one_sentence
-from evalkit.labels.annotate.server import AnnotationServer
-from evalkit.labels.annotate.store import STATE, AnnotationStore
-from evalkit.labels.queue import QueueItem, write_queue
+from evalkit.curate.annotate.api import AnnotationApi
+from evalkit.curate.annotate.checks import in_one_sentence
+from evalkit.curate.annotate.server import AnnotationServer
+from evalkit.curate.annotate.store import STATE, AnnotationStore
+from evalkit.curate.queue import QueueItem, write_queue
 from evalkit.labels.read import read_set
 from evalkit.labels.validate import validate
 from tests.conftest import REPO, write_set

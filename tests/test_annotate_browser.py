@@ -10,11 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from evalkit.labels.annotate.api import AnnotationApi
-from evalkit.labels.annotate.server import AnnotationServer
-from evalkit.labels.annotate.store import AnnotationStore
-from evalkit.labels.queue import QueueItem, write_queue
-from evalkit.labels.sampling import fold_key
+from evalkit.curate.annotate.api import AnnotationApi
+from evalkit.curate.annotate.server import AnnotationServer
+from evalkit.curate.annotate.store import AnnotationStore
+from evalkit.curate.queue import QueueItem, write_queue
+from evalkit.curate.sampling import fold_key
 from tests.conftest import DEMO, REPO, write_set
 
 EN = "# Limits\n\nThe RateLimiter allows a burst of 20 requests per second. Retries back off.\n"

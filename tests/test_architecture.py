@@ -1,60 +1,216 @@
-"""The layout's rules (DESIGN §7), enforced on the source: who may import whom, what does I/O, how big things get."""
+"""The layout's rules (DESIGN §7), enforced on the source: who may import whom, what does I/O, how big things get.
+
+The import table is :data:`ALLOWED`: for every top-level module and folder of evalkit (and every
+entry point), the evalkit modules and folders it may import. Every ``import`` in every module counts,
+function-level and ``TYPE_CHECKING`` ones included. The README's table ("How evalkit is built") must
+list the same units with the same allowances (:func:`test_the_readme_table_is_the_allow_list`).
+Today's breaches that another change removes are :data:`EXCEPTIONS`, one module at a time.
+"""
 
 from __future__ import annotations
 
 import ast
+import re
+from functools import cache
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "evalkit"
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "evalkit"
 STAGES = ("retrieval", "answering", "scoring")
 IO_CALLS = {"open", "read_text", "write_text", "read_bytes", "write_bytes", "read_parquet", "to_parquet", "read_csv",
             "to_csv", "read_json", "write_json", "mkdir", "unlink", "savez", "load"}  # fmt: skip
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 80
 
+NOTHING: tuple[str, ...] = ()
+ALLOWED: dict[str, tuple[str, ...]] = {
+    # the floor: records, the cache, the strict settings reader, where the bundled data lives
+    "records.py": NOTHING,
+    "cache.py": NOTHING,
+    "settings.py": NOTHING,
+    "confdir.py": NOTHING,
+    "signals.py": NOTHING,
+    # the labelled-set format sits below every stage; curation grows sets above it
+    "labels/": ("records.py",),
+    "curate/": ("records.py", "labels/", "cache.py", "confdir.py", "retrieval/", "answering/", "scoring/", "run/"),
+    # the stages
+    "chunking/": ("records.py",),
+    "cost/": ("records.py",),
+    "run/": ("records.py",),
+    "retrieval/": ("records.py", "cache.py", "settings.py", "cost/", "run/"),
+    "answering/": ("records.py", "cache.py", "settings.py", "cost/"),
+    "scoring/": ("records.py", "cost/"),
+    "tracking/": ("records.py", "run/"),
+    # the only orchestrator
+    "pipeline/": (
+        "records.py",
+        "cache.py",
+        "settings.py",
+        "confdir.py",
+        "labels/",
+        "chunking/",
+        "retrieval/",
+        "answering/",
+        "scoring/",
+        "cost/",
+        "run/",
+        "tracking/",
+    ),
+    # rendering: the run folder through run/, the labelled set through labels/
+    "report/": ("records.py", "labels/", "run/"),
+    # the project front door: configs layered over the bundled ones, evalkit from Python
+    "overrides.py": ("settings.py", "confdir.py", "project/"),
+    "project/": ("confdir.py", "overrides.py", "sweep.py", "run/"),
+    "__init__.py": ("project/",),
+    # thin entry points: the stage they front
+    "__main__.py": NOTHING,  # runs the others by module name (importlib), imports none of them
+    "sweep.py": (
+        "confdir.py",
+        "signals.py",
+        "overrides.py",
+        "labels/",
+        "pipeline/",
+        "tracking/",
+        "report/",
+        "project/",
+    ),
+    "gate.py": ("pipeline/", "scoring/", "run/"),
+    "labels/__main__.py": ("labels/", "curate/"),
+    "report/__main__.py": ("report/", "run/"),
+    "tracking/__main__.py": ("tracking/", "run/"),
+}
+
+# Today's imports that break the table, one module at a time, each removed by a change under way
+# (issue 21: "one recommender", "one run reader"). A listed import that is gone fails the test below,
+# so the list only shrinks.
+_REPORT_RECOMPUTES = ("scoring/",)  # the report recomputes from scoring/ (intervals, recommender, registry)
+EXCEPTIONS: dict[str, tuple[str, ...]] = {
+    "report/__main__.py": _REPORT_RECOMPUTES,
+    "report/analysis.py": _REPORT_RECOMPUTES,
+    "report/compare.py": _REPORT_RECOMPUTES,
+    "report/diagnostics.py": _REPORT_RECOMPUTES,
+    "report/experiments.py": _REPORT_RECOMPUTES,
+    "report/fmt.py": _REPORT_RECOMPUTES,
+    "report/model.py": _REPORT_RECOMPUTES,
+    "report/plots.py": _REPORT_RECOMPUTES,
+    "report/threshold_advice.py": _REPORT_RECOMPUTES,
+    "report/sections/calibration.py": _REPORT_RECOMPUTES,
+    "report/sections/configs.py": _REPORT_RECOMPUTES,
+    "report/sections/cost.py": _REPORT_RECOMPUTES,
+    "report/sections/frontier.py": _REPORT_RECOMPUTES,
+    "report/sections/grid.py": _REPORT_RECOMPUTES,
+    "report/sections/recommendation.py": _REPORT_RECOMPUTES,
+    "report/sections/synthetic.py": _REPORT_RECOMPUTES,
+    "gate.py": ("report/",),  # reads the run through report/data.load_run: the one run reader goes to run/
+    "project/api.py": ("report/",),  # evalkit.load_run is report/data.load_run: likewise
+}
+# A private name (``_x``) imported from another module: a helper that should be public in one place.
+PRIVATE_IMPORTS: dict[str, tuple[str, ...]] = {
+    "answering/position/sizing.py": ("evalkit.answering.position.items._stable_int",),
+}
+
 
 def modules() -> list[Path]:
     return sorted(PACKAGE.rglob("*.py"))
 
 
-def stage_of(path: Path) -> str:
-    parts = path.relative_to(PACKAGE).parts
-    return parts[0] if len(parts) > 1 else path.stem
+def name_of(path: Path) -> str:
+    return path.relative_to(PACKAGE).as_posix()
 
 
-def imported_modules(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+def unit_of(path: Path) -> str:
+    """The row of :data:`ALLOWED` a module answers to: its entry point, its folder or itself."""
+    relative = name_of(path)
+    if relative in ALLOWED:
+        return relative
+    head, _, rest = relative.partition("/")
+    return f"{head}/" if rest else head
+
+
+def target_unit(module: str) -> str:
+    """The unit an imported ``evalkit.x.y`` belongs to: ``x/`` for a folder, ``x.py`` for a module."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "__init__.py"
+    return f"{parts[1]}/" if (PACKAGE / parts[1]).is_dir() else f"{parts[1]}.py"
+
+
+@cache
+def imported_modules(path: Path) -> frozenset[str]:
+    """Every evalkit module (or ``module.name``) ``path`` imports, anywhere in the file."""
     found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            assert node.level == 0, f"{name_of(path)}:{node.lineno}: relative import (this check reads absolute ones)"
+            if node.module != "evalkit":  # `from evalkit import x` imports `evalkit.x`, not `evalkit/__init__`
+                found.add(node.module)
             found.update(f"{node.module}.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
-    return {m for m in found if m.startswith("evalkit.")}
+    return frozenset(m for m in found if m == "evalkit" or m.startswith("evalkit."))
+
+
+def imported_units(path: Path) -> set[str]:
+    """The units of :data:`ALLOWED` that ``path`` imports from, its own excepted (an entry point's folder is not)."""
+    units = set()
+    for module in imported_modules(path):
+        head = module.split(".")[1] if "." in module else ""
+        is_module = (PACKAGE / head).is_dir() or (PACKAGE / f"{head}.py").is_file()
+        units.add(target_unit(module) if head and is_module else "__init__.py")  # `from evalkit import load_run`
+    return units - {unit_of(path)}
 
 
 def imported_stages(path: Path) -> set[str]:
     return {m.split(".")[1] for m in imported_modules(path) if len(m.split(".")) > 2}
 
 
-@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_every_unit_of_evalkit_has_a_row() -> None:
+    units = {unit_of(p) for p in modules()}
+    assert units - set(ALLOWED) == set(), "add a row to ALLOWED (and to the README's table)"
+    assert set(ALLOWED) - units == set(), "a row names nothing that exists"
+    assert set(EXCEPTIONS) | set(PRIVATE_IMPORTS) <= {name_of(p) for p in modules()}
+    assert all(t in ALLOWED for allowed in ALLOWED.values() for t in allowed)
+
+
+@pytest.mark.parametrize("path", modules(), ids=name_of)
+def test_every_import_is_allowed(path: Path) -> None:
+    unit = unit_of(path)
+    allowed = set(ALLOWED[unit]) | set(EXCEPTIONS.get(name_of(path), ()))
+    forbidden = imported_units(path) - allowed
+    assert not forbidden, f"{name_of(path)} imports {sorted(forbidden)}; {unit} may import {sorted(ALLOWED[unit])}"
+
+
+@pytest.mark.parametrize("name", sorted(EXCEPTIONS))
+def test_every_exception_is_still_needed(name: str) -> None:
+    path = PACKAGE / name
+    unneeded = set(EXCEPTIONS[name]) - (imported_units(path) - set(ALLOWED[unit_of(path)]))
+    assert not unneeded, f"{name} no longer imports {sorted(unneeded)}: remove it from EXCEPTIONS"
+
+
+@pytest.mark.parametrize("path", modules(), ids=name_of)
+def test_no_private_name_crosses_a_module(path: Path) -> None:
+    own = "evalkit." + name_of(path).removesuffix(".py").replace("/", ".")
+    private = {
+        m
+        for m in imported_modules(path)
+        if m.rpartition(".")[2].startswith("_") and not m.rpartition(".")[2].startswith("__")
+        and m.rpartition(".")[0] != own
+    }  # fmt: skip
+    assert private == set(PRIVATE_IMPORTS.get(name_of(path), ())), f"{name_of(path)} imports private {sorted(private)}"
+
+
+@pytest.mark.parametrize("path", modules(), ids=name_of)
 def test_only_the_pipeline_joins_retrieval_answering_and_scoring(path: Path) -> None:
-    if stage_of(path) == "pipeline":
+    """Per module too: curate/ may use each stage, but no one module of it two of them."""
+    if unit_of(path) == "pipeline/":
         return
-    joined = (imported_stages(path) | {stage_of(path)}) & set(STAGES)
+    joined = (imported_stages(path) | {unit_of(path).rstrip("/")}) & set(STAGES)
     assert len(joined) <= 1, f"{path.name} imports from {sorted(joined)}: only pipeline/ may join stages"
 
 
-@pytest.mark.parametrize("path", sorted((PACKAGE / "report").rglob("*.py")), ids=lambda p: p.name)
-def test_the_report_renders_files_and_imports_no_stage(path: Path) -> None:
-    forbidden = imported_stages(path) & {"pipeline", "retrieval", "answering"}
-    assert not forbidden, f"report/{path.name} imports {sorted(forbidden)}"
-
-
-@pytest.mark.parametrize("path", sorted((PACKAGE / "scoring").rglob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted((PACKAGE / "scoring").rglob("*.py")), ids=name_of)
 def test_scoring_does_no_io_and_calls_no_model(path: Path) -> None:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     calls = {
@@ -63,12 +219,51 @@ def test_scoring_does_no_io_and_calls_no_model(path: Path) -> None:
         if isinstance(node, ast.Call)
     }
     assert not calls & IO_CALLS, f"scoring/{path.name} calls {sorted(calls & IO_CALLS)}"
-    stages = imported_stages(path) - {"scoring", "cost"}
-    assert not stages & {"pipeline", "retrieval", "answering", "run", "labels", "report"}, sorted(stages)
-    assert not any(m.startswith(("evalkit.cache", "anthropic", "cohere")) for m in imported_modules(path))
+    assert not any(m.startswith(("evalkit.cache", "anthropic", "cohere")) for m in _all_imports(tree))
 
 
-@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def _all_imports(tree: ast.AST) -> set[str]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+README_ROW = re.compile(r"^\| (?P<units>`[^|]+`) \| (?P<owns>[^|]+) \| (?P<imports>[^|]+) \|$")
+
+
+def readme_table() -> dict[str, set[str]]:
+    """The README's "may import" table: each unit of the first column -> the units of the last."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## How evalkit is built") :]
+    section = section[: section.index("\n## ", 3)]
+    table: dict[str, set[str]] = {}
+    for line in section.splitlines():
+        row = README_ROW.match(line)
+        if row is None:
+            continue
+        imports = set(re.findall(r"`([^`]+)`", row["imports"]))
+        for unit in re.findall(r"`([^`]+)`", row["units"]):
+            assert unit not in table, f"README: {unit} has two rows"
+            table[unit] = imports
+    return table
+
+
+def test_the_readme_table_is_the_allow_list() -> None:
+    table = readme_table()
+    expected = {unit: set(allowed) for unit, allowed in ALLOWED.items()}
+    wrong = {
+        unit: f"README says {sorted(table.get(unit, ()))}, ALLOWED says {sorted(expected.get(unit, ()))}"
+        for unit in table.keys() | expected.keys()
+        if table.get(unit) != expected.get(unit)
+    }
+    assert not wrong, wrong
+
+
+@pytest.mark.parametrize("path", modules(), ids=name_of)
 def test_modules_and_functions_stay_small(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     assert text.count("\n") <= MAX_MODULE_LINES, f"{path.name}: {text.count(chr(10))} lines"

@@ -10,12 +10,12 @@ from pathlib import Path
 
 from evalkit.answering.generation import GenerationRequest, Generator
 from evalkit.cache import Cache
-from evalkit.labels.failures import propose_failures
-from evalkit.labels.generate import generate_candidates, parse_reply
-from evalkit.labels.querylog import read_query_log
-from evalkit.labels.queue import read_queue
+from evalkit.curate.failures import propose_failures
+from evalkit.curate.generate import generate_candidates, parse_reply
+from evalkit.curate.querylog import read_query_log
+from evalkit.curate.queue import read_queue
+from evalkit.curate.sampling import SampleSettings, fold, fold_key, sample
 from evalkit.labels.read import read_set
-from evalkit.labels.sampling import SampleSettings, fold, fold_key, sample
 from evalkit.records import Answer, Usage
 from tests.conftest import DEMO, REPO
 

@@ -8,22 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalkit.scoring.metrics import (
-    METRICS,
-    JudgedRanking,
-    answer_recall_at_k,
-    context_precision_at_k,
-    covered_at_k,
-    hit_at_k,
-    ndcg_at_k,
-    parse_metric,
-    precision_at_k,
-    recall_at_k,
-    reciprocal_rank,
-    score_metric,
-    span_recall_at_k,
-    zero_hit,
-)
+from evalkit.scoring.ir.context_precision import context_precision_at_k
+from evalkit.scoring.ir.coverage import answer_recall_at_k, covered_at_k, span_recall_at_k
+from evalkit.scoring.ir.forms import JudgedRanking
+from evalkit.scoring.ir.hit import hit_at_k
+from evalkit.scoring.ir.ndcg import ndcg_at_k
+from evalkit.scoring.ir.precision import precision_at_k, recall_at_k
+from evalkit.scoring.ir.reciprocal_rank import reciprocal_rank
+from evalkit.scoring.ir.zero_hit import zero_hit
+from evalkit.scoring.metrics import METRICS, parse_metric, score_metric
 
 # Ranked list used throughout: relevant at ranks 2, 4 and 5; the chunking holds
 # 4 relevant units, so one relevant unit was never retrieved.

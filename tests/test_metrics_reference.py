@@ -29,14 +29,11 @@ from hypothesis import strategies as st
 
 from evalkit.chunking.relevance import build_unit_index, index_relevance_matrix
 from evalkit.records import Question, Span
-from evalkit.scoring.metrics import (
-    context_precision_at_k,
-    hit_at_k,
-    ndcg_at_k,
-    precision_at_k,
-    recall_at_k,
-    reciprocal_rank,
-)
+from evalkit.scoring.ir.context_precision import context_precision_at_k
+from evalkit.scoring.ir.hit import hit_at_k
+from evalkit.scoring.ir.ndcg import ndcg_at_k
+from evalkit.scoring.ir.precision import precision_at_k, recall_at_k
+from evalkit.scoring.ir.reciprocal_rank import reciprocal_rank
 
 TOL = 1e-9
 LABELSET = Path(__file__).resolve().parents[1].parent / "shared" / "labelsets" / "cmrc2018-zh"

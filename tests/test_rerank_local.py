@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
-import time
 from importlib import metadata
 from pathlib import Path
 
@@ -129,17 +128,3 @@ def test_import_loads_no_model() -> None:
 
 def test_empty_pool(nano: NanoReranker) -> None:
     assert nano.score_pairs(EN_QUERY, []).shape == (0,)
-
-
-def test_throughput_is_reported(nano: NanoReranker, capsys: pytest.CaptureFixture[str]) -> None:
-    """Measured and printed, not asserted (the machine is shared)."""
-    n_chunks, size = 40, 512
-    corpus = "\n".join(path.read_text(encoding="utf-8") for path in sorted((REPO / "labelsets").rglob("*.md")))
-    corpus = (corpus or EN_RELEVANT) * (1 + n_chunks * size // max(1, len(corpus)))
-    chunks = [corpus[i : i + size] for i in range(0, n_chunks * size, size)]
-    started = time.perf_counter()
-    nano.score_pairs(EN_QUERY, chunks)
-    elapsed = time.perf_counter() - started
-    with capsys.disabled():
-        rate = len(chunks) / elapsed
-        print(f"\nnanoranker: {len(chunks)} pairs of 512-char chunks in {elapsed:.2f} s = {rate:.0f} pairs/s")

@@ -6,7 +6,12 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalkit.scoring import metrics
+from evalkit.scoring.ir.context_precision import context_precision_at_k
+from evalkit.scoring.ir.hit import hit_at_k
+from evalkit.scoring.ir.ndcg import ndcg_at_k
+from evalkit.scoring.ir.precision import precision_at_k, recall_at_k
+from evalkit.scoring.ir.reciprocal_rank import reciprocal_rank
+from evalkit.scoring.ir.zero_hit import zero_hit
 from evalkit.scoring.slicing import PoolJudgement, best_score, returned_mask, slice_metrics
 
 
@@ -38,14 +43,14 @@ def test_slices_equal_scalar_metrics(case: tuple[PoolJudgement, int, float]) -> 
             bool(r) for r, s in zip(judgement.relevant[q], judgement.scores[q]) if not np.isnan(s) and s >= threshold
         ][:k]
         n_rel = int(judgement.n_relevant[q])
-        assert sliced.hit[q] == metrics.hit_at_k(keep, k)
-        assert abs(sliced.precision[q] - metrics.precision_at_k(keep, k)) < 1e-12
-        assert abs(sliced.context_precision[q] - metrics.context_precision_at_k(keep, k)) < 1e-12
-        assert abs(sliced.reciprocal_rank[q] - metrics.reciprocal_rank(keep, k)) < 1e-12
-        assert abs(sliced.ndcg[q] - metrics.ndcg_at_k(keep, k, n_rel)) < 1e-12
-        assert abs(sliced.recall_trec[q] - metrics.recall_at_k(keep, k, n_rel)) < 1e-12
+        assert sliced.hit[q] == hit_at_k(keep, k)
+        assert abs(sliced.precision[q] - precision_at_k(keep, k)) < 1e-12
+        assert abs(sliced.context_precision[q] - context_precision_at_k(keep, k)) < 1e-12
+        assert abs(sliced.reciprocal_rank[q] - reciprocal_rank(keep, k)) < 1e-12
+        assert abs(sliced.ndcg[q] - ndcg_at_k(keep, k, n_rel)) < 1e-12
+        assert abs(sliced.recall_trec[q] - recall_at_k(keep, k, n_rel)) < 1e-12
         best = best_score(judgement.scores[q : q + 1])[0]
-        assert bool(sliced.zero_hit[q]) == metrics.zero_hit(None if np.isnan(best) else float(best), threshold)
+        assert bool(sliced.zero_hit[q]) == zero_hit(None if np.isnan(best) else float(best), threshold)
         assert sliced.n_returned[q] == len(keep)
 
 

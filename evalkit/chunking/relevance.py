@@ -187,7 +187,7 @@ def cumulative_coverage(units: Sequence[SpanLike], question: Question, tau: floa
 
     Element ``i`` is ``covered_evidence(units[: i + 1], question, tau)``, so
     span recall at any cut-off ``k`` is a look-up (see
-    :func:`evalkit.scoring.metrics.span_recall_at_k`). Only units that share a code
+    :func:`evalkit.scoring.ir.coverage.span_recall_at_k`). Only units that share a code
     point with some evidence span can change the coverage, so the others
     reuse the previous prefix's answer.
     """

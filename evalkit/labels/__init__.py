@@ -5,7 +5,7 @@ Owns the on-disk format of a labelled set (``docs/``, ``docs.jsonl``,
 
 - ``parse`` (fields of one line -> records and problem lines) and ``read``,
   the one reader: strict for the sweep (``load_labelset``: every problem at
-  once, ``file:line: field: what``), tolerant for the label tools and the
+  once, ``file:line: field: what``), tolerant for curation and the
   report (``read_set(path, "tolerant")``: usable questions kept, stale spans
   dropped and listed); ``load`` wraps the tolerant mode for the tools;
 - ``validate`` (the sweep's verdict plus warnings; ``python -m
@@ -15,10 +15,15 @@ Owns the on-disk format of a labelled set (``docs/``, ``docs.jsonl``,
   ``write``.
 
 May import: :mod:`evalkit.records` only (never a stage: chunking,
-retrieval, answering, scoring, pipeline, report). Every module is
-importable without side effects; the functions are pure unless named for
-writing (``write_*``) or reading (``read_*``, ``load_*``, ``*_load``,
-``import_*``).
+retrieval, answering, scoring, pipeline, report; nor :mod:`evalkit.curate`,
+which grows sets in this format). ``__main__`` is an entry point: it adds
+curation's subcommands (sample, annotate, add-failures, generate) to the one
+``python -m evalkit.labels`` parser, importing :mod:`evalkit.curate.cli`
+when it builds it. Every module is importable without side effects; the
+functions are pure unless named for writing (``write_*``) or reading
+(``read_*``, ``load_*``, ``*_load``, ``import_*``). ``anchor`` (text back to
+document spans) needs only records, so a retriever returning bare text can
+reuse it.
 """
 
 from evalkit.labels.anchor import ImportResult

@@ -31,7 +31,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evalkit.labels.anchor import ImportResult
-from evalkit.labels.growth_cli import add_commands
 from evalkit.labels.health import format_health, label_health
 from evalkit.labels.hf_format import hf_rows, import_hf, write_hf
 from evalkit.labels.load import read_documents, tolerant_load
@@ -217,6 +216,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="hf: save_to_disk (arrow) when 'datasets' is installed, else parquet (auto)",
     )
     command.set_defaults(run=_export)
+    from evalkit.curate.cli import add_commands  # curation (sample, annotate, ...) lives above labels/: imported here
+
     add_commands(commands)
     return parser
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evalkit.report.plots import BLUE, GREY, RED, _figure
+from evalkit.report.plots import BLUE, GREY, RED, new_figure
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ def frontier_figure(
     the rest (a label that fits nowhere is left out, except for marked and front configs, which always get one).
     """
     width, height = 9.0, 4.8
-    fig = _figure(width, height)
+    fig = new_figure(width, height)
     ax = fig.add_subplot()  # type: ignore[attr-defined]
     xs = np.array([p.x for p in points], dtype=float)
     ys = 100 * np.array([p.y for p in points], dtype=float)

@@ -77,7 +77,8 @@ def draw(build: Callable[[], object], font: FontStatus) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def _figure(width: float, height: float) -> object:
+def new_figure(width: float, height: float) -> object:
+    """An empty figure of ``width`` x ``height`` inches, constrained layout: every plot of the report starts here."""
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height), layout="constrained")
@@ -94,7 +95,7 @@ def heatmaps(grids: Mapping[str, pd.DataFrame], marks: Mapping[str, tuple[int, i
     n = len(grids)
     cols = min(n, 3)
     rows = -(-n // cols)
-    fig = _figure(3.4 * cols, 2.6 * rows + 0.3)
+    fig = new_figure(3.4 * cols, 2.6 * rows + 0.3)
     axes = fig.subplots(rows, cols, squeeze=False)  # type: ignore[attr-defined]
     styles = {0: ("-", "#111111"), 1: ("--", RED)}
     for ax, (title, grid) in zip(axes.flat, grids.items(), strict=False):
@@ -150,7 +151,7 @@ def lines(
     ``vlines``: panel title -> (x, label) marker, e.g. the top_k plateau.
     """
     n = len(panels)
-    fig = _figure(4.4 * n, 3.1)
+    fig = new_figure(4.4 * n, 3.1)
     axes = fig.subplots(1, n, squeeze=False)[0]  # type: ignore[attr-defined]
     palette = [BLUE, ORANGE, GREEN, RED, "#7c3aed", "#0e7490"]
     for ax, (title, group) in zip(axes, panels.items(), strict=True):
@@ -202,7 +203,7 @@ def bars(panels: Mapping[str, Mapping[str, float]]) -> object:
     cols = min(n, 3)
     rows = -(-n // cols)
     height = max(1.9, 0.26 * max((len(v) for v in panels.values()), default=1) + 0.8)
-    fig = _figure(3.6 * cols, height * rows)
+    fig = new_figure(3.6 * cols, height * rows)
     axes = list(fig.subplots(rows, cols, squeeze=False).flat)  # type: ignore[attr-defined]
     for ax in list(axes)[n:]:
         ax.set_visible(False)
@@ -223,7 +224,7 @@ def grouped_bars(
     groups: Sequence[str], arms: Mapping[str, Sequence[stats.Interval | None]], ylabel: str = "accuracy %"
 ) -> object:
     """Accuracy by group (gold position bucket) per arm, with CI whiskers."""
-    fig = _figure(5.6, 3.1)
+    fig = new_figure(5.6, 3.1)
     ax = fig.add_subplot()  # type: ignore[attr-defined]
     width = 0.8 / max(len(arms), 1)
     palette = [BLUE, ORANGE, GREEN, RED, "#7c3aed"]
@@ -244,7 +245,7 @@ def score_histograms(
     relevant: Sequence[float], irrelevant: Sequence[float], thresholds: Sequence[float], calibrated: float | None
 ) -> object:
     """Per question: the best relevant candidate's score against the best irrelevant one's."""
-    fig = _figure(6.0, 3.0)
+    fig = new_figure(6.0, 3.0)
     ax = fig.add_subplot()  # type: ignore[attr-defined]
     rel, irr = np.asarray(relevant, dtype=float), np.asarray(irrelevant, dtype=float)
     rel, irr = rel[np.isfinite(rel)], irr[np.isfinite(irr)]

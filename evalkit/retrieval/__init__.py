@@ -1,4 +1,5 @@
 """Retrieval: embedding, BM25 and tokenising, candidate pools, metadata filters, rerank.
 
-May import: records, cache, cost (prices of paid calls). Never answering, scoring or pipeline.
+May import: records, cache, settings, cost (prices of paid calls), run (progress bars). Never answering,
+scoring or pipeline (the table: ``ALLOWED`` in ``tests/test_architecture.py``).
 """

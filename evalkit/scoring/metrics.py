@@ -1,8 +1,8 @@
 """Retrieval metrics for one question (pure; trec_eval-compatible): the per-question forms, by name.
 
 The definitions live one family per module in :mod:`evalkit.scoring.ir`
-(beside their vectorised forms); this module gathers the per-question ones
-and dispatches ``name@k`` strings, ranx style (``ndcg@10``).
+(beside their vectorised forms); this module names the per-question ones
+(from :data:`evalkit.scoring.ir.forms.FORMS`) and dispatches ``name@k`` strings, ranx style (``ndcg@10``).
 
 Every metric is a small function of what one question's ranked list looked
 like once judged: ``rel``, the relevance of the hits actually returned (best
@@ -28,35 +28,13 @@ from __future__ import annotations
 import re
 
 from evalkit.scoring.ir.checks import check_k
-from evalkit.scoring.ir.context_precision import context_precision_at_k
-from evalkit.scoring.ir.coverage import answer_recall_at_k, covered_at_k, span_recall_at_k
 from evalkit.scoring.ir.forms import FORMS, JudgedRanking, PerQuestion
-from evalkit.scoring.ir.hit import hit_at_k
-from evalkit.scoring.ir.ndcg import ndcg_at_k
-from evalkit.scoring.ir.precision import precision_at_k, recall_at_k
-from evalkit.scoring.ir.reciprocal_rank import reciprocal_rank
-from evalkit.scoring.ir.zero_hit import zero_hit
 
-__all__ = [
-    "METRICS",
-    "JudgedRanking",
-    "answer_recall_at_k",
-    "context_precision_at_k",
-    "covered_at_k",
-    "hit_at_k",
-    "ndcg_at_k",
-    "parse_metric",
-    "precision_at_k",
-    "recall_at_k",
-    "reciprocal_rank",
-    "score_metric",
-    "span_recall_at_k",
-    "zero_hit",
-]
+__all__ = ["METRICS", "parse_metric", "score_metric"]
 
 METRICS: dict[str, PerQuestion] = {name: forms.per_question for name, forms in FORMS.items()}
 """Metric name (without ``@k``) to ``fn(judged, k)``. ``recall`` is evalkit's
-answer recall (:func:`answer_recall_at_k`); ``recall_trec`` is trec_eval's."""
+answer recall (:func:`evalkit.scoring.ir.coverage.answer_recall_at_k`); ``recall_trec`` is trec_eval's."""
 
 _NAME = re.compile(r"(?P<name>[a-z_]+)@(?P<k>[0-9]+)")
 

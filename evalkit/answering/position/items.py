@@ -7,7 +7,7 @@ import json
 import math
 import random
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
@@ -16,12 +16,8 @@ from evalkit.answering.context import (
     file_items,
     stuff_items,
 )
-from evalkit.records import Document, Question
-
-if TYPE_CHECKING:
-    pass
-
 from evalkit.answering.position.settings import Arm, SubsetSpec
+from evalkit.records import Document, Question
 
 
 def _stable_int(*parts: Any) -> int:

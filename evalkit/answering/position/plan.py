@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from evalkit.answering.context import (
     AssembledContext,
@@ -21,16 +21,12 @@ from evalkit.answering.generation.base import (
     GenerationRequest,
     build_request,
 )
-from evalkit.cost.prices import ModelPrice
-from evalkit.cost.tokens import estimate_tokens
-from evalkit.records import Document, Question
-
-if TYPE_CHECKING:
-    pass
-
 from evalkit.answering.position.items import arm_items, shuffle_seed
 from evalkit.answering.position.placing import PositionBucket, block_bucket, char_bucket, gold_block_index, place_gold
 from evalkit.answering.position.settings import SHUFFLE, Arm, PositionSettings
+from evalkit.cost.prices import ModelPrice
+from evalkit.cost.tokens import estimate_tokens
+from evalkit.records import Document, Question
 
 
 @dataclass(frozen=True)

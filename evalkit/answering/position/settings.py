@@ -5,17 +5,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from evalkit.answering.context import (
     Placement,
     parse_placement,
 )
 from evalkit.settings import ConfigError, check_keys, config_int
-
-if TYPE_CHECKING:
-    pass
-
 
 ArmKind = Literal["stuff", "retrieve", "files"]
 OUT_DIR = "position"
@@ -28,7 +24,6 @@ EFFECTS_JSON = "effects.json"
 """Paired position effects with MDEs, flip rates, where the gold landed, arms, refusals, citations."""
 STATUS_JSON = "status.json"
 """Whether the experiment ran, why not, and the command that runs it."""
-"""Gold position buckets in the order the summary lists them (``all`` follows)."""
 DEFAULT_ARMS = ("stuff", "retrieve-5", "retrieve-10", "files")
 DEFAULT_PLACEMENTS = ("shuffle", "gold_at:head", "gold_at:mid", "gold_at:tail")
 SHUFFLE = parse_placement("shuffle")

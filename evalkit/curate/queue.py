@@ -2,7 +2,7 @@
 
 ``sample`` (from a query log), ``add-failures`` (from a run) and ``generate``
 write it; the annotation page reads it and writes its decisions into
-``questions.jsonl`` (:mod:`evalkit.labels.annotate.store`). The queue is not
+``questions.jsonl`` (:mod:`evalkit.curate.annotate.store`). The queue is not
 part of the labelled-set format: ``validate`` and the sweep never read it,
 so an unlabelled question can never be scored as if it were labelled. One
 line per question::
@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalkit.curate.sampling import Sample, group_id
 from evalkit.labels.fields import visible
 from evalkit.labels.parse import read_jsonl
-from evalkit.labels.sampling import Sample, group_id
 from evalkit.records import Document, Span
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 Writes the documents in the labelled-set format (:func:`evalkit.labels.write.write_labelset`,
 with an empty ``questions.jsonl``) and the sampled questions into
-``queue.jsonl`` (:mod:`evalkit.labels.queue`), which ``annotate`` opens.
+``queue.jsonl`` (:mod:`evalkit.curate.queue`), which ``annotate`` opens.
 With ``append``, the set's documents stay as they are and only questions
 not yet queued or labelled (same folded text) join the queue: the weekly
 replay of fresh production questions.
@@ -14,10 +14,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from evalkit.curate.querylog import read_query_log
+from evalkit.curate.queue import QUEUE, QueueItem, items_from_sample, merge_queue, read_queue, write_queue
+from evalkit.curate.sampling import Sample, SampleSettings, fold_key, group_id, sample
 from evalkit.labels.load import read_documents
-from evalkit.labels.querylog import read_query_log
-from evalkit.labels.queue import QUEUE, QueueItem, items_from_sample, merge_queue, read_queue, write_queue
-from evalkit.labels.sampling import Sample, SampleSettings, fold_key, group_id, sample
 from evalkit.labels.write import write_labelset
 
 __all__ = ["SampleOutcome", "sample_into_set"]

@@ -2,7 +2,7 @@
 
 Files in the set's folder:
 
-- ``annotations.json``: every decision (:class:`~evalkit.labels.annotate.entries.Entry`
+- ``annotations.json``: every decision (:class:`~evalkit.curate.annotate.entries.Entry`
   by question id), an undo history, the labels ``questions.jsonl`` held for
   queued questions before annotation began (``base``), and the last
   question touched (the resume point);
@@ -33,10 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.labels.annotate.entries import EditError, Entry, apply_edit, entry_from_json, entry_json, question_line
+from evalkit.curate.annotate.entries import EditError, Entry, apply_edit, entry_from_json, entry_json, question_line
+from evalkit.curate.queue import QUEUE, QueueItem, atomic_write_text, read_queue, write_queue
 from evalkit.labels.load import parse_question
 from evalkit.labels.parse import load_documents
-from evalkit.labels.queue import QUEUE, QueueItem, atomic_write_text, read_queue, write_queue
 from evalkit.records import Document, Span
 
 __all__ = ["STATE", "AnnotationStore", "EditError", "StoreError"]

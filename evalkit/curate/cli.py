@@ -1,4 +1,7 @@
-"""The label-building subcommands of ``python -m evalkit.labels``: sample, annotate, add-failures, generate.
+"""The curation subcommands of ``python -m evalkit.labels``: sample, annotate, add-failures, generate.
+
+``evalkit.labels.__main__`` adds them to its parser (importing this module only then),
+so ``python -m evalkit.labels`` stays the one entry point for every subcommand.
 
 ::
 
@@ -19,9 +22,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evalkit.labels.querylog import parse_timestamp
-from evalkit.labels.queue import merge_queue, read_queue, write_queue
-from evalkit.labels.sampling import SampleSettings
+from evalkit.curate.querylog import parse_timestamp
+from evalkit.curate.queue import merge_queue, read_queue, write_queue
+from evalkit.curate.sampling import SampleSettings
 
 __all__ = ["add_commands"]
 
@@ -37,7 +40,7 @@ def _shown(lines: tuple[str, ...] | list[str], what: str) -> None:
 
 
 def _sample(args: argparse.Namespace) -> int:
-    from evalkit.labels.sampleset import sample_into_set
+    from evalkit.curate.sampleset import sample_into_set
 
     until = parse_timestamp(args.until) if args.until else None
     if args.until and until is None:
@@ -65,13 +68,13 @@ def _sample(args: argparse.Namespace) -> int:
 
 
 def _annotate(args: argparse.Namespace) -> int:
-    from evalkit.labels.annotate.server import serve
+    from evalkit.curate.annotate.server import serve
 
     return serve(str(args.set), args.port, args.open)
 
 
 def _add_failures(args: argparse.Namespace) -> int:
-    from evalkit.labels.failures import propose_failures
+    from evalkit.curate.failures import propose_failures
     from evalkit.labels.load import read_documents
 
     proposal = propose_failures(args.run_dir, args.labelset, args.unanswerable)
@@ -96,11 +99,12 @@ def _add_failures(args: argparse.Namespace) -> int:
 def _generator_config(name: str) -> dict[str, Any]:
     import yaml
 
-    from evalkit.pipeline.config import CONF_DIR
+    from evalkit.confdir import conf_dir
 
-    path = CONF_DIR / "generator" / f"{name}.yaml"
+    folder = conf_dir() / "generator"
+    path = folder / f"{name}.yaml"
     if not path.is_file():
-        known = ", ".join(sorted(p.stem for p in (CONF_DIR / "generator").glob("*.yaml")))
+        known = ", ".join(sorted(p.stem for p in folder.glob("*.yaml")))
         raise ValueError(f"--generator {name!r}: no {path} (known: {known})")
     return dict(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
 
@@ -108,7 +112,7 @@ def _generator_config(name: str) -> dict[str, Any]:
 def _generate(args: argparse.Namespace) -> int:
     from evalkit.answering.generation import GenerationError, make_generator
     from evalkit.cache import Cache
-    from evalkit.labels.generate import generate_candidates
+    from evalkit.curate.generate import generate_candidates
     from evalkit.labels.load import read_documents
 
     documents = {d.doc_id: d for d in read_documents(args.set)}

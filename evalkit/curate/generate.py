@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 from evalkit.answering.generation import GenerationRequest, Generator, generate_cached
 from evalkit.cache import Cache
-from evalkit.labels.annotate.candidates import passages
+from evalkit.curate.annotate.candidates import passages
+from evalkit.curate.queue import QueueItem
+from evalkit.curate.sampling import language
 from evalkit.labels.locate import locate_in_text
-from evalkit.labels.queue import QueueItem
-from evalkit.labels.sampling import language
 from evalkit.records import Document, Span
 
 __all__ = ["Generated", "generate_candidates", "parse_reply", "pick_passages", "request_for"]

@@ -22,8 +22,8 @@ from typing import Any
 
 import pandas as pd
 
+from evalkit.curate.queue import QueueItem
 from evalkit.labels.load import tolerant_load
-from evalkit.labels.queue import QueueItem
 from evalkit.run import files
 from evalkit.scoring.decide import find_production
 

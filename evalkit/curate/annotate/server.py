@@ -30,8 +30,8 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from evalkit.labels.annotate.api import AnnotationApi, EditError, NotFound
-from evalkit.labels.annotate.store import AnnotationStore, StoreError
+from evalkit.curate.annotate.api import AnnotationApi, EditError, NotFound
+from evalkit.curate.annotate.store import AnnotationStore, StoreError
 
 __all__ = ["AnnotationServer", "serve"]
 
@@ -44,7 +44,7 @@ _ASSETS = {"/app.js": ("app.js", "text/javascript"), "/app.css": ("app.css", "te
 
 
 def _asset(name: str) -> str:
-    return resources.files("evalkit.labels.annotate").joinpath("assets", name).read_text(encoding="utf-8")
+    return resources.files("evalkit.curate.annotate").joinpath("assets", name).read_text(encoding="utf-8")
 
 
 class AnnotationServer(ThreadingHTTPServer):

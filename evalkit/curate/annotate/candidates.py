@@ -6,8 +6,8 @@ long blocks cut at about :data:`MAX_PASSAGE` characters, so a document of
 hundreds of thousands of characters is a few hundred passages, not one.
 BM25 is evalkit's own (:class:`evalkit.retrieval.bm25.BM25Index`, the
 multilingual tokeniser with jieba for Chinese), built once, on first use.
-This is the one label tool that imports a stage: a candidate list ranked
-by a different BM25 than the sweep's would mislead.
+This is the one curation module that imports retrieval: a candidate list
+ranked by a different BM25 than the sweep's would mislead.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evalkit.labels.querylog import LogEntry
+from evalkit.curate.querylog import LogEntry
 from evalkit.labels.similarity import normalise, similar_pairs
 from evalkit.records import Span
 

@@ -1,6 +1,6 @@
 """What the annotation page asks for, as JSON-able dicts: the queue, one question, a document, a search, an edit.
 
-Transport-free (the HTTP handler in :mod:`evalkit.labels.annotate.server`
+Transport-free (the HTTP handler in :mod:`evalkit.curate.annotate.server`
 only routes and guards): every answer is built from the store and the
 documents the store read, so nothing here can name a file.
 """
@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from evalkit.labels.annotate.candidates import Candidates
-from evalkit.labels.annotate.checks import duplicates, is_trivial
-from evalkit.labels.annotate.entries import EditError, Entry, entry_json
-from evalkit.labels.annotate.store import AnnotationStore
-from evalkit.labels.sampling import language
+from evalkit.curate.annotate.candidates import Candidates
+from evalkit.curate.annotate.checks import duplicates, is_trivial
+from evalkit.curate.annotate.entries import EditError, Entry, entry_json
+from evalkit.curate.annotate.store import AnnotationStore
+from evalkit.curate.sampling import language
 from evalkit.records import Span
 
 __all__ = ["AnnotationApi", "EditError", "NotFound"]

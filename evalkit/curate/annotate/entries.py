@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from evalkit.labels.annotate.checks import is_trivial, slice_problem, trimmed
-from evalkit.labels.queue import QueueItem
+from evalkit.curate.annotate.checks import is_trivial, slice_problem, trimmed
+from evalkit.curate.queue import QueueItem
 from evalkit.labels.write import question_record
 from evalkit.records import Document, Question, Span
 
