@@ -1,6 +1,6 @@
 """Claude through the official ``anthropic`` SDK: single Messages calls, token counts and Message Batches.
 
-Retries are evalkit's (:mod:`~evalkit.answering.generation.retry`), with the
+Retries are evalkit's (:mod:`~evalkit.retry`, shared with the Cohere reranker), with the
 SDK's own loop switched off (``max_retries=0``) so attempts are exactly
 ``1 + max_retries`` and the backoff is configurable (``retry_base_delay_s``).
 Retried: 408/409/429/5xx including 529 (OverloadedError), lost or reset
@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -32,8 +33,8 @@ from evalkit.answering.generation.base import (
     Generator,
     overflow_answer,
 )
-from evalkit.answering.generation.retry import RetryPolicy, Transient, call_with_retries
 from evalkit.records import Answer, Usage
+from evalkit.retry import RetriesExhausted, RetryPolicy, Transient, call_with_retries
 
 if TYPE_CHECKING:
     from anthropic import Anthropic
@@ -96,7 +97,9 @@ class AnthropicGenerator(Generator):
         batch_timeout_s: float = 24 * 3600.0,
         max_batch_requests: int = 10_000,
         sleep: Callable[[float], None] = time.sleep,
+        jitter: random.Random | None = None,
     ) -> None:
+        """``jitter``: the backoff's random source (seeded in tests); None: a fresh one seeded by the OS."""
         key = api_key or os.environ.get(API_KEY_ENV, "")
         if not key:
             raise GenerationError(
@@ -113,6 +116,7 @@ class AnthropicGenerator(Generator):
         self.max_retries = max_retries
         self.retry = RetryPolicy(max_retries, retry_base_delay_s, retry_max_delay_s)
         self._sleep = sleep
+        self._jitter = jitter if jitter is not None else random.Random()
         self._sdk = _sdk()
         # The key is passed explicitly so the SDK never falls back to profiles or other credentials on disk.
         # max_retries=0: evalkit's loop retries (see the module docstring); two loops would multiply attempts.
@@ -250,7 +254,7 @@ class AnthropicGenerator(Generator):
             try:
                 result = send()
             except sdk.APIStatusError as err:
-                if not _retryable(err.status_code, err.response.headers):
+                if not self.retry.retryable(err.status_code, err.response.headers):
                     raise
                 raise Transient(f"HTTP {err.status_code}: {_api_message(err)}", err.response.headers) from err
             except (sdk.APIConnectionError, json.JSONDecodeError, sdk.APIResponseValidationError) as err:
@@ -266,7 +270,10 @@ class AnthropicGenerator(Generator):
                 raise Transient(f"an impossible reply: {broken}")
             return result
 
-        return call_with_retries(attempt, self.retry, what, sleep=self._sleep)
+        try:
+            return call_with_retries(attempt, self.retry, sleep=self._sleep, jitter=self._jitter)
+        except RetriesExhausted as exc:
+            raise GenerationError(f"{what} {exc}") from exc
 
     # ----------------------------------------------------------------------- message batches
 
@@ -320,14 +327,6 @@ class AnthropicGenerator(Generator):
             usage=Usage(),
             stop_reason=stop,
         )
-
-
-def _retryable(status: int, headers: Mapping[str, str]) -> bool:
-    """The SDK's own rule: the server's ``x-should-retry`` first, else 408, 409, 429 and 5xx (529 included)."""
-    hint = headers.get("x-should-retry")
-    if hint in ("true", "false"):
-        return hint == "true"
-    return status in (408, 409, 429) or status >= 500
 
 
 def _message_problem(message: Any) -> str | None:
