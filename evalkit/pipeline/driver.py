@@ -145,10 +145,10 @@ def dry_run(
     print(f"evalkit dry run: retrieving chunking {chunking} (free: local stages only) to plan the answers")
     (result,) = LocalExecutor(plan.options.executor).run([unit], ctx)  # never start a cluster to plan
     position_dry_run(plan, labelset, cache, run_dir, {chunking: result.pool})
-    if plan.generator is not None and calibrates(plan.generator.get("name")):
+    if plan.generator is not None and calibrates(plan.generator.name):
         from evalkit.answering.generation import make_generator
 
-        rate = generator_rate(make_generator(dict(plan.generator)), cache)
+        rate = generator_rate(make_generator(plan.generator), cache)
         print(position_estimate(plan, read_json(run_dir / POSITION_DIR / "plan.json"), rate), file=sys.stderr)
 
 
@@ -159,9 +159,9 @@ def position_dry_run(plan: SweepPlan, labelset: LabelSet, cache: Cache, run_dir:
     assert plan.position is not None and plan.generator is not None
     settings = replace(plan.position, dry_run=True)
     overrides: dict[str, Any] = {}
-    if plan.generator.get("name") == "anthropic" and not os.environ.get(API_KEY_ENV):
+    if plan.generator.name == "anthropic" and not os.environ.get(API_KEY_ENV):
         # No key: the client is built for its model and window only and is never called.
         overrides["api_key"] = "dry-run-without-a-key"
         settings = replace(settings, count_with_model=False)
-    generator = make_generator(dict(plan.generator), **overrides)
+    generator = make_generator(plan.generator, **overrides)
     position_experiment(replace(plan, position=settings), labelset, cache, run_dir, pools=pools, generator=generator)

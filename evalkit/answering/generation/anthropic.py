@@ -124,22 +124,28 @@ class AnthropicGenerator(Generator):
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], **overrides: Any) -> AnthropicGenerator:
-        """Build from ``conf/generator/anthropic.yaml`` (keyword overrides win, e.g. ``api_key``, ``base_url``)."""
-        model = str(overrides.pop("model", cfg["model"]))
-        windows = {**DEFAULT_WINDOWS, **dict(cfg.get("windows") or {})}
+        """Build from ``conf/generator/anthropic.yaml`` (a mapping, read strictly, or its typed settings);
+        keyword overrides win, e.g. ``api_key``, ``base_url``."""
+        from evalkit.answering.generation.settings import AnthropicSettings, read_generator_settings
+
+        settings = read_generator_settings(cfg, default_name="anthropic")
+        if not isinstance(settings, AnthropicSettings):
+            raise GenerationError(f"generator.name: {settings.name!r} is not generator=anthropic")
+        model = str(overrides.pop("model", settings.model))
+        windows = {**DEFAULT_WINDOWS, **settings.windows}
         args: dict[str, Any] = {
-            "base_url": cfg.get("base_url"),
-            "max_retries": int(cfg.get("max_retries", 4)),
-            "retry_base_delay_s": float(cfg.get("retry_base_delay_s", 0.5)),
-            "retry_max_delay_s": float(cfg.get("retry_max_delay_s", 60.0)),
-            "timeout_s": float(cfg.get("timeout_s", 120.0)),
-            "window": cfg.get("window") or windows.get(model),
-            "headroom": int(cfg.get("headroom", 0)),
-            "precount": bool(cfg.get("precount", True)),
-            "batch": bool(cfg.get("batch", False)),
-            "poll_interval_s": float(cfg.get("poll_interval_s", 60.0)),
-            "batch_timeout_s": float(cfg.get("batch_timeout_s", 24 * 3600.0)),
-            "max_batch_requests": int(cfg.get("max_batch_requests", 10_000)),
+            "base_url": settings.base_url,
+            "max_retries": settings.max_retries,
+            "retry_base_delay_s": settings.retry_base_delay_s,
+            "retry_max_delay_s": settings.retry_max_delay_s,
+            "timeout_s": settings.timeout_s,
+            "window": settings.window or windows.get(model),
+            "headroom": settings.headroom,
+            "precount": settings.precount,
+            "batch": settings.batch,
+            "poll_interval_s": settings.poll_interval_s,
+            "batch_timeout_s": settings.batch_timeout_s,
+            "max_batch_requests": settings.max_batch_requests,
         }
         args.update(overrides)
         return cls(model, **args)
