@@ -88,6 +88,7 @@ class AnthropicGenerator(Generator):
         max_retries: int = 4,
         retry_base_delay_s: float = 0.5,
         retry_max_delay_s: float = 60.0,
+        retry_deadline_s: float | None = None,
         timeout_s: float = 120.0,
         window: int | None = None,
         headroom: int = 0,
@@ -114,7 +115,7 @@ class AnthropicGenerator(Generator):
         self.batch_timeout_s = batch_timeout_s
         self.max_batch_requests = max_batch_requests
         self.max_retries = max_retries
-        self.retry = RetryPolicy(max_retries, retry_base_delay_s, retry_max_delay_s)
+        self.retry = RetryPolicy(max_retries, retry_base_delay_s, retry_max_delay_s, retry_deadline_s)
         self._sleep = sleep
         self._jitter = jitter if jitter is not None else random.Random()
         self._sdk = _sdk()
@@ -138,6 +139,7 @@ class AnthropicGenerator(Generator):
             "max_retries": settings.max_retries,
             "retry_base_delay_s": settings.retry_base_delay_s,
             "retry_max_delay_s": settings.retry_max_delay_s,
+            "retry_deadline_s": settings.retry_deadline_s,
             "timeout_s": settings.timeout_s,
             "window": settings.window or windows.get(model),
             "headroom": settings.headroom,

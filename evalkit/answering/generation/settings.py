@@ -71,6 +71,8 @@ class AnthropicSettings(GeneratorCommon):
     max_retries: int = field(default=4, metadata={"min": 0, "max": 100})
     retry_base_delay_s: float = field(default=0.5, metadata={"min": 0.0})
     retry_max_delay_s: float = field(default=60.0, metadata={"min": 0.0})
+    retry_deadline_s: float | None = field(default=None, metadata={"above": 0.0})
+    """Give up rather than wait past this many seconds since a request's first attempt; None: no deadline."""
     timeout_s: float = field(default=120.0, metadata={"above": 0.0})
     base_url: str | None = None
 

@@ -74,6 +74,7 @@ class CohereReranker(Reranker):
         max_retries: int = 4,
         retry_base_delay: float = 1.0,
         retry_max_delay: float = 60.0,
+        retry_deadline: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
         jitter: random.Random | None = None,
     ) -> None:
@@ -94,6 +95,7 @@ class CohereReranker(Reranker):
                 after the first attempt.
             retry_base_delay: first backoff in seconds; doubles each retry, with full jitter.
             retry_max_delay: cap on any single wait, including a server's ``Retry-After``.
+            retry_deadline: give up rather than wait past this many seconds since the first attempt (None: never).
             sleep: the wait function (tests pass a recorder).
             jitter: the backoff's random source (tests pass a seeded one); None: a fresh one seeded by the OS.
         """
@@ -107,7 +109,7 @@ class CohereReranker(Reranker):
         self.max_tokens_per_doc = max_tokens_per_doc
         self.max_retries = max_retries
         # The policy checks its own values (max_retries >= 0, delays >= 0): shared with the Anthropic generator.
-        self.retry = RetryPolicy(max_retries, retry_base_delay, retry_max_delay)
+        self.retry = RetryPolicy(max_retries, retry_base_delay, retry_max_delay, retry_deadline)
         self._jitter = jitter if jitter is not None else random.Random()
         self.timeout = timeout
         self.price = price
