@@ -106,3 +106,33 @@ def test_no_setting_is_coerced(tmp_path: Path, args: list[str], says: str) -> No
     assert done.returncode == 2, done.stderr
     assert len(lines) == 1 and says in lines[0], lines
     assert not [p for p in tmp_path.iterdir() if p.name != ".hydra"], "a bad setting stops before any work"
+
+
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [("input_per_mtok: 2.00", "input_per_mtok: '2.00'"), ("context_window: 1000000", "context_window: 1000000.5")],
+    ids=["a string price", "a fractional window"],
+)
+def test_a_bad_price_is_one_line_naming_file_and_field(tmp_path: Path, bad: str, says: str) -> None:
+    pricing = tmp_path / "pricing"
+    pricing.mkdir()
+    for source in (REPO / "conf" / "pricing").glob("*.yaml"):
+        (pricing / source.name).write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+    anthropic = pricing / "anthropic.yaml"
+    text = anthropic.read_text(encoding="utf-8")
+    assert bad in text, "the bundled price file changed: pick another line to break"
+    anthropic.write_text(text.replace(bad, says, 1), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "evalkit.sweep", f"reports_dir={tmp_path / 'reports'}", f"cost.pricing_dir={pricing}"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
+    lines = done.stderr.strip().splitlines()
+    field = bad.split(":")[0]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert "anthropic.yaml" in lines[0] and field in lines[0], lines[0]
+    assert not (tmp_path / "reports").exists() or not [
+        p for p in (tmp_path / "reports").iterdir() if p.name != ".hydra"
+    ]
