@@ -3,7 +3,7 @@
 Retries are evalkit's (:mod:`~evalkit.retry`, shared with the Cohere reranker), with the
 SDK's own loop switched off (``max_retries=0``) so attempts are exactly
 ``1 + max_retries`` and the backoff is configurable (``retry_base_delay_s``).
-Retried: 408/409/429/5xx including 529 (OverloadedError), lost or reset
+Retried (the shared policy): 408/409/429/5xx but 501/505, 529 (OverloadedError) included, lost or reset
 connections, bodies that are not JSON, empty or cut short, and replies that
 cannot be right (a message with no text block and no stop reason that explains
 it, an unknown stop reason, a negative token count). ``retry-after-ms`` /
