@@ -20,16 +20,19 @@ from omegaconf import DictConfig, OmegaConf
 
 from evalkit.confdir import group_options
 from evalkit.project.layers import ConfigSource, compose_config, hydra_overrides
-from evalkit.settings import suggest
+from evalkit.settings import ConfigError, suggest
 
 _FLAGS_WITHOUT_CHECK = ("-h", "--help", "--hydra-help", "--info", "-i", "--cfg", "-c", "--shell-completion", "-sc")
 _SYNTAX_EXAMPLE = "e.g. top_k=[1,3,5] or retriever=hybrid"
 
 
-def composition_error(source: ConfigSource | Path, argv: Sequence[str]) -> str | None:
-    """The one-line problem with ``argv``'s overrides, or None when they compose."""
-    if isinstance(source, Path):  # evalkit's own folder, or a team's folder without a project.yaml
-        source = ConfigSource(team_dir=None, config_name="config", argv=tuple(argv))
+def syntax_error(source: ConfigSource | Path, argv: Sequence[str]) -> str | None:
+    """The one-line problem found without composing (a missing --config-dir, bad override syntax), or None.
+
+    A single run checks only this before Hydra composes its config (once); when that composition
+    fails, :func:`composition_error` explains it. A ``-m`` sweep checks every value first.
+    """
+    source = _source(source, argv)
     if any(a in _FLAGS_WITHOUT_CHECK for a in argv):
         return None  # Hydra's own modes: they print, they do not run
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -37,15 +40,38 @@ def composition_error(source: ConfigSource | Path, argv: Sequence[str]) -> str |
 
     if source.team_dir is not None and not source.team_dir.is_dir():
         return f"--config-dir: {str(source.team_dir)!r} is not a folder (a project's conf/, see python -m evalkit init)"
-    args = [a for a in hydra_overrides(argv) if a not in ("-m", "--multirun")]
     parser = OverridesParser.create()
-    for arg in args:
+    for arg in _override_args(argv):
         try:
             parser.parse_overrides([arg])
         except HydraException as exc:
             reason = " ".join(str(exc).split("See https://")[0].split())
             return f"{arg}: bad override syntax ({reason}); {_SYNTAX_EXAMPLE}"
-    parsed = parser.parse_overrides(args)
+    return None
+
+
+def _source(source: ConfigSource | Path, argv: Sequence[str]) -> ConfigSource:
+    if isinstance(source, Path):  # evalkit's own folder, or a team's folder without a project.yaml
+        return ConfigSource(team_dir=None, config_name="config", argv=tuple(argv))
+    return source
+
+
+def _override_args(argv: Sequence[str]) -> list[str]:
+    return [a for a in hydra_overrides(argv) if a not in ("-m", "--multirun")]
+
+
+def composition_error(source: ConfigSource | Path, argv: Sequence[str]) -> str | None:
+    """The one-line problem with ``argv``'s overrides, or None when they compose (every value of a ``-m`` sweep)."""
+    source = _source(source, argv)
+    if any(a in _FLAGS_WITHOUT_CHECK for a in argv):
+        return None
+    problem = syntax_error(source, argv)
+    if problem is not None:
+        return problem
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    parsed = OverridesParser.create().parse_overrides(_override_args(argv))
     try:
         base = compose_config(source, [])
     except HydraException as exc:
@@ -166,6 +192,19 @@ def _own_option_hint(group: str, name: str) -> str:
 
 def _bundled_source() -> ConfigSource:
     return ConfigSource(team_dir=None, config_name="config", argv=())
+
+
+def compose_run(source: ConfigSource, argv: Sequence[str]) -> DictConfig:
+    """The config of one run, composed once; a problem is one ConfigError line (explained on the error path)."""
+    from hydra.errors import HydraException
+
+    problem = syntax_error(source, argv)
+    if problem is not None:
+        raise ConfigError(problem)
+    try:
+        return compose_config(source, _override_args(argv))
+    except HydraException as exc:
+        raise ConfigError(composition_error(source, argv) or " ".join(str(exc).split())) from None
 
 
 def exit_on_composition_error(source: ConfigSource | Path, argv: Sequence[str], prog: str = "evalkit") -> None:

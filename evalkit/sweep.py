@@ -10,25 +10,25 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 import hydra
 from hydra.errors import HydraException
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from evalkit.confdir import conf_dir
 from evalkit.labels.read import load_labelset
-from evalkit.overrides import exit_on_composition_error
+from evalkit.overrides import composition_error, syntax_error
 from evalkit.pipeline.config import read_config
 from evalkit.pipeline.driver import execute
 from evalkit.pipeline.errors import CALL_ERRORS, SETUP_ERRORS, BudgetExceeded, LabelsetError
 from evalkit.pipeline.plan import SweepPlan, build_plan
 from evalkit.pipeline.sweep import config_record
 from evalkit.project.help import help_text
-from evalkit.project.layers import find_source
+from evalkit.project.layers import ConfigSource, find_source, hydra_overrides
 from evalkit.signals import Stopped, stop_on_signals
 from evalkit.tracking.settings import TrackerSettings
 
@@ -114,9 +114,44 @@ def _task(cfg: DictConfig) -> None:
     sweep(cfg)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """Check the overrides compose (one-line errors), then let Hydra run the sweep (or the multirun).
+def run_once(source: ConfigSource, task: Callable[[DictConfig], Any]) -> None:
+    """One run as ``hydra.main`` runs it (its output folder, logging, ``HydraConfig``), composed once.
 
+    ``hydra.main`` composes a single run twice (once to learn the mode, once to run); here the
+    config is composed once and handed to Hydra's own job runner.
+    """
+    from hydra import initialize_config_dir
+    from hydra._internal.callbacks import Callbacks
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.utils import run_job
+    from hydra.types import HydraContext, RunMode
+
+    overrides = hydra_overrides(source.argv)
+    primary = conf_dir()
+    if source.team_dir is not None:  # the team's folder first, evalkit's after it (as compose_config does)
+        primary, overrides = source.team_dir, [*overrides, f"hydra.searchpath=[file://{conf_dir()}]"]
+    with initialize_config_dir(version_base="1.3", config_dir=str(primary), job_name="sweep"):
+        runner = GlobalHydra.instance().hydra
+        assert runner is not None
+        cfg = runner.compose_config(source.config_name, overrides, run_mode=RunMode.RUN, with_log_configuration=True)
+        with open_dict(cfg):
+            cfg.hydra.mode = RunMode.RUN
+        callbacks = Callbacks(cfg)
+        callbacks.on_run_start(config=cfg, config_name=source.config_name)
+        context = HydraContext(config_loader=runner.config_loader, callbacks=callbacks)
+        done = run_job(
+            hydra_context=context, task_function=task, config=cfg, job_dir_key="hydra.run.dir", job_subdir_key=None
+        )
+        callbacks.on_run_end(config=cfg, config_name=source.config_name, job_return=done)
+        _ = done.return_value  # raises what the task raised
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Let Hydra compose the config (once) and run the sweep (or the multirun); its errors are one line each.
+
+    A single run is checked only for what needs no composition (syntax, ``--config-dir``) before Hydra
+    composes it; a failed composition is explained afterwards (the nearest key or option). A ``-m``
+    sweep composes every value first, so a bad third value stops before the first job runs.
     ``--help`` is evalkit's own; ``--verbose`` (or ``HYDRA_FULL_ERROR=1``) lets tracebacks through.
     A team's ``conf/`` (``--config-dir``, or ``./conf/project.yaml``) is searched before evalkit's own.
     """
@@ -127,17 +162,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     if "-h" in args or "--help" in args:
         print(help_text(source.search))
         return
-    exit_on_composition_error(source, source.argv)
+    multirun = any(a in ("-m", "--multirun") for a in source.argv)
+    problem = composition_error(source, source.argv) if multirun else syntax_error(source, source.argv)
+    if problem is not None:
+        fail([problem])
     # Hydra reads sys.argv; HYDRA_FULL_ERROR makes it raise instead of printing its own multi-line report.
     sys.argv = [sys.argv[0], *source.argv]
     os.environ["HYDRA_FULL_ERROR"] = "1"
-    task = hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name=source.config_name)(_task)
     try:
-        task()
+        if multirun:
+            hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name=source.config_name)(_task)()
+        else:
+            run_once(source, _task)
     except (HydraException, OmegaConfBaseException) as exc:
         if verbose:
             raise
-        fail([f"{' '.join(str(exc).split())} (--verbose for the traceback)"])
+        # The error path only: compose again to name the nearest key or option.
+        explained = None if multirun else composition_error(source, source.argv)
+        fail([explained or f"{' '.join(str(exc).split())} (--verbose for the traceback)"])
     except Exception as exc:
         if verbose:
             raise

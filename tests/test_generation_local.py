@@ -40,6 +40,7 @@ from evalkit.answering.generation.models import (
 )
 from evalkit.cache import Cache
 from evalkit.records import Answer, Usage
+from evalkit.settings import ConfigError
 
 CONF = Path(__file__).resolve().parents[1] / "conf" / "generator"
 
@@ -164,8 +165,12 @@ def test_local_configs_share_keys_and_prompts() -> None:
 
 
 def test_settings_from_config_take_every_key() -> None:
-    settings = LocalSettings.from_config(load_conf("local") | {"n_threads": 1, "top_k": None})
+    settings = LocalSettings.from_config(load_conf("local") | {"n_threads": 1})
     assert settings.n_threads == 1 and settings.top_k == LocalSettings().top_k and settings.temperature == 0.0
+    # Strict: null is not "the default", 1.5 is not 1, "2" is not 2 (one line naming the key).
+    for key, bad in (("top_k", None), ("n_ctx", 1.5), ("n_threads", "2"), ("flash_attn", "yes"), ("top_p", 1.5)):
+        with pytest.raises(ConfigError, match=rf"^generator\.{key}: "):
+            LocalSettings.from_config(load_conf("local") | {key: bad})
     with pytest.raises(ValueError, match="n_ctx"):
         LocalSettings(n_ctx=0)  # 0 would silently mean the model's full 32k context
     with pytest.raises(ValueError, match="n_threads"):

@@ -13,7 +13,8 @@ from evalkit.cache import Cache
 from evalkit.cost.budget import BudgetExceeded, SpendGuard
 from evalkit.cost.prices import load_price_table
 from evalkit.retrieval.rerank.base import RerankCounter, RerankError, rerank_scores
-from evalkit.retrieval.rerank.cohere import CohereReranker, _retry_after_seconds
+from evalkit.retrieval.rerank.cohere import CohereReranker
+from evalkit.retry import retry_after_seconds
 from tests.loopback.cohere_server import CohereServer, ScriptedReply, word_overlap
 from tests.loopback.faults import FAULT_KINDS, FaultPlan
 
@@ -273,7 +274,7 @@ def test_empty_pool_sends_nothing(server: CohereServer, waits: list[float]) -> N
     ],
 )
 def test_retry_after_parsing(headers: dict[str, str] | None, expected: float | None) -> None:
-    assert _retry_after_seconds(headers) == expected
+    assert retry_after_seconds(headers) == expected
 
 
 def test_api_key_from_configured_variable(

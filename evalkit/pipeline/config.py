@@ -12,11 +12,10 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from types import MappingProxyType
 from typing import Any
 
-import yaml
-
+from evalkit.answering.generation.settings import GeneratorSettings, read_generator_settings
+from evalkit.answering.judge.llm import JudgeConfig
 from evalkit.answering.position.settings import PositionSettings
 from evalkit.confdir import conf_dir, data_root
 from evalkit.cost.apply import CostSettings
@@ -24,7 +23,7 @@ from evalkit.pipeline.executor_settings import ExecutorSettings
 from evalkit.retrieval.filters import FilterSettings
 from evalkit.retrieval.settings import RerankerSettings, RetrieverSettings, check_reranker_keys
 from evalkit.scoring.objective import ObjectiveSettings
-from evalkit.settings import ConfigError, check_keys, parse_settings
+from evalkit.settings import ConfigError, parse_settings
 from evalkit.tracking.settings import TrackerSettings
 
 # Bundled data: inside the installed package, or at a source checkout's root (evalkit.confdir decides).
@@ -115,10 +114,10 @@ class SweepConfig:
     executor: ExecutorSettings = field(default_factory=ExecutorSettings)
     position: PositionSettings | None = None
     """Present with ``+experiment=position``."""
-    generator: Mapping[str, Any] | None = None
-    """The generator group (``conf/generator/<name>.yaml``), keys checked against the bundled option."""
-    judge: Mapping[str, Any] | None = None
-    """The advisory judge group (``+judge=claude``), keys checked likewise."""
+    generator: GeneratorSettings | None = None
+    """The generator group (``conf/generator/<name>.yaml``), typed by its backend (``name``)."""
+    judge: JudgeConfig | None = None
+    """The advisory judge group (``+judge=claude``), typed."""
     tracker: TrackerSettings | None = None
     """Present with ``+tracker=mlflow``: where the finished sweep is logged (evalkit/tracking)."""
 
@@ -137,8 +136,8 @@ def read_config(plain: Mapping[str, Any]) -> SweepConfig:
     return replace(
         config,
         position=None if position is None else PositionSettings.from_config(position, seed=config.seed),
-        generator=None if generator is None else _bundled_group("generator", generator),
-        judge=None if judge is None else _bundled_group("judge", judge),
+        generator=None if generator is None else read_generator_settings(generator, "generator"),
+        judge=None if judge is None else JudgeConfig.from_mapping(_section("judge", judge), "judge"),
     )
 
 
@@ -150,17 +149,7 @@ def _check_dates(config: SweepConfig) -> None:
             raise ConfigError(f"filters.as_of: {config.filters.as_of!r} is not a date (YYYY-MM-DD)") from None
 
 
-def _bundled_group(group: str, raw: Any) -> Mapping[str, Any]:
-    """A group whose keys are those of its bundled option file (``conf/<group>/<name>.yaml``)."""
+def _section(where: str, raw: Any) -> Mapping[str, Any]:
     if not isinstance(raw, Mapping):
-        raise ConfigError(f"{group}: expected a section of keys, got {raw!r}")
-    name = raw.get("name")
-    options = {p.stem: p for p in (CONF_DIR / group).glob("*.yaml")}
-    by_name = {}
-    for path in options.values():
-        loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        by_name[str(loaded.get("name", path.stem))] = loaded
-    if name not in by_name:
-        raise ConfigError(f"{group}.name: unknown {group} {name!r}; known: {', '.join(sorted(by_name))}")
-    check_keys(raw, set(by_name[name]) | {"name"}, group)
-    return MappingProxyType(dict(raw))
+        raise ConfigError(f"{where}: expected a section of keys, got {raw!r}")
+    return raw

@@ -50,27 +50,30 @@ def execute(
     """Run (or resume, or dry-run) the plan; returns the run folder."""
     executor = executor or make_executor(plan.options.executor)  # first: a missing extra stops before anything
     embedder = EMBEDDERS[plan.embedder]()
-    if plan.thresholds_auto:
-        with Cache(plan.options.cache_path) as cache:
-            reranker = make_reranker(plan.reranker, cache, plan.pricing_dir)
-            ctx = work_context(plan, labelset, embedder, reranker, cache)
-            plan = resolve_auto_thresholds(plan, ctx, embedder.identity)
-    run_dir = run_dir_of(plan, labelset)
-    print(
-        f"evalkit: run {run_dir.name}: {len(labelset.questions)} questions, {len(labelset.documents)} documents, "
-        f"{len(plan.chunkings)} chunkings x {len(plan.top_ks)} top_k x {len(plan.thresholds)} thresholds "
-        f"= {plan.grid_points} grid points -> {run_dir}",
-        file=sys.stderr,
-    )
-    with run_lock(run_dir), Cache(plan.options.cache_path) as cache:
+    # One cache, one reranker and one work context per run: threshold=auto reads the first chunking's
+    # pool through the same ones the sweep then uses (only the plan's threshold grid changes).
+    with Cache(plan.options.cache_path) as cache:
         reranker = make_reranker(plan.reranker, cache, plan.pricing_dir)
-        if plan.options.dry_run:
-            dry_run(plan, labelset, embedder, reranker, cache, run_dir, executor)
-            return run_dir
-        stats = RunStats(spend=SpendGuard(plan.options.budget_usd, ledger=run_dir / files.SPEND_JSON))
-        summary = run_sweep(plan, labelset, embedder, cache, run_dir, stats, reranker, executor, config_record)
-        print(f"evalkit: wrote {len(summary)} configs to {run_dir}/summary.csv", file=sys.stderr)
-        run_position_part(plan, labelset, cache, run_dir, stats)
+        ctx = work_context(plan, labelset, embedder, reranker, cache)
+        if plan.thresholds_auto:
+            plan = resolve_auto_thresholds(plan, ctx, embedder.identity)
+            ctx = replace(ctx, plan=plan)
+        run_dir = run_dir_of(plan, labelset)
+        print(
+            f"evalkit: run {run_dir.name}: {len(labelset.questions)} questions, {len(labelset.documents)} documents, "
+            f"{len(plan.chunkings)} chunkings x {len(plan.top_ks)} top_k x {len(plan.thresholds)} thresholds "
+            f"= {plan.grid_points} grid points -> {run_dir}",
+            file=sys.stderr,
+        )
+        with run_lock(run_dir):
+            if plan.options.dry_run:
+                dry_run(ctx, embedder, run_dir, executor)
+                return run_dir
+            # The spend ledger lives in the run folder, known once the plan (and so its run id) is final.
+            ctx.stats.spend = SpendGuard(plan.options.budget_usd, ledger=run_dir / files.SPEND_JSON)
+            summary = run_sweep(ctx, embedder, run_dir, executor, config_record)
+            print(f"evalkit: wrote {len(summary)} configs to {run_dir}/summary.csv", file=sys.stderr)
+            run_position_part(plan, labelset, cache, run_dir, ctx.stats)
     return run_dir
 
 
@@ -111,21 +114,13 @@ def work_context(
     )
 
 
-def dry_run(
-    plan: SweepPlan,
-    labelset: LabelSet,
-    embedder: Embedder,
-    reranker: Reranker | None,
-    cache: Cache,
-    run_dir: Path,
-    executor: Executor,
-) -> None:
+def dry_run(ctx: WorkContext, embedder: Embedder, run_dir: Path, executor: Executor) -> None:
     """Print the planned calls of the sweep and, with ``+experiment=position``, of the experiment.
 
     Each stage gets an estimated wall time from its model's throughput on this machine
     (measured once by a short calibration, then read from the cache: :mod:`evalkit.pipeline.calibrate`).
     """
-    ctx = work_context(plan, labelset, embedder, reranker, cache)
+    plan, labelset, reranker, cache = ctx.plan, ctx.labelset, ctx.reranker, ctx.cache
     units = plan_units(plan, labelset, ctx.questions, embedder.identity, ctx.token_family)
     finished = sum(ctx.store.has("score", u.ids.score) for u in units)
     planned = plan_calls(units, ctx)
@@ -145,10 +140,10 @@ def dry_run(
     print(f"evalkit dry run: retrieving chunking {chunking} (free: local stages only) to plan the answers")
     (result,) = LocalExecutor(plan.options.executor).run([unit], ctx)  # never start a cluster to plan
     position_dry_run(plan, labelset, cache, run_dir, {chunking: result.pool})
-    if plan.generator is not None and calibrates(plan.generator.get("name")):
+    if plan.generator is not None and calibrates(plan.generator.name):
         from evalkit.answering.generation import make_generator
 
-        rate = generator_rate(make_generator(dict(plan.generator)), cache)
+        rate = generator_rate(make_generator(plan.generator), cache)
         print(position_estimate(plan, read_json(run_dir / POSITION_DIR / "plan.json"), rate), file=sys.stderr)
 
 
@@ -159,9 +154,9 @@ def position_dry_run(plan: SweepPlan, labelset: LabelSet, cache: Cache, run_dir:
     assert plan.position is not None and plan.generator is not None
     settings = replace(plan.position, dry_run=True)
     overrides: dict[str, Any] = {}
-    if plan.generator.get("name") == "anthropic" and not os.environ.get(API_KEY_ENV):
+    if plan.generator.name == "anthropic" and not os.environ.get(API_KEY_ENV):
         # No key: the client is built for its model and window only and is never called.
         overrides["api_key"] = "dry-run-without-a-key"
         settings = replace(settings, count_with_model=False)
-    generator = make_generator(dict(plan.generator), **overrides)
+    generator = make_generator(plan.generator, **overrides)
     position_experiment(replace(plan, position=settings), labelset, cache, run_dir, pools=pools, generator=generator)

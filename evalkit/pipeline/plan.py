@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalkit.answering.generation.settings import GeneratorSettings
+from evalkit.answering.judge.llm import JudgeConfig
 from evalkit.answering.position.settings import PositionSettings
 from evalkit.chunking.chunkers import CHUNKERS, validate_spec
 from evalkit.cost.apply import CostSettings
@@ -75,9 +77,10 @@ class SweepPlan:
     """``threshold=auto``: the grid is built from the first chunking's scores before the sweep runs."""
     objective: ObjectiveSettings = field(default_factory=ObjectiveSettings)
     position: PositionSettings | None = None
-    generator: Any = None
-    """The generator group's settings (read-only mapping) when the position experiment runs."""
-    judge: Any = None
+    generator: GeneratorSettings | None = None
+    """The generator's typed settings (read once, with the config) when the position experiment runs."""
+    judge: JudgeConfig | None = None
+    """The advisory judge's settings (``+judge=claude``)."""
 
     @property
     def uses_embedder(self) -> bool:

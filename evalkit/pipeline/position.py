@@ -82,7 +82,7 @@ def resolve_budget(
     window = spec.window or generator.window or (price.context_window if price is not None else None)
     if not window:
         raise ConfigError("position.budget.window: the generator has no window; set position.budget.window")
-    max_output = spec.max_output or int(generator_cfg.get("max_tokens", 256))
+    max_output: int = spec.max_output or generator_cfg.get("max_tokens", 256)  # validated when the plan was read
     headroom = max(spec.headroom, int(generator.headroom or 0))
     budget = Budget(int(window), max_output, headroom, spec.context_share)
     if budget.input_tokens <= 0:
@@ -122,8 +122,8 @@ def position_experiment(
     ``position.dry_run``) runs. ``spend`` is the sweep's spending cap
     (``budget_usd``), charged before every uncached paid answer.
     """
-    settings, generator_cfg = plan.position, plan.generator
-    if settings is None or generator_cfg is None:
+    settings, generator_settings = plan.position, plan.generator
+    if settings is None or generator_settings is None:
         raise ConfigError("generator: not set; add +experiment=position with generator=local or generator=anthropic")
     available = list(pools) if pools is not None else swept_chunkings(run_dir)
     chunking = choose_chunking(plan, available)
@@ -132,10 +132,11 @@ def position_experiment(
     ranked = pool_items(pool, documents)
     limit = plan.labelset_limit
     asked = labelset.questions[:limit] if limit else labelset.questions
-    generator = generator or make_generator(generator_cfg)
-    model = str(generator.model or generator_cfg.get("model") or "")
+    generator = generator or make_generator(generator_settings)
+    model = str(generator.model or generator_settings.model)
     price = _price(model, plan.pricing_dir)
     family = settings.tokenizer_family or (price.tokenizer_family if price is not None else "generic")
+    generator_cfg = generator_settings.as_config()
     budget = resolve_budget(settings.budget, generator, generator_cfg, price)
     counter = GenerationCounter()
     count_request = None
@@ -179,7 +180,7 @@ def position_experiment(
             from evalkit.pipeline.position_judging import judge_position
 
             judged = judge_position(out_dir, labelset, plan.judge, cache)
-            log(f"position: answers judged by {plan.judge.get('model')} (advisory) -> {judged}")
+            log(f"position: answers judged by {plan.judge.model} (advisory) -> {judged}")
     return out_dir
 
 

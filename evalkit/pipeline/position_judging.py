@@ -11,13 +11,16 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from evalkit.cache import Cache
 from evalkit.labels.read import LabelSet
 from evalkit.run.folder import write_json, write_table
+
+if TYPE_CHECKING:
+    from evalkit.answering.judge import JudgeConfig
 
 JUDGE_TABLE = "judge.parquet"
 NOISE_FLOOR = "judge_noise.json"
@@ -40,11 +43,14 @@ def judge_rows(rows: pd.DataFrame, labelset: LabelSet) -> list[Any]:
     ]
 
 
-def judge_position(out_dir: Path, labelset: LabelSet, judge_cfg: Mapping[str, Any], cache: Cache) -> Path:
-    """Judge the answers in ``out_dir/rows.parquet``; writes judge.parquet and judge_noise.json."""
+def judge_position(out_dir: Path, labelset: LabelSet, judge: JudgeConfig | Mapping[str, Any], cache: Cache) -> Path:
+    """Judge the answers in ``out_dir/rows.parquet``; writes judge.parquet and judge_noise.json.
+
+    ``judge`` is the plan's typed settings, or a ``conf/judge/*.yaml`` mapping (read strictly here).
+    """
     from evalkit.answering.judge import JudgeConfig, judge_answers, noise_floor
 
-    config = JudgeConfig.from_mapping(judge_cfg)
+    config = judge if isinstance(judge, JudgeConfig) else JudgeConfig.from_mapping(judge)
     rows = pd.read_parquet(out_dir / "rows.parquet")
     to_judge = judge_rows(rows, labelset)
     llm = config.llm()

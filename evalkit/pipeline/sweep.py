@@ -20,12 +20,10 @@ from typing import Any
 
 import pandas as pd
 
-from evalkit.cache import Cache
 from evalkit.cost.apply import price_configs, question_costs, rerank_cost_per_query, stuffing_decision
 from evalkit.cost.prices import price_table
 from evalkit.cost.tokens import estimate_tokens
 from evalkit.labels.read import LabelSet, document_fingerprints
-from evalkit.pipeline.counters import RunStats
 from evalkit.pipeline.decision import announce, write_recommendation
 from evalkit.pipeline.executor import Executor, LocalExecutor
 from evalkit.pipeline.plan import SweepPlan
@@ -67,38 +65,20 @@ def unit_store(plan: SweepPlan) -> UnitStore:
 
 
 def run_sweep(
-    plan: SweepPlan,
-    labelset: LabelSet,
+    ctx: WorkContext,
     embedder: Embedder,
-    cache: Cache,
     run_dir: Path,
-    stats: RunStats | None = None,
-    reranker: Reranker | None = None,
     executor: Executor | None = None,
     config_record: dict[str, Any] | None = None,
 ) -> pd.DataFrame:
-    """Run (or resume) a whole sweep; returns the per-config summary."""
-    stats = stats or RunStats()
-    questions = scoped_questions(plan, labelset)
-    write_manifest(plan, labelset, embedder, reranker, run_dir, config_record or {}, len(questions))
+    """Run (or resume) a whole sweep in the driver's one work context; returns the per-config summary."""
+    plan, labelset, stats, questions = ctx.plan, ctx.labelset, ctx.stats, ctx.questions
+    write_manifest(plan, labelset, embedder, ctx.reranker, run_dir, config_record or {}, len(questions))
     record_freshness(labelset, run_dir, plan.options.progress)
-    family = token_family(plan)
-    units = plan_units(plan, labelset, questions, embedder.identity, family)
-    ctx = WorkContext(
-        plan=plan,
-        labelset=labelset,
-        questions=questions,
-        embedder=embedder if plan.uses_embedder else None,
-        reranker=reranker,
-        cache=cache,
-        store=unit_store(plan),
-        stats=stats,
-        token_family=family,
-        progress=plan.options.progress,
-    )
+    units = plan_units(plan, labelset, questions, embedder.identity, ctx.token_family)
     executor = executor or LocalExecutor(plan.options.executor)
     finished = collect(executor.run(units, ctx), RunFolder(run_dir), ctx.store, plan, questions)
-    results, summary = write_results(plan, labelset, finished, run_dir, family)
+    results, summary = write_results(plan, labelset, finished, run_dir, ctx.token_family)
     stats.add_time("decide", _timed(lambda: announce(write_recommendation(plan, results, summary, run_dir), run_dir)))
     if plan.options.progress and plan.uses_embedder:
         print(

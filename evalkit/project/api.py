@@ -91,18 +91,18 @@ def run_sweep(*overrides: str, config_dir: str | Path | None = None, quiet: bool
     evalkit's bundled configs. ``quiet``: keep evalkit's stderr lines (progress, headline) to the exception.
     A ``-m`` style sweep (``retriever=bm25,dense``) is one call per value here.
     """
-    from evalkit.overrides import composition_error
-    from evalkit.project.layers import compose_config
+    from evalkit.overrides import compose_run
+    from evalkit.settings import ConfigError
     from evalkit.sweep import sweep
 
     argv = [*(["--config-dir", str(config_dir)] if config_dir is not None else []), *overrides]
     source = find_source(argv, Path.cwd())
     if any("," in o.split("=", 1)[-1] and "[" not in o for o in overrides):
         raise SweepError("a multirun override (a,b): call run_sweep once per value", 2)
-    problem = composition_error(source, source.argv)
-    if problem is not None:
-        raise SweepError(problem, 2)
-    cfg = compose_config(source, list(overrides))
+    try:
+        cfg = compose_run(source, source.argv)  # composed once (explained on the error path)
+    except ConfigError as exc:
+        raise SweepError(str(exc), 2) from None
     err = io.StringIO()
     try:
         if quiet:

@@ -11,7 +11,17 @@ RETRIEVERS = ("dense", "bm25", "hybrid")
 INDEXES = ("exact", "hnsw")
 HNSW_KEYS = ("hnsw_connectivity", "hnsw_expansion_add", "hnsw_expansion_search")
 RERANKERS = ("none", "local", "e5", "cohere", "fake")
-TRANSPORT_KEYS = frozenset({"base_url", "max_retries", "timeout_s", "retry_base_delay_s", "api_key_env"})
+TRANSPORT_KEYS = frozenset(
+    {
+        "base_url",
+        "max_retries",
+        "timeout_s",
+        "retry_base_delay_s",
+        "retry_max_delay_s",
+        "retry_deadline_s",
+        "api_key_env",
+    }
+)
 """Backend settings that change how a call is made, never its result: kept out of run and unit ids."""
 
 
@@ -53,7 +63,7 @@ _RERANKER_KEYS = {
     "fake": {"name", "thresholds"},
     "cohere": {
         "name", "thresholds", "model", "max_documents_per_request", "max_tokens_per_doc", "max_retries",
-        "retry_base_delay_s", "timeout_s", "api_key_env", "base_url",
+        "retry_base_delay_s", "retry_max_delay_s", "retry_deadline_s", "timeout_s", "api_key_env", "base_url",
     },
 }  # fmt: skip
 
@@ -68,8 +78,12 @@ class RerankerSettings:
     model: str = "rerank-v3.5"
     max_documents_per_request: int = field(default=1000, metadata={"min": 1, "max": 1000})
     max_tokens_per_doc: int = field(default=4096, metadata={"min": 1})
-    max_retries: int = field(default=4, metadata={"min": 0})
+    max_retries: int = field(default=4, metadata={"min": 0, "max": 100})
     retry_base_delay_s: float = field(default=1.0, metadata={"min": 0.0})
+    retry_max_delay_s: float = field(default=60.0, metadata={"min": 0.0})
+    """Cap on any single wait, a server's ``Retry-After`` included (evalkit/retry.py)."""
+    retry_deadline_s: float | None = field(default=None, metadata={"above": 0.0})
+    """Give up rather than wait past this many seconds since a request's first attempt; None: no deadline."""
     timeout_s: float = field(default=60.0, metadata={"above": 0.0})
     api_key_env: str = "COHERE_API_KEY"
     base_url: str | None = None

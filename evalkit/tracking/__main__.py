@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evalkit.run import files
+from evalkit.settings import ConfigError, parse_settings
 from evalkit.tracking.mlflow_log import TrackingError, check_ready, log_run
 from evalkit.tracking.settings import TrackerSettings
 
@@ -27,8 +28,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not (run_dir / files.SUMMARY).is_file():
         print(f"evalkit.tracking: error: {run_dir}: not a finished run folder (no {files.SUMMARY})", file=sys.stderr)
         return 2
-    per_config = not args.no_per_config
-    settings = TrackerSettings(name="mlflow", uri=args.uri, experiment=args.experiment, per_config=per_config)
+    raw = {"name": "mlflow", "uri": args.uri, "experiment": args.experiment, "per_config": not args.no_per_config}
+    try:  # the same strict reader as +tracker=mlflow: --experiment "" is refused, not logged under ""
+        settings = parse_settings(TrackerSettings, raw, "tracker")
+    except ConfigError as exc:
+        print(f"evalkit.tracking: error: {exc}", file=sys.stderr)
+        return 2
     try:
         check_ready(settings, run_dir.parent)
         logged = log_run(run_dir, settings, run_dir.parent)

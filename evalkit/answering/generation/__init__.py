@@ -23,6 +23,7 @@ from evalkit.answering.generation.base import (
     generate_many,
     request_key,
 )
+from evalkit.answering.generation.settings import BACKENDS, USE_ONE_OF, GeneratorSettings, read_generator_settings
 
 __all__ = [
     "BatchPending",
@@ -69,21 +70,23 @@ def prompts_for(cfg: Mapping[str, Any], lang: str) -> dict[str, str]:
     }
 
 
-def make_generator(cfg: Mapping[str, Any], **overrides: Any) -> Generator:
-    """The generator a ``conf/generator/*.yaml`` names (``name: anthropic``, ``local`` or ``fake``)."""
-    name = cfg.get("name")
-    if name == "anthropic":
+def make_generator(cfg: Mapping[str, Any] | GeneratorSettings, **overrides: Any) -> Generator:
+    """The generator a ``conf/generator/*.yaml`` names (``name: anthropic``, ``local`` or ``fake``).
+
+    ``cfg`` is the typed settings the plan read once, or a mapping, read strictly here
+    (:func:`~evalkit.answering.generation.settings.read_generator_settings`).
+    """
+    if isinstance(cfg, Mapping) and cfg.get("name") not in BACKENDS:
+        raise GenerationError(f"unknown generator {cfg.get('name')!r}: {USE_ONE_OF}")
+    settings = read_generator_settings(cfg)
+    if settings.name == "anthropic":
         from evalkit.answering.generation.anthropic import AnthropicGenerator
 
-        return AnthropicGenerator.from_config(cfg, **overrides)
-    if name == "local":
+        return AnthropicGenerator.from_config(settings, **overrides)  # type: ignore[arg-type]
+    if settings.name == "local":
         from evalkit.answering.generation.local import LlamaCppGenerator
 
-        return LlamaCppGenerator.from_config(cfg, **overrides)
-    if name == "fake":
-        from evalkit.answering.generation.fake import FakeGenerator
+        return LlamaCppGenerator.from_config(settings, **overrides)  # type: ignore[arg-type]
+    from evalkit.answering.generation.fake import FakeGenerator
 
-        return FakeGenerator.from_config(cfg, **overrides)
-    raise GenerationError(
-        f"unknown generator {name!r}: use generator=local (or local-1.5b), generator=anthropic or generator=fake"
-    )
+    return FakeGenerator.from_config(settings, **overrides)  # type: ignore[arg-type]

@@ -1,9 +1,9 @@
 """Claude through the official ``anthropic`` SDK: single Messages calls, token counts and Message Batches.
 
-Retries are evalkit's (:mod:`~evalkit.answering.generation.retry`), with the
+Retries are evalkit's (:mod:`~evalkit.retry`, shared with the Cohere reranker), with the
 SDK's own loop switched off (``max_retries=0``) so attempts are exactly
 ``1 + max_retries`` and the backoff is configurable (``retry_base_delay_s``).
-Retried: 408/409/429/5xx including 529 (OverloadedError), lost or reset
+Retried (the shared policy): 408/409/429/5xx but 501/505, 529 (OverloadedError) included, lost or reset
 connections, bodies that are not JSON, empty or cut short, and replies that
 cannot be right (a message with no text block and no stop reason that explains
 it, an unknown stop reason, a negative token count). ``retry-after-ms`` /
@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -32,8 +33,8 @@ from evalkit.answering.generation.base import (
     Generator,
     overflow_answer,
 )
-from evalkit.answering.generation.retry import RetryPolicy, Transient, call_with_retries
 from evalkit.records import Answer, Usage
+from evalkit.retry import RetriesExhausted, RetryPolicy, Transient, call_with_retries
 
 if TYPE_CHECKING:
     from anthropic import Anthropic
@@ -87,6 +88,7 @@ class AnthropicGenerator(Generator):
         max_retries: int = 4,
         retry_base_delay_s: float = 0.5,
         retry_max_delay_s: float = 60.0,
+        retry_deadline_s: float | None = None,
         timeout_s: float = 120.0,
         window: int | None = None,
         headroom: int = 0,
@@ -96,7 +98,9 @@ class AnthropicGenerator(Generator):
         batch_timeout_s: float = 24 * 3600.0,
         max_batch_requests: int = 10_000,
         sleep: Callable[[float], None] = time.sleep,
+        jitter: random.Random | None = None,
     ) -> None:
+        """``jitter``: the backoff's random source (seeded in tests); None: a fresh one seeded by the OS."""
         key = api_key or os.environ.get(API_KEY_ENV, "")
         if not key:
             raise GenerationError(
@@ -111,8 +115,9 @@ class AnthropicGenerator(Generator):
         self.batch_timeout_s = batch_timeout_s
         self.max_batch_requests = max_batch_requests
         self.max_retries = max_retries
-        self.retry = RetryPolicy(max_retries, retry_base_delay_s, retry_max_delay_s)
+        self.retry = RetryPolicy(max_retries, retry_base_delay_s, retry_max_delay_s, retry_deadline_s)
         self._sleep = sleep
+        self._jitter = jitter if jitter is not None else random.Random()
         self._sdk = _sdk()
         # The key is passed explicitly so the SDK never falls back to profiles or other credentials on disk.
         # max_retries=0: evalkit's loop retries (see the module docstring); two loops would multiply attempts.
@@ -120,22 +125,29 @@ class AnthropicGenerator(Generator):
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], **overrides: Any) -> AnthropicGenerator:
-        """Build from ``conf/generator/anthropic.yaml`` (keyword overrides win, e.g. ``api_key``, ``base_url``)."""
-        model = str(overrides.pop("model", cfg["model"]))
-        windows = {**DEFAULT_WINDOWS, **dict(cfg.get("windows") or {})}
+        """Build from ``conf/generator/anthropic.yaml`` (a mapping, read strictly, or its typed settings);
+        keyword overrides win, e.g. ``api_key``, ``base_url``."""
+        from evalkit.answering.generation.settings import AnthropicSettings, read_generator_settings
+
+        settings = read_generator_settings(cfg, default_name="anthropic")
+        if not isinstance(settings, AnthropicSettings):
+            raise GenerationError(f"generator.name: {settings.name!r} is not generator=anthropic")
+        model = str(overrides.pop("model", settings.model))
+        windows = {**DEFAULT_WINDOWS, **settings.windows}
         args: dict[str, Any] = {
-            "base_url": cfg.get("base_url"),
-            "max_retries": int(cfg.get("max_retries", 4)),
-            "retry_base_delay_s": float(cfg.get("retry_base_delay_s", 0.5)),
-            "retry_max_delay_s": float(cfg.get("retry_max_delay_s", 60.0)),
-            "timeout_s": float(cfg.get("timeout_s", 120.0)),
-            "window": cfg.get("window") or windows.get(model),
-            "headroom": int(cfg.get("headroom", 0)),
-            "precount": bool(cfg.get("precount", True)),
-            "batch": bool(cfg.get("batch", False)),
-            "poll_interval_s": float(cfg.get("poll_interval_s", 60.0)),
-            "batch_timeout_s": float(cfg.get("batch_timeout_s", 24 * 3600.0)),
-            "max_batch_requests": int(cfg.get("max_batch_requests", 10_000)),
+            "base_url": settings.base_url,
+            "max_retries": settings.max_retries,
+            "retry_base_delay_s": settings.retry_base_delay_s,
+            "retry_max_delay_s": settings.retry_max_delay_s,
+            "retry_deadline_s": settings.retry_deadline_s,
+            "timeout_s": settings.timeout_s,
+            "window": settings.window or windows.get(model),
+            "headroom": settings.headroom,
+            "precount": settings.precount,
+            "batch": settings.batch,
+            "poll_interval_s": settings.poll_interval_s,
+            "batch_timeout_s": settings.batch_timeout_s,
+            "max_batch_requests": settings.max_batch_requests,
         }
         args.update(overrides)
         return cls(model, **args)
@@ -250,7 +262,7 @@ class AnthropicGenerator(Generator):
             try:
                 result = send()
             except sdk.APIStatusError as err:
-                if not _retryable(err.status_code, err.response.headers):
+                if not self.retry.retryable(err.status_code, err.response.headers):
                     raise
                 raise Transient(f"HTTP {err.status_code}: {_api_message(err)}", err.response.headers) from err
             except (sdk.APIConnectionError, json.JSONDecodeError, sdk.APIResponseValidationError) as err:
@@ -266,7 +278,10 @@ class AnthropicGenerator(Generator):
                 raise Transient(f"an impossible reply: {broken}")
             return result
 
-        return call_with_retries(attempt, self.retry, what, sleep=self._sleep)
+        try:
+            return call_with_retries(attempt, self.retry, sleep=self._sleep, jitter=self._jitter)
+        except RetriesExhausted as exc:
+            raise GenerationError(f"{what} {exc}") from exc
 
     # ----------------------------------------------------------------------- message batches
 
@@ -320,14 +335,6 @@ class AnthropicGenerator(Generator):
             usage=Usage(),
             stop_reason=stop,
         )
-
-
-def _retryable(status: int, headers: Mapping[str, str]) -> bool:
-    """The SDK's own rule: the server's ``x-should-retry`` first, else 408, 409, 429 and 5xx (529 included)."""
-    hint = headers.get("x-should-retry")
-    if hint in ("true", "false"):
-        return hint == "true"
-    return status in (408, 409, 429) or status >= 500
 
 
 def _message_problem(message: Any) -> str | None:

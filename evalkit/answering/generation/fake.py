@@ -76,13 +76,19 @@ class FakeGenerator(Generator):
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], **overrides: Any) -> FakeGenerator:
-        """Build from ``conf/generator/fake.yaml`` (keyword overrides win)."""
+        """Build from ``conf/generator/fake.yaml`` (a mapping, read strictly, or its typed settings);
+        keyword overrides win."""
+        from evalkit.answering.generation.settings import FakeSettings, read_generator_settings
+
+        settings = read_generator_settings(cfg, default_name="fake")
+        if not isinstance(settings, FakeSettings):
+            raise ValueError(f"generator.name: {settings.name!r} is not generator=fake")
         args: dict[str, Any] = {
-            "model": cfg.get("model") or FAKE_MODEL_ID,
-            "refusals": {str(k): str(v) for k, v in (cfg.get("refusal") or _DEFAULT_REFUSALS).items()},
-            "window": cfg.get("window", 8192),
-            "headroom": int(cfg.get("headroom") or 0),
-            "n_words": int(cfg.get("n_words") or 8),
+            "model": settings.model,
+            "refusals": dict(settings.refusal),
+            "window": settings.window,
+            "headroom": settings.headroom,
+            "n_words": settings.n_words,
         }
         args.update(overrides)
         return cls(**args)

@@ -26,7 +26,7 @@ import dataclasses
 import logging
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ from evalkit.answering.generation.models import (
     parts_model,
 )
 from evalkit.records import Answer, Usage
+from evalkit.settings import parse_settings
 
 __all__ = [
     "BINDING",
@@ -75,24 +76,24 @@ OVERFLOW_ERROR = "exceed_context_size_error"
 class LocalSettings:
     """Everything besides the request that changes a local answer; all of it goes into the cache key."""
 
-    n_ctx: int = 8192
+    n_ctx: int = field(default=8192, metadata={"min": 1})
     """llama.cpp context in tokens (prompt + answer); the real window. The models are trained to 32768."""
-    n_threads: int = DEFAULT_N_THREADS
+    n_threads: int = field(default=DEFAULT_N_THREADS, metadata={"min": 1})
     """Threads for prompt processing and generation (both); changes greedy output, so it is keyed."""
-    n_batch: int = 2048
+    n_batch: int = field(default=2048, metadata={"min": 1})
     """Logical batch of prompt tokens."""
-    n_ubatch: int = 512
+    n_ubatch: int = field(default=512, metadata={"min": 1})
     """Physical batch of prompt tokens (how the prompt is split across matrix calls)."""
     flash_attn: bool = True
     """llama.cpp's flash attention (what its ``auto`` picks on CPU), set explicitly."""
-    seed: int = 0
+    seed: int = field(default=0, metadata={"min": 0})
     """Sampler seed."""
-    temperature: float = 0.0
+    temperature: float = field(default=0.0, metadata={"min": 0.0})
     """0: greedy decoding."""
-    top_k: int = 40
-    top_p: float = 0.95
-    min_p: float = 0.05
-    repeat_penalty: float = 1.0
+    top_k: int = field(default=40, metadata={"min": 0})
+    top_p: float = field(default=0.95, metadata={"min": 0.0, "max": 1.0})
+    min_p: float = field(default=0.05, metadata={"min": 0.0, "max": 1.0})
+    repeat_penalty: float = field(default=1.0, metadata={"above": 0.0})
     """1.0: no repetition penalty."""
 
     def __post_init__(self) -> None:
@@ -102,15 +103,12 @@ class LocalSettings:
             raise ValueError(f"generator.n_threads must be a positive thread count, got {self.n_threads}")
 
     @classmethod
-    def from_config(cls, cfg: Mapping[str, Any]) -> LocalSettings:
-        """The settings a ``conf/generator/local*.yaml`` names; absent or null keys take the defaults above."""
-        defaults = cls()
-        values: dict[str, Any] = {}
-        for item in dataclasses.fields(cls):
-            raw = cfg.get(item.name)
-            default = getattr(defaults, item.name)
-            values[item.name] = default if raw is None else type(default)(raw)
-        return cls(**values)
+    def from_config(cls, cfg: Mapping[str, Any], where: str = "generator") -> LocalSettings:
+        """The settings a ``conf/generator/local*.yaml`` names (its other keys are ignored here); absent keys
+        take the defaults above. Read strictly (:func:`evalkit.settings.parse_settings`): ``n_ctx=1.5`` or
+        ``n_threads=null`` is a one-line ConfigError naming the key, never coerced."""
+        names = {item.name for item in dataclasses.fields(cls)}
+        return parse_settings(cls, {key: value for key, value in cfg.items() if key in names}, where)
 
     def as_key(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -238,18 +236,22 @@ class LlamaCppGenerator(Generator):
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], **overrides: Any) -> LlamaCppGenerator:
-        """Build from ``conf/generator/local.yaml`` or ``local-1.5b.yaml`` (keyword overrides win)."""
+        """Build from ``conf/generator/local.yaml`` or ``local-1.5b.yaml``, read strictly (keyword overrides win)."""
+        from evalkit.answering.generation.settings import LocalGeneratorSettings, read_generator_settings
+
+        settings = read_generator_settings(cfg, default_name="local")
+        if not isinstance(settings, LocalGeneratorSettings):
+            raise GenerationError(f"generator.name: {settings.name!r} is not a local generator")
         fields = {item.name for item in dataclasses.fields(LocalSettings)}
-        setting_overrides = {k: v for k, v in overrides.items() if k in fields}
         args: dict[str, Any] = {
-            "model": cfg.get("model") or DEFAULT_MODEL_ID,
-            "model_path": cfg.get("model_path"),
-            "cache_dir": cfg.get("cache_dir"),
-            "headroom": int(cfg.get("headroom") or 0),
+            "model": settings.model,
+            "model_path": settings.model_path,
+            "cache_dir": settings.cache_dir,
+            "headroom": settings.headroom,
         }
         args.update({k: v for k, v in overrides.items() if k not in fields})
-        settings = dataclasses.replace(LocalSettings.from_config(cfg), **setting_overrides)
-        return cls(settings=settings, **args)
+        llama = dataclasses.replace(settings.llama(), **{k: v for k, v in overrides.items() if k in fields})
+        return cls(settings=llama, **args)
 
     @property
     def n_ctx(self) -> int:

@@ -8,11 +8,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evalkit.answering.judge.metrics import DEFAULT_METRIC, metric_spec
 from evalkit.answering.judge.records import JudgeError
+from evalkit.settings import ConfigError, parse_settings
 
 if TYPE_CHECKING:
     from ragas.llms.base import InstructorBaseRagasLLM
@@ -95,31 +96,28 @@ def _retry_unreadable(anthropic: Any) -> Any:
 
 @dataclass(frozen=True)
 class JudgeConfig:
-    """``conf/judge/*.yaml``."""
+    """``conf/judge/*.yaml``, read strictly (:func:`evalkit.settings.parse_settings`)."""
 
-    model: str
-    max_tokens: int = 1024
+    model: str = field(metadata={"allow_empty": False})
+    name: str = field(default="claude", metadata={"choices": ("claude",)})
+    """The judge option (``+judge=claude``): ragas with Claude."""
+    max_tokens: int = field(default=1024, metadata={"min": 1})
     metric: str = DEFAULT_METRIC
-    n_noise_repeats: int = 5
-    max_concurrency: int = 4
-    max_retries: int = 2
-    timeout_s: float = 120.0
+    n_noise_repeats: int = field(default=5, metadata={"min": 0})
+    """Repeats of one judgement for the noise floor; 0 or 1: no noise floor."""
+    max_concurrency: int = field(default=4, metadata={"min": 1})
+    max_retries: int = field(default=2, metadata={"min": 0, "max": 100})
+    timeout_s: float = field(default=120.0, metadata={"above": 0.0})
     base_url: str | None = None
 
     @classmethod
-    def from_mapping(cls, cfg: Mapping[str, Any]) -> JudgeConfig:
-        """Read a config mapping (unknown keys such as ``name`` are ignored); the metric must be known."""
-        config = cls(
-            model=str(cfg["model"]),
-            max_tokens=int(cfg.get("max_tokens", 1024)),
-            metric=str(cfg.get("metric", DEFAULT_METRIC)),
-            n_noise_repeats=int(cfg.get("n_noise_repeats", 5)),
-            max_concurrency=int(cfg.get("max_concurrency", 4)),
-            max_retries=int(cfg.get("max_retries", 2)),
-            timeout_s=float(cfg.get("timeout_s", 120.0)),
-            base_url=cfg.get("base_url"),
-        )
-        metric_spec(config.metric)
+    def from_mapping(cls, cfg: Mapping[str, Any], where: str = "judge") -> JudgeConfig:
+        """Read a config section strictly (unknown keys, wrong types and unknown metrics are one-line errors)."""
+        config = parse_settings(cls, cfg, where)
+        try:
+            metric_spec(config.metric)
+        except ValueError as exc:
+            raise ConfigError(f"{where}.metric: {exc}") from None
         return config
 
     def llm(self, api_key: str | None = None, base_url: str | None = None) -> InstructorBaseRagasLLM:

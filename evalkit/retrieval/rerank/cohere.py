@@ -1,15 +1,17 @@
 """Cohere Rerank (v2 API) through the official ``cohere`` SDK.
 
-Retries are done here, not by the SDK: the SDK's own retry loop (2 retries of
-408/409/429/5xx by default) is switched off so that every HTTP request is
-counted in :class:`~evalkit.retrieval.rerank.base.RerankCounter` and the retry budget is
-one number in the config. Retried with backoff (full jitter, ``Retry-After`` honoured):
-408/429/5xx/529, connection errors, and replies that cannot be used: a body that is not
-JSON, empty or cut short, of the wrong shape, or results that cannot be right (not one
-result per document, a repeated or out-of-range index, a NaN score). A bad reply is
-never a silent score. Errors a retry cannot fix (400, 401, 404, 422, a missing key)
-become :class:`~evalkit.retrieval.rerank.base.RerankError` at once, with the server's
-own message; exhausted retries become one such line naming the last failure.
+Retries are evalkit's (:mod:`~evalkit.retry`, the policy shared with the Anthropic
+generator), not the SDK's: the SDK's own retry loop (2 retries of 408/409/429/5xx by
+default) is switched off so that every HTTP request is counted in
+:class:`~evalkit.retrieval.rerank.base.RerankCounter` and the retry budget is one number
+in the config. Retried with backoff (full jitter, ``Retry-After`` honoured): the policy's
+transient statuses (408/409/429/5xx but 501/505, 529 included), connection errors, and
+replies that cannot be used: a body that is not JSON, empty or cut short, of the wrong
+shape, or results that cannot be right (not one result per document, a repeated or
+out-of-range index, a NaN score). A bad reply is never a silent score. Errors a retry
+cannot fix (400, 401, 404, 422, a missing key) become
+:class:`~evalkit.retrieval.rerank.base.RerankError` at once, with the server's own
+message; exhausted retries become one such line naming the last failure.
 
 Wire format (``POST /v2/rerank``)::
 
@@ -24,19 +26,18 @@ large pool merge by score and thresholds mean the same across questions.
 
 from __future__ import annotations
 
-import email.utils
 import math
 import os
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from evalkit.cache import cache_key, text_hash
 from evalkit.retrieval.rerank.base import RerankCounter, Reranker, RerankError
+from evalkit.retry import RetriesExhausted, RetryPolicy, Transient, attempts_text, call_with_retries
 
 if TYPE_CHECKING:
     from evalkit.cost.prices import RerankPrice
@@ -50,9 +51,6 @@ DEFAULT_MAX_TOKENS_PER_DOC = 4096
 """The API's documented default: longer documents are truncated to this many tokens."""
 DOCUMENTS_PER_SEARCH_UNIT = 100
 """Cohere bills one search unit per query with up to 100 documents."""
-
-_RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504, 529})
-"""Transient: rate limit, overload (529), gateway trouble. 501 (not implemented) is permanent."""
 
 
 class CohereReranker(Reranker):
@@ -76,7 +74,9 @@ class CohereReranker(Reranker):
         max_retries: int = 4,
         retry_base_delay: float = 1.0,
         retry_max_delay: float = 60.0,
+        retry_deadline: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        jitter: random.Random | None = None,
     ) -> None:
         """Configure the model and transport.
 
@@ -95,21 +95,22 @@ class CohereReranker(Reranker):
                 after the first attempt.
             retry_base_delay: first backoff in seconds; doubles each retry, with full jitter.
             retry_max_delay: cap on any single wait, including a server's ``Retry-After``.
+            retry_deadline: give up rather than wait past this many seconds since the first attempt (None: never).
             sleep: the wait function (tests pass a recorder).
+            jitter: the backoff's random source (tests pass a seeded one); None: a fresh one seeded by the OS.
         """
         if max_documents_per_request < 1:
             raise ValueError(f"max_documents_per_request must be >= 1, got {max_documents_per_request}")
         if max_tokens_per_doc < 1:
             raise ValueError(f"max_tokens_per_doc must be >= 1, got {max_tokens_per_doc}")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
         self.model_id = model
         self.version = model
         self.max_documents_per_request = max_documents_per_request
         self.max_tokens_per_doc = max_tokens_per_doc
         self.max_retries = max_retries
-        self.retry_base_delay = retry_base_delay
-        self.retry_max_delay = retry_max_delay
+        # The policy checks its own values (max_retries >= 0, delays >= 0): shared with the Anthropic generator.
+        self.retry = RetryPolicy(max_retries, retry_base_delay, retry_max_delay, retry_deadline)
+        self._jitter = jitter if jitter is not None else random.Random()
         self.timeout = timeout
         self.price = price
         self.api_key_env = api_key_env
@@ -179,8 +180,11 @@ class CohereReranker(Reranker):
         from cohere.core.parse_error import ParsingError
         from httpx import TransportError
 
-        for attempt in range(self.max_retries + 1):
-            headers: Mapping[str, str] | None = None
+        tries = 0
+
+        def attempt() -> tuple[Any, np.ndarray]:
+            nonlocal tries
+            tries += 1
             try:
                 response = self._client.rerank(
                     model=self.model_id,
@@ -192,40 +196,40 @@ class CohereReranker(Reranker):
                     # against an SDK whose client-level setting stops applying.
                     request_options={"max_retries": 0},
                 )
-                return response, _scores_in_input_order(response, len(documents)), attempt + 1
+                return response, _scores_in_input_order(response, len(documents))
             except ApiError as exc:
-                retryable = _retryable_status(exc.status_code)
-                if not retryable or attempt == self.max_retries:
-                    self._count_failure(counter, attempt + 1)
-                    raise RerankError(_describe(exc, self.model_id, attempt + 1, retryable, self.api_key_env)) from exc
-                headers = exc.headers
-                if on_resend is not None and exc.status_code is not None and exc.status_code < 300:
-                    on_resend()  # a 200 whose body could not be read was answered, and billed
+                if not self.retry.retryable(exc.status_code, exc.headers):
+                    raise
+                raise Transient(f"HTTP {exc.status_code}", exc.headers) from exc
             except (ParsingError, TransportError, _ImpossibleReply) as exc:
-                if attempt == self.max_retries:
-                    self._count_failure(counter, attempt + 1)
-                    raise RerankError(
-                        f"Cohere rerank ({self.model_id}) failed after {_attempts(attempt + 1)}: {_problem(exc)}"
-                    ) from exc
-                if on_resend is not None:
-                    on_resend()  # the server may have done (and billed) the work whose reply was lost
-            self._sleep(self._delay(attempt, headers))
-        raise AssertionError("unreachable: the loop returns or raises")
+                raise Transient(_problem(exc)) from exc
+
+        def before_resend(failure: Transient) -> None:
+            cause = failure.__cause__
+            status = getattr(cause, "status_code", None) if isinstance(cause, ApiError) else 200
+            if on_resend is not None and status is not None and status < 300:
+                on_resend()  # the server may have done (and billed) the work whose reply was lost or unreadable
+
+        try:
+            response, scores = call_with_retries(
+                attempt, self.retry, sleep=self._sleep, jitter=self._jitter, on_retry=before_resend
+            )
+        except ApiError as exc:  # a status a retry cannot fix
+            self._count_failure(counter, tries)
+            raise RerankError(_describe(exc, self.model_id, tries, False, self.api_key_env)) from exc
+        except RetriesExhausted as exc:
+            self._count_failure(counter, tries)
+            cause = exc.last.__cause__
+            if isinstance(cause, ApiError):
+                raise RerankError(_describe(cause, self.model_id, tries, True, self.api_key_env)) from exc
+            raise RerankError(f"Cohere rerank ({self.model_id}) {exc}") from exc
+        return response, scores, tries
 
     def _count_failure(self, counter: RerankCounter | None, attempts: int) -> None:
         # Failed requests are recorded (they cost time, and show up in rate-limit reports) but
         # score no pair and bill no search unit.
         if counter is not None:
             counter.add(self.model_id, 0, requests=attempts, search_units=0)
-
-    def _delay(self, attempt: int, headers: Mapping[str, str] | None) -> float:
-        """Wait before retry ``attempt + 1``: the server's Retry-After, else exponential backoff with full jitter."""
-        retry_after = _retry_after_seconds(headers)
-        if retry_after is not None:
-            return min(retry_after, self.retry_max_delay)
-        ceiling = min(self.retry_max_delay, self.retry_base_delay * 2.0**attempt)
-        # Full jitter (uniform in [0, ceiling]) spreads parallel workers that hit the limit together.
-        return random.uniform(0.0, ceiling)
 
 
 def _resolve_api_key(api_key: str | None, api_key_env: str) -> str:
@@ -284,13 +288,6 @@ def _scores_in_input_order(response: Any, n_documents: int) -> np.ndarray:
     return scores
 
 
-def _retryable_status(status: int | None) -> bool:
-    """Transient statuses; a 2xx here means the body could not be read (not JSON, empty): also transient."""
-    if status is None:
-        return True  # no status at all: the reply never arrived whole
-    return status in _RETRYABLE_STATUS or 200 <= status < 300 or 520 <= status <= 529
-
-
 def _problem(exc: BaseException) -> str:
     """One bounded line for a failure that has no HTTP error status."""
     from cohere.core.parse_error import ParsingError
@@ -314,40 +311,6 @@ def _search_units(response: Any, n_documents: int) -> int:
     return round(float(units))
 
 
-def _retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds from ``retry-after-ms`` (which the SDKs prefer) or ``Retry-After`` (delta-seconds or HTTP date).
-
-    None when absent or unreadable.
-    """
-    if not headers:
-        return None
-    millis = next((v for k, v in headers.items() if k.lower() == "retry-after-ms"), None)
-    if millis is not None:
-        try:
-            return max(0.0, float(millis) / 1000.0) if math.isfinite(float(millis)) else None
-        except ValueError:
-            pass
-    value = next((v for k, v in headers.items() if k.lower() == "retry-after"), None)
-    if value is None:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
-def _attempts(n: int) -> str:
-    return f"{n} attempt" if n == 1 else f"{n} attempts"
-
-
 def _describe(exc: Any, model: str, attempts: int, retryable: bool, api_key_env: str) -> str:
     """One line: status, the server's message, and what to do about it."""
     status = exc.status_code
@@ -359,5 +322,5 @@ def _describe(exc: Any, model: str, attempts: int, retryable: bool, api_key_env:
     if status in (401, 498):
         hint = f" (check {api_key_env})"
     elif retryable:
-        hint = f" (gave up after {_attempts(attempts)})"
+        hint = f" (gave up after {attempts_text(attempts)})"
     return f"Cohere rerank ({model}) failed: HTTP {status}: {text}{hint}"

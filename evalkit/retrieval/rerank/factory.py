@@ -43,6 +43,8 @@ def make_reranker(settings: RerankerSettings, cache: Cache, pricing_dir: Path) -
             price=price,
             max_retries=settings.max_retries,
             retry_base_delay=settings.retry_base_delay_s,
+            retry_max_delay=settings.retry_max_delay_s,
+            retry_deadline=settings.retry_deadline_s,
             timeout=settings.timeout_s,
         )
     raise ValueError(f"unknown reranker {settings.name!r}; known: none, {', '.join(RERANKER_NAMES)}")
