@@ -12,7 +12,6 @@ from hydra import compose, initialize_config_dir
 
 from evalkit.report import Objective
 from evalkit.report.analysis import recommend, steps
-from evalkit.report.data import load_run
 from evalkit.report.diagnostics import (
     Finding,
     calibration_rule,
@@ -23,6 +22,7 @@ from evalkit.report.diagnostics import (
     whole_document_rule,
 )
 from evalkit.report.threshold_advice import threshold_advice
+from evalkit.run.folder import load_run
 from evalkit.scoring.calibration import calibrate_by_class
 from evalkit.scoring.registry import measure
 from evalkit.scoring.thresholds import zero_hit_at

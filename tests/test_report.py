@@ -16,9 +16,9 @@ from hydra import compose, initialize_config_dir
 
 from evalkit.report import Objective, write_report
 from evalkit.report.__main__ import main as report_main
-from evalkit.report.data import load_pool, load_run, returned_chunks
 from evalkit.report.html import JS
 from evalkit.run import files
+from evalkit.run.folder import load_pool, load_run, returned_chunks
 from evalkit.scoring import stats
 from evalkit.sweep import sweep
 from tests.conftest import REPO, evidence, write_set

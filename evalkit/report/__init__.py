@@ -8,6 +8,6 @@ from __future__ import annotations
 
 from evalkit.report.analysis import Objective
 from evalkit.report.build import write_report
-from evalkit.report.data import RunError
+from evalkit.run.folder import RunError
 
 __all__ = ["Objective", "RunError", "write_report"]

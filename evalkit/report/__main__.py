@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from evalkit.report.analysis import Objective
 from evalkit.report.build import write_report
-from evalkit.report.data import RunError
+from evalkit.run.folder import RunError
 from evalkit.scoring.registry import MEASURES
 
 
@@ -81,7 +81,7 @@ def compare_lines(run_dir: str, earlier_dir: str) -> list[str]:
     """What the run-over-run comparison found, for the terminal: a plain note, or the focus configs' deltas."""
     from evalkit.report.analysis import resolve_baseline
     from evalkit.report.compare import compare_runs
-    from evalkit.report.data import load_run
+    from evalkit.run.folder import load_run
 
     now, earlier = load_run(run_dir), load_run(earlier_dir)
     recommended = ((now.recommendation or {}).get("recommended") or {}).get("config_id")

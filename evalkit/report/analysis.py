@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from evalkit.report.data import BaselinePoint
+from evalkit.run.folder import BaselinePoint
 from evalkit.scoring import compare, stats
 from evalkit.scoring.compare import Mde, Resampling
 from evalkit.scoring.decide import find_production
@@ -163,9 +163,7 @@ def find_config(summary: pd.DataFrame, chunking: str, top_k: int, threshold: flo
 
 def resolve_baseline(summary: pd.DataFrame, point: BaselinePoint | None) -> str | None:
     """The baseline's config_id; a null threshold means the lowest of the grid. None if not in the grid."""
-    if point is None:
-        return None
-    return find_production(summary, point.chunk_size, point.chunk_overlap, point.top_k, point.threshold)
+    return None if point is None else find_production(summary, **asdict(point))
 
 
 def _eligible(summary: pd.DataFrame, objective: Objective) -> tuple[pd.Series, int, int]:

@@ -12,7 +12,6 @@ import pandas as pd
 from evalkit.report import analysis
 from evalkit.report.analysis import BaselineComparison, Curve, Objective, Recommendation, Step
 from evalkit.report.compare import RunDelta, compare_runs
-from evalkit.report.data import Run, load_pool, load_run, returned_chunks
 from evalkit.report.decision import Decision, read_decision
 from evalkit.report.diagnostics import Finding, diagnose
 from evalkit.report.drilldown import Views, question_views
@@ -24,6 +23,7 @@ from evalkit.report.experiments import (
 )
 from evalkit.report.fonts import FontStatus
 from evalkit.report.labels import LabelledSet, find_labelset, read_documents, read_labelset
+from evalkit.run.folder import Run, load_pool, load_run, returned_chunks
 from evalkit.scoring.registry import MEASURES, measure
 
 CURVE_MEASURES = ("recall", "context_precision")
