@@ -21,7 +21,7 @@ from evalkit.scoring import compare, stats
 from evalkit.scoring.compare import Mde, Resampling
 from evalkit.scoring.decide import find_production
 from evalkit.scoring.registry import COST_PER_QUERY, HEADLINE, Measure, measure
-from evalkit.scoring.values import available, matrix, per_question
+from evalkit.scoring.values import at_threshold, available, matrix, per_question
 
 __all__ = [
     "BaselineComparison",
@@ -154,9 +154,7 @@ def _isnan(value: Any) -> bool:
 def find_config(summary: pd.DataFrame, chunking: str, top_k: int, threshold: float) -> str | None:
     """config_id of a grid point (thresholds compared with a tolerance, never ``==``)."""
     match = summary[
-        (summary["chunking"] == chunking)
-        & (summary["top_k"] == top_k)
-        & np.isclose(summary["threshold"].astype(float), threshold, rtol=0, atol=1e-9)
+        (summary["chunking"] == chunking) & (summary["top_k"] == top_k) & at_threshold(summary["threshold"], threshold)
     ]
     return None if match.empty else str(match.iloc[0]["config_id"])
 
@@ -307,11 +305,8 @@ def compare_with_baseline(
 def _along(summary: pd.DataFrame, chunking: str, axis: str, fixed: float) -> pd.DataFrame:
     """One chunking's summary rows along ``axis`` (``top_k`` or ``threshold``), the other fixed, sorted."""
     rows = summary[summary["chunking"] == chunking]
-    if axis == "top_k":
-        rows = rows[np.isclose(rows["threshold"].astype(float), fixed, rtol=0, atol=1e-9)]
-    else:
-        rows = rows[rows["top_k"] == int(fixed)]
-    return rows.sort_values(axis)
+    along = at_threshold(rows["threshold"], fixed) if axis == "top_k" else rows["top_k"] == int(fixed)
+    return rows[along].sort_values(axis)
 
 
 def steps(

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from evalkit.records import COST_COLUMNS, COST_PER_DAY, COST_PER_QUERY
 from evalkit.scoring.ir.forms import FORMS, MetricForms
 
 __all__ = [
@@ -40,12 +41,6 @@ Unit = Literal["proportion", "usd", "count", "chars", "tokens", "score"]
 """How a value is read: a share in [0, 1] (shown as a percentage, differences in points), US dollars,
 a count, characters, tokens, or a raw retriever/reranker score."""
 Subset = Literal["all", "answerable", "unanswerable"]
-
-COST_PER_QUERY = "cost_per_query_usd"
-"""Column: US dollars per query (``evalkit.run.files.COST_PER_QUERY`` must equal it)."""
-COST_PER_DAY = "cost_per_day_usd"
-"""Column: US dollars per day at the configured query volume (``evalkit.run.files.COST_PER_DAY``)."""
-COST_COLUMNS = (COST_PER_QUERY, COST_PER_DAY)
 
 
 @dataclass(frozen=True)
