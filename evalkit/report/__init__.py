@@ -6,8 +6,8 @@ the labelled set it names) and imports nothing from the sweep pipeline.
 
 from __future__ import annotations
 
-from evalkit.report.analysis import Objective
+from evalkit.report.analysis import Statistics
 from evalkit.report.build import write_report
 from evalkit.run.folder import RunError
 
-__all__ = ["Objective", "RunError", "write_report"]
+__all__ = ["RunError", "Statistics", "write_report"]

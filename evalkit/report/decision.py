@@ -245,6 +245,10 @@ def _objective(block: Mapping[str, Any]) -> Objective:
     )
 
 
+NO_DECISION_OBJECTIVE = _objective({})
+"""What a run before recommendation.json is read with: recall, no caps, no confidence stated."""
+
+
 def read_decision(payload: Mapping[str, Any] | None) -> Decision | None:
     """The decision record, None when the run has no recommendation.json (a run before it existed).
 
