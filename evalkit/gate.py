@@ -10,7 +10,7 @@ whether its bad-side bound stays within the margin. Writes ``gate.json`` and
 
 This module is the entry point only: the comparison is :mod:`evalkit.scoring.compare`
 (the same the report makes), measure names and directions come from
-:mod:`evalkit.scoring.registry`, the run folders are read by :mod:`evalkit.report.data`.
+:mod:`evalkit.scoring.registry`, the run folders are read by :mod:`evalkit.run.folder`.
 
 Exit codes: 0 every check passed, 1 a check failed, 2 bad input (one line on
 stderr: different labelled sets, unknown config, broken margins file, ...).
@@ -28,9 +28,9 @@ from typing import Any, NoReturn
 
 from evalkit.pipeline.margins import load_gate_config
 from evalkit.report import fmt
-from evalkit.report.analysis import resolve_baseline
-from evalkit.report.data import Run, RunError, load_run
 from evalkit.run import files
+from evalkit.run.folder import Run, RunError, load_run, write_json
+from evalkit.scoring.decide import find_production
 from evalkit.scoring.gatecheck import Check, ConfigData, GateConfig, GateError, evaluate
 
 
@@ -53,7 +53,8 @@ def _baseline_config(run: Run) -> str:
     """The run's only config, else its manifest's production grid point."""
     if len(run.summary) == 1:
         return str(run.summary["config_id"].iloc[0])
-    config_id = resolve_baseline(run.summary, run.baseline_point())
+    point = run.baseline_point()
+    config_id = None if point is None else find_production(run.summary, **asdict(point))
     if config_id is not None:
         return config_id
     raise GateError(
@@ -152,8 +153,6 @@ def markdown(payload: Mapping[str, Any]) -> str:
 
 def write_outputs(payload: Mapping[str, Any], out: Path) -> tuple[Path, Path]:
     """Write gate.json and gate.md into ``out``."""
-    from evalkit.run.folder import write_json
-
     out.mkdir(parents=True, exist_ok=True)
     json_path, md_path = out / files.GATE_JSON, out / files.GATE_MD
     write_json(json_path, payload)

@@ -22,6 +22,13 @@ DOES_NOT_FIT = "does not fit"
 BUCKETS: tuple[str, ...] = ("head", "mid", "tail", "none")
 """Where the gold sat in the context (``none``: no gold item in it)."""
 
+# The cost columns: written by the cost stage, read by scoring (measures, the gate) and the run folder's readers.
+COST_PER_QUERY = "cost_per_query_usd"
+"""US dollars per query: per question in results, mean per config in the summary."""
+COST_PER_DAY = "cost_per_day_usd"
+"""US dollars per day at the configured query volume (summary column)."""
+COST_COLUMNS = (COST_PER_QUERY, COST_PER_DAY)
+
 
 @dataclass(frozen=True)
 class Span:

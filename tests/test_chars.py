@@ -219,7 +219,7 @@ def test_bad_inputs_are_rejected() -> None:
 def test_the_columns_are_registered() -> None:
     for name in registry.CHAR_COLUMNS:
         c = registry.column(name)
-        assert c.higher_is_better and c.proportion and c.definition and c.forms is None
+        assert c.higher_is_better and c.proportion and c.definition and registry.forms(name) is None
 
 
 # Random inputs: vectorised == per question == brute-force characters -------------------------------

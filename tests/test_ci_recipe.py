@@ -17,7 +17,7 @@ import yaml
 
 from evalkit.project.init import init_project
 from evalkit.report.compare import compare_runs
-from evalkit.report.data import load_run
+from evalkit.run.folder import load_run
 from tests.wheel_env import WheelEnv, make_env
 
 EXPRESSION = re.compile(r"\$\{\{[^}]*\}\}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -10,9 +11,9 @@ import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 
-from evalkit.report import Objective
-from evalkit.report.analysis import recommend, steps
-from evalkit.report.data import load_run
+from evalkit.report import Statistics
+from evalkit.report.analysis import steps
+from evalkit.report.decision import NO_DECISION_OBJECTIVE, read_decision
 from evalkit.report.diagnostics import (
     Finding,
     calibration_rule,
@@ -23,13 +24,16 @@ from evalkit.report.diagnostics import (
     whole_document_rule,
 )
 from evalkit.report.threshold_advice import threshold_advice
+from evalkit.run.folder import load_run
 from evalkit.scoring.calibration import calibrate_by_class
 from evalkit.scoring.registry import measure
 from evalkit.scoring.thresholds import zero_hit_at
 from evalkit.sweep import sweep
 from tests.conftest import REPO
 
-FAST = Objective(n_resamples=500)
+FAST = Statistics(n_resamples=500)
+OBJECTIVE = replace(NO_DECISION_OBJECTIVE, zero_hit_answerable_max=0.05)
+"""recall under the sweep's default 5% zero-hit cap, as recommendation.json states it."""
 SET_TO = re.compile(r"set threshold to (\S+?):")
 
 
@@ -67,7 +71,7 @@ def test_separating_score_gets_a_threshold_within_the_target() -> None:
     answerable = np.arange(240) < 200
     f = one_config(best, answerable)
     rec = f["summary"].iloc[0].to_dict()
-    advice = threshold_advice(f["calibration"], f["results"], rec, FAST)
+    advice = threshold_advice(f["calibration"], f["results"], rec, OBJECTIVE)
     assert advice is not None and advice.threshold is not None
     # The value shown, rounded down, keeps zero-hit on answerable questions within 5%.
     assert zero_hit_at(best[answerable], advice.threshold) <= 0.05
@@ -75,7 +79,7 @@ def test_separating_score_gets_a_threshold_within_the_target() -> None:
     assert advice.fix.startswith(f"set threshold to {advice.threshold:g}: zero-hit on answerable ")
     assert f"<= 5%, abstains on {shown} of unanswerable" in advice.fix
     # A stricter objective cap than the calibration's target is honoured, not broken.
-    strict = threshold_advice(f["calibration"], f["results"], rec, Objective(max_zero_hit_answerable=0.01))
+    strict = threshold_advice(f["calibration"], f["results"], rec, replace(OBJECTIVE, zero_hit_answerable_max=0.01))
     assert strict is not None and strict.threshold is not None and strict.threshold < advice.threshold
     assert zero_hit_at(best[answerable], strict.threshold) <= 0.01
     # The recommended config at threshold 0 is told to set it.
@@ -84,7 +88,7 @@ def test_separating_score_gets_a_threshold_within_the_target() -> None:
 
 
 def rule(f: dict[str, pd.DataFrame], rec: dict) -> tuple[Finding, ...]:
-    return calibration_rule(f["calibration"], f["results"], rec, FAST)
+    return calibration_rule(f["calibration"], f["results"], rec, OBJECTIVE)
 
 
 def test_poor_separation_says_no_threshold_and_widen_the_pool() -> None:
@@ -94,7 +98,7 @@ def test_poor_separation_says_no_threshold_and_widen_the_pool() -> None:
     f = one_config(best, answerable)
     rec = f["summary"].iloc[0].to_dict()
     auc = float(f["calibration"]["auc_answerable_vs_unanswerable"].iloc[0])
-    advice = threshold_advice(f["calibration"], f["results"], rec, FAST)
+    advice = threshold_advice(f["calibration"], f["results"], rec, OBJECTIVE)
     assert advice is not None and advice.threshold is None
     assert advice.fix == (
         f"no threshold for this score (AUC {auc:.2f} < 0.7): keep 0; "
@@ -109,7 +113,7 @@ def test_poor_separation_says_no_threshold_and_widen_the_pool() -> None:
 def test_no_unanswerable_questions_means_no_threshold() -> None:
     best = np.linspace(1, 20, 50)
     f = one_config(best, np.ones(50, dtype=bool))
-    advice = threshold_advice(f["calibration"], f["results"], f["summary"].iloc[0].to_dict(), FAST)
+    advice = threshold_advice(f["calibration"], f["results"], f["summary"].iloc[0].to_dict(), OBJECTIVE)
     assert advice is not None and advice.fix.startswith("no threshold for this score (no unanswerable questions)")
 
 
@@ -120,8 +124,8 @@ def test_an_older_calibration_is_never_advised() -> None:
         recommended_threshold=15.0
     )
     rec = f["summary"].iloc[0].to_dict()
-    assert threshold_advice(old, f["results"], rec, FAST) is None
-    findings = threshold_rule(f["results"], f["summary"], rec, FAST, calibrated=15.0, calibration=old)
+    assert threshold_advice(old, f["results"], rec, OBJECTIVE) is None
+    findings = threshold_rule(f["results"], f["summary"], rec, OBJECTIVE, FAST, calibrated=15.0, calibration=old)
     assert all("15" not in x.advice for x in findings)
 
 
@@ -168,7 +172,7 @@ def test_overlap_without_effect_and_whole_documents_and_grid_edge() -> None:
         "recursive-s256-o64: every chunk is a whole document",
     ]
     assert whole_document_rule(g["summary"], None) == ()
-    edge = grid_edge_rule(g["summary"], FAST)
+    edge = grid_edge_rule(g["summary"], OBJECTIVE)
     assert [f.title for f in edge] == [
         "the best recall@5 config uses the largest top_k of the grid (5)",
         "the best recall@5 config uses the largest chunk_size of the grid (1024)",
@@ -200,17 +204,28 @@ def test_no_diagnostic_on_a_real_run_advises_a_threshold_that_breaks_the_cap(
     tmp_path: Path, small_demo: Path, cap: float
 ) -> None:
     run = load_run(_sweep(small_demo, tmp_path))
-    objective = Objective(max_zero_hit_answerable=cap, n_resamples=500)
-    rec = recommend(run.summary, run.results, objective)
-    rec_row = run.config_row(rec.config_id)
+    decision = read_decision(run.recommendation)
+    assert decision is not None and decision.focus_id is not None
+    objective = replace(decision.objective, zero_hit_answerable_max=cap)
+    rec_row = run.config_row(decision.focus_id)
     k_steps = steps(
-        run.results, run.summary, measure("recall"), str(rec_row["chunking"]), "top_k", rec_row["threshold"], objective
+        run.results, run.summary, measure("recall"), str(rec_row["chunking"]), "top_k", rec_row["threshold"], FAST
     )
     findings = diagnose(
-        run.results, run.summary, run.chunkings, rec_row, objective, k_steps, None, None, run.calibration, run.manifest
+        run.results,
+        run.summary,
+        run.chunkings,
+        rec_row,
+        objective,
+        FAST,
+        k_steps,
+        None,
+        None,
+        run.calibration,
+        run.manifest,
     )
     assert {"overlap", "top_k", "threshold"} <= {f.rule for f in findings}
-    own = run.results[run.results["config_id"] == rec.config_id]
+    own = run.results[run.results["config_id"] == decision.focus_id]
     ans = own["answerable"].to_numpy(dtype=bool)
     best = own["best_score"].to_numpy(dtype=float)
     for f in findings:
@@ -218,6 +233,6 @@ def test_no_diagnostic_on_a_real_run_advises_a_threshold_that_breaks_the_cap(
             assert zero_hit_at(best[ans], float(value)) <= cap, f
     # Without calibration.parquet the per-chunking info files give the same advice.
     fallback = diagnose(
-        run.results, run.summary, run.chunkings, rec_row, objective, k_steps, None, None, None, run.manifest
+        run.results, run.summary, run.chunkings, rec_row, objective, FAST, k_steps, None, None, None, run.manifest
     )
     assert [f.advice for f in fallback] == [f.advice for f in findings]

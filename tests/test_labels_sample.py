@@ -242,7 +242,7 @@ def test_generate_cli_with_the_fake_generator_rejects_unparseable_replies(tiny_s
 
 
 def test_the_report_states_the_synthetic_share_and_splits_metrics(tiny_set: Path, tmp_path: Path) -> None:
-    from evalkit.report import Objective, write_report
+    from evalkit.report import Statistics, write_report
     from tests.test_report import run_sweep
 
     path = tiny_set / "questions.jsonl"
@@ -250,7 +250,7 @@ def test_the_report_states_the_synthetic_share_and_splits_metrics(tiny_set: Path
     records[0]["tags"] |= {"synthetic": True, "derived_label": True}
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
     run = run_sweep(tiny_set, tmp_path / "reports", "chunk_size=[64]", "chunk_overlap=[0]", "top_k=[1]")
-    html = write_report(run, objective=Objective(n_resamples=200)).read_text(encoding="utf-8")
+    html = write_report(run, statistics=Statistics(n_resamples=200)).read_text(encoding="utf-8")
     assert 'id="synthetic"' in html and "1 of 3 scored questions (33.3%) are synthetic" in html
     section = html[html.index('id="synthetic"') :].split("</section>")[0]
     assert section.count("<tr>") == 3  # header, synthetic, real

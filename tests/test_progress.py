@@ -28,7 +28,7 @@ import pytest
 from evalkit.cache import Cache
 from evalkit.pipeline.calibrate import NAMESPACE, TextRate, generator_rate
 from evalkit.pipeline.dryrun import PlannedCalls, describe_calls, with_times
-from evalkit.report import Objective, write_report
+from evalkit.report import Statistics, write_report
 from tests.conftest import REPO
 from tests.test_sweep import run_in_process
 
@@ -157,13 +157,13 @@ def test_the_report_shows_its_sections_unless_told_not_to(
     monkeypatch: pytest.MonkeyPatch, shown: tuple[Path, str, str]
 ) -> None:
     run_dir = shown[0]
-    objective = Objective(n_resamples=200)
+    statistics = Statistics(n_resamples=200)
     with stderr_on_a_terminal(monkeypatch) as seen:
-        write_report(run_dir, objective=objective)
+        write_report(run_dir, statistics=statistics)
     text = seen.decode("utf-8", "replace")
     assert re.search(r"report: .*/20 .*steps/s", text), text[-800:]
     with stderr_on_a_terminal(monkeypatch) as seen:
-        write_report(run_dir, objective=objective, progress=False)
+        write_report(run_dir, statistics=statistics, progress=False)
     assert not seen, bytes(seen[-400:])
 
 

@@ -78,11 +78,12 @@ CASES: list[tuple[list[bool], int, dict[str, float]]] = [
 
 
 def test_every_ir_column_has_both_forms() -> None:
-    ir_columns = [c for c in registry.COLUMNS.values() if c.forms is not None]
+    ir_columns = [c for c in registry.COLUMNS.values() if registry.forms(c.name) is not None]
     assert {c.name for c in ir_columns} == {*registry.RANKING_COLUMNS, "zero_hit"}
     for c in ir_columns:
-        assert c.forms is not None and c.forms.name == c.name
-        assert callable(c.forms.per_question) and callable(c.forms.vectorised)
+        declared = registry.forms(c.name)
+        assert declared is not None and declared.name == c.name and declared.column == c
+        assert callable(declared.per_question) and callable(declared.vectorised)
     # Every registered form is a column, except multi-hop coverage alone (a part of recall, not written).
     assert set(FORMS) - set(registry.COLUMNS) == {"span_recall"}
 
@@ -146,16 +147,10 @@ def test_slicing_composes_the_registered_forms() -> None:
     judgement = PoolJudgement(relevant, scores, np.array([2, 1]))
     sliced = slice_metrics(judgement, 2, 0.5)  # row 0 returns ranks 1-2, row 1 returns nothing
     returned = Returned.slice(relevant, scores, judgement.n_relevant, 2, 0.5)
-    columns = {
-        "hit": "hit",
-        "precision": "precision",
-        "recall_trec": "recall_trec",
-        "ndcg": "ndcg",
-        "mrr": "reciprocal_rank",
-    }
-    for name, field in columns.items():
-        assert getattr(sliced, field).tobytes() == FORMS[name].vectorised(returned).tobytes()
-    assert sliced.hit.tolist() == [1.0, 0.0] and sliced.zero_hit.tolist() == [False, True]
+    assert list(sliced.values) == [m.name for m in FORMS.values() if m.column is not None]
+    for name, values in sliced.values.items():
+        assert values.tobytes() == FORMS[name].vectorised(returned).tobytes()
+    assert sliced.values["hit"].tolist() == [1.0, 0.0] and sliced.values["zero_hit"].tolist() == [False, True]
 
 
 # The name table ---------------------------------------------------------------------

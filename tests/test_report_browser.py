@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.report import Objective, write_report
+from evalkit.report import Statistics, write_report
 from tests.test_report import planted_run
 
 SECTIONS = ("recommendation", "configs", "diagnostics", "grid", "top-k", "zero-hit", "labelset", "questions")
@@ -19,7 +19,7 @@ SECTIONS = ("recommendation", "configs", "diagnostics", "grid", "top-k", "zero-h
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_report(planted_run(tmp_path_factory.mktemp("browser")), objective=Objective(n_resamples=300))
+    return write_report(planted_run(tmp_path_factory.mktemp("browser")), statistics=Statistics(n_resamples=300))
 
 
 def test_report_renders_and_planted_scripts_do_not_run(browser, report: Path, tmp_path: Path) -> None:

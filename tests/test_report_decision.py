@@ -133,7 +133,7 @@ def rows_of(page, section: str) -> list[list[str]]:
 def test_recommend_decision_is_rendered_from_the_file(tmp_path: Path, demo_run: Path) -> None:
     pick, production = _ids(demo_run)
     run = _copy(demo_run, tmp_path / "run", recommend_payload(pick, production))
-    page = parse(write_report(run, objective=FAST))
+    page = parse(write_report(run, statistics=FAST))
     text = page.text("recommendation")
     assert page.codes["recommendation"][:2] == [pick, production]
     assert "predates" not in text and files.RECOMMENDATION_JSON in text
@@ -169,7 +169,7 @@ def test_keep_production_names_the_near_misses(tmp_path: Path, demo_run: Path) -
         gate={"verdict": None, "checks": []},
     )
     run = _copy(demo_run, tmp_path / "keep", payload)
-    page = parse(write_report(run, objective=FAST))
+    page = parse(write_report(run, statistics=FAST))
     text = page.text("recommendation")
     assert "Keep production" in text and page.codes["recommendation"][0] == production
     miss = next(r for r in rows_of(page, "recommendation") if r and r[0] == pick)
@@ -179,7 +179,7 @@ def test_keep_production_names_the_near_misses(tmp_path: Path, demo_run: Path) -
 
 def test_a_run_without_the_file_keeps_the_old_card(tmp_path: Path, demo_run: Path) -> None:
     run = _copy(demo_run, tmp_path / "old", None)
-    page = parse(write_report(run, objective=FAST))
+    page = parse(write_report(run, statistics=FAST))
     assert "this run predates recommendation.json" in page.text("recommendation").lower()
     assert "Minimum detectable effect" in page.text("recommendation")
 
@@ -202,7 +202,7 @@ def _data(report: Path) -> dict:
 def test_drilldown_holds_every_question_of_every_filter(tmp_path: Path, demo_run: Path) -> None:
     pick, production = _ids(demo_run)
     run = _copy(demo_run, tmp_path / "drill", recommend_payload(pick, production))
-    data = _data(write_report(run, objective=FAST, max_questions=5))
+    data = _data(write_report(run, statistics=FAST, max_questions=5))
     results = pd.read_parquet(run / files.RESULTS)
     mine = results[results["config_id"] == pick].set_index("question_id")
     base = results[results["config_id"] == production].set_index("question_id").reindex(mine.index)

@@ -43,14 +43,15 @@ def test_slices_equal_scalar_metrics(case: tuple[PoolJudgement, int, float]) -> 
             bool(r) for r, s in zip(judgement.relevant[q], judgement.scores[q]) if not np.isnan(s) and s >= threshold
         ][:k]
         n_rel = int(judgement.n_relevant[q])
-        assert sliced.hit[q] == hit_at_k(keep, k)
-        assert abs(sliced.precision[q] - precision_at_k(keep, k)) < 1e-12
-        assert abs(sliced.context_precision[q] - context_precision_at_k(keep, k)) < 1e-12
-        assert abs(sliced.reciprocal_rank[q] - reciprocal_rank(keep, k)) < 1e-12
-        assert abs(sliced.ndcg[q] - ndcg_at_k(keep, k, n_rel)) < 1e-12
-        assert abs(sliced.recall_trec[q] - recall_at_k(keep, k, n_rel)) < 1e-12
+        assert sliced.values["hit"][q] == hit_at_k(keep, k)
+        assert abs(sliced.values["precision"][q] - precision_at_k(keep, k)) < 1e-12
+        assert abs(sliced.values["context_precision"][q] - context_precision_at_k(keep, k)) < 1e-12
+        assert abs(sliced.values["mrr"][q] - reciprocal_rank(keep, k)) < 1e-12
+        assert abs(sliced.values["ndcg"][q] - ndcg_at_k(keep, k, n_rel)) < 1e-12
+        assert abs(sliced.values["recall_trec"][q] - recall_at_k(keep, k, n_rel)) < 1e-12
         best = best_score(judgement.scores[q : q + 1])[0]
-        assert bool(sliced.zero_hit[q]) == zero_hit(None if np.isnan(best) else float(best), threshold)
+        expected = zero_hit(None if np.isnan(best) else float(best), threshold)
+        assert bool(sliced.values["zero_hit"][q]) == expected
         assert sliced.n_returned[q] == len(keep)
 
 
@@ -58,7 +59,7 @@ def test_no_fallback_to_top1_when_everything_is_below_threshold() -> None:
     scores = np.array([[0.2, 0.1, np.nan]])
     judgement = PoolJudgement(np.array([[True, False, False]]), scores, np.array([1]))
     sliced = slice_metrics(judgement, k=3, threshold=0.25)
-    assert sliced.zero_hit[0] and sliced.n_returned[0] == 0 and sliced.hit[0] == 0.0
+    assert sliced.values["zero_hit"][0] and sliced.n_returned[0] == 0 and sliced.values["hit"][0] == 0.0
 
 
 def test_returned_mask_keeps_pool_order_and_cuts_at_k() -> None:

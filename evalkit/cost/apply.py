@@ -19,6 +19,7 @@ import pandas as pd
 from evalkit.cost.model import Cost, TokenUsage, call_cost, index_growth, rerank_cost
 from evalkit.cost.prices import PriceTable
 from evalkit.cost.stuffing import stuff_vs_retrieve
+from evalkit.records import COST_PER_DAY, COST_PER_QUERY
 
 __all__ = [
     "CostSettings",
@@ -77,10 +78,10 @@ def question_costs(rows: pd.DataFrame, settings: CostSettings, prices: PriceTabl
 def price_configs(summary: pd.DataFrame, rows: pd.DataFrame, settings: CostSettings) -> pd.DataFrame:
     """Add $/query (mean over questions), $/day and index growth columns to a per-config summary."""
     out = summary.copy()
-    per_config = rows.groupby("config_id", sort=False)["cost_per_query_usd"].mean()
+    per_config = rows.groupby("config_id", sort=False)[COST_PER_QUERY].mean()
     out["cost_model"] = settings.model
-    out["cost_per_query_usd"] = out["config_id"].map(per_config)
-    out["cost_per_day_usd"] = out["cost_per_query_usd"] * settings.queries_per_day
+    out[COST_PER_QUERY] = out["config_id"].map(per_config)
+    out[COST_PER_DAY] = out[COST_PER_QUERY] * settings.queries_per_day
     out["cost_estimated"] = True  # token counts are local estimates
     out["queries_per_day"] = settings.queries_per_day
     baseline_chunks = out[out["chunk_overlap"] == 0].groupby("chunk_size")["n_chunks"].first()

@@ -22,6 +22,7 @@ from evalkit.retrieval.filters import Access, leaked
 from evalkit.retrieval.pools import CandidatePool
 from evalkit.scoring.calibration import best_scores
 from evalkit.scoring.ir.chars import char_measures, overlapping_units
+from evalkit.scoring.ir.forms import WRITTEN
 from evalkit.scoring.slicing import PoolJudgement, best_score, slice_metrics
 
 
@@ -100,8 +101,11 @@ def score_chunking(
             chars = char_measures(*spans, sliced.returned, evidence, omega)
             # Multi-hop recall: the share of evidence characters the returned chunks cover together (a chunk
             # inside a long evidence span covers its own characters, not the whole span).
-            recall = np.where(multi_hop, chars.recall, sliced.hit)
+            values = dict(sliced.values) | {"recall": np.where(multi_hop, chars.recall, sliced.values["hit"])}
             na = np.where(answerable, 1.0, np.nan)  # IR metrics are undefined without gold
+            ranking = {m.name: values[m.name] * na for m in WRITTEN if m.answerable_only}
+            by_char = {name: v * na for name, v in chars.columns().items()}
+            abstention = {m.name: values[m.name] for m in WRITTEN if not m.answerable_only}
             frames.append(
                 pd.DataFrame(
                     base
@@ -114,18 +118,11 @@ def score_chunking(
                         "reranker": plan.reranker.name,
                         "top_k": k,
                         "threshold": threshold,
-                        "recall": recall * na,
-                        "hit": sliced.hit * na,
-                        "precision": sliced.precision * na,
-                        "recall_trec": sliced.recall_trec * na,
-                        "context_precision": sliced.context_precision * na,
-                        "mrr": sliced.reciprocal_rank * na,
-                        "ndcg": sliced.ndcg * na,
-                        "char_recall": chars.recall * na,
-                        "char_precision": chars.precision * na,
-                        "char_iou": chars.iou * na,
-                        "char_precision_omega": chars.precision_omega * na,
-                        "zero_hit": sliced.zero_hit,
+                    }
+                    | ranking
+                    | by_char
+                    | abstention
+                    | {
                         "n_returned": sliced.n_returned,
                         "returned_tokens": returned_tokens(sliced.returned, pool.indices, unit_tokens),
                         "leaked_units": leaked(sliced.returned, pool.indices, unit_access.visible),

@@ -28,7 +28,7 @@ from evalkit.pipeline.decision import announce, write_recommendation
 from evalkit.pipeline.executor import Executor, LocalExecutor
 from evalkit.pipeline.plan import SweepPlan
 from evalkit.pipeline.work import UnitResult, WorkContext, plan_units
-from evalkit.records import Question
+from evalkit.records import COST_PER_QUERY, Question
 from evalkit.retrieval.embedding.base import Embedder
 from evalkit.retrieval.rerank.base import Reranker
 from evalkit.run import files
@@ -127,7 +127,7 @@ def write_results(
     settings, prices = plan.cost, price_table(plan.pricing_dir)
     rerank_model = plan.reranker.model if plan.reranker.name == "cohere" else None
     rerank_cost = rerank_cost_per_query(prices, rerank_model, plan.pool_size)
-    results["cost_per_query_usd"] = question_costs(results, settings, prices, rerank_cost)
+    results[COST_PER_QUERY] = question_costs(results, settings, prices, rerank_cost)
     summary = price_configs(summarise(results, infos), results, settings)
     corpus_tokens = sum(estimate_tokens(doc.text, family) for doc in labelset.documents)
     baseline_k = plan.baseline.top_k or plan.top_ks[0]

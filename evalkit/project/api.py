@@ -24,8 +24,8 @@ from typing import Any
 import pandas as pd
 
 from evalkit.project.layers import find_source
-from evalkit.report.data import load_run as _read_run
 from evalkit.run import files
+from evalkit.run.folder import load_run as _read_run
 
 
 class SweepError(RuntimeError):
@@ -65,7 +65,7 @@ class RunData:
 
 
 def load_run(path: str | Path) -> RunData:
-    """Read ``reports/<run_id>``; raises evalkit.report.data.RunError (one line) for a folder that is not a run."""
+    """Read ``reports/<run_id>``; raises evalkit.run.folder.RunError (one line) for a folder that is not a run."""
     run = _read_run(path)
     root = Path(path)
     frames = [

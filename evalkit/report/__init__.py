@@ -8,8 +8,8 @@ records, labels, run; until the one recommender lands, the modules that ``EXCEPT
 
 from __future__ import annotations
 
-from evalkit.report.analysis import Objective
+from evalkit.report.analysis import Statistics
 from evalkit.report.build import write_report
-from evalkit.report.data import RunError
+from evalkit.run.folder import RunError
 
-__all__ = ["Objective", "RunError", "write_report"]
+__all__ = ["RunError", "Statistics", "write_report"]

@@ -9,39 +9,15 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from evalkit.report.analysis import Objective
+from evalkit.report.analysis import Statistics
 from evalkit.report.build import write_report
-from evalkit.report.data import RunError
-from evalkit.scoring.registry import MEASURES
+from evalkit.run.folder import RunError
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m evalkit.report", description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", help="the run folder, reports/<run_id>")
     parser.add_argument("--compare", metavar="EARLIER_RUN", help="an earlier run folder: deltas and flipped questions")
-    parser.add_argument(
-        "--metric",
-        default="recall",
-        choices=[m for m, v in MEASURES.items() if v.higher_is_better],
-        help="objective to maximise (default recall)",
-    )
-    parser.add_argument(
-        "--max-zero-hit",
-        type=float,
-        default=0.05,
-        metavar="SHARE",
-        help="cap on zero-hit among answerable questions (default 0.05; negative: no cap)",
-    )
-    parser.add_argument(
-        "--max-cost", type=float, default=None, metavar="USD", help="cap on $ per query (only with cost data)"
-    )
-    parser.add_argument(
-        "--tie-tolerance",
-        type=float,
-        default=0.01,
-        metavar="SHARE",
-        help="configs this close to the best and within noise tie; the cheapest wins (default 0.01)",
-    )
     parser.add_argument("--resamples", type=int, default=5000, help="bootstrap resamples (default 5000)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-questions", type=int, default=200, help="questions per drill-down page (default 200)")
@@ -51,19 +27,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    objective = Objective(
-        metric=args.metric,
-        max_zero_hit_answerable=None if args.max_zero_hit < 0 else args.max_zero_hit,
-        max_cost_per_query=args.max_cost,
-        tie_tolerance=args.tie_tolerance,
-        n_resamples=args.resamples,
-        seed=args.seed,
-    )
+    statistics = Statistics(n_resamples=args.resamples, seed=args.seed)
     try:
         path = write_report(
             args.run_dir,
             compare=args.compare,
-            objective=objective,
+            statistics=statistics,
             max_questions=args.max_questions,
             labelset=args.labelset,
         )
@@ -81,7 +50,7 @@ def compare_lines(run_dir: str, earlier_dir: str) -> list[str]:
     """What the run-over-run comparison found, for the terminal: a plain note, or the focus configs' deltas."""
     from evalkit.report.analysis import resolve_baseline
     from evalkit.report.compare import compare_runs
-    from evalkit.report.data import load_run
+    from evalkit.run.folder import load_run
 
     now, earlier = load_run(run_dir), load_run(earlier_dir)
     recommended = ((now.recommendation or {}).get("recommended") or {}).get("config_id")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from evalkit.report.analysis import Objective
+from evalkit.report.analysis import Statistics
 from evalkit.report.fonts import cjk_font
 from evalkit.report.html import page
 from evalkit.report.model import ReportModel, ReportOptions, build_model
@@ -34,7 +34,7 @@ def render(model: ReportModel, on_section: Callable[[str], None] | None = None) 
 def write_report(
     run_dir: str | Path,
     compare: str | Path | None = None,
-    objective: Objective | None = None,
+    statistics: Statistics | None = None,
     max_questions: int = 50,
     labelset: str | Path | None = None,
     progress: bool = True,
@@ -48,7 +48,7 @@ def write_report(
         RunError: the folder is not a finished run (one-line message).
     """
     options = ReportOptions(
-        objective=objective or Objective(),
+        statistics=statistics or Statistics(),
         max_questions=max_questions,
         labelset=Path(labelset) if labelset is not None else None,
         compare=Path(compare) if compare is not None else None,

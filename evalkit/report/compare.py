@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from evalkit.report.data import Run
+from evalkit.run.folder import Run
 from evalkit.scoring.compare import Resampling, paired
 
 COMPARED = ("recall", "hit", "context_precision", "ndcg", "mrr", "zero_hit_answerable", "zero_hit_unanswerable")

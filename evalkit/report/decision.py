@@ -4,7 +4,7 @@ The file is the sweep's decision (:data:`evalkit.run.files.RECOMMENDATION_JSON`)
 the recommended config or "keep production", the objective, each constraint for
 the pick and for production, the gains in and out of sample, near-misses, flags
 and the gate verdict. Reading is strict about the shape the report relies on
-(a malformed file is a one-line :class:`~evalkit.report.data.RunError`) and
+(a malformed file is a one-line :class:`~evalkit.run.folder.RunError`) and
 lenient about optional fields, which stay None and render as "n/a".
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evalkit.report.data import RunError
 from evalkit.run import files
+from evalkit.run.folder import RunError
 
 KEEP = "keep production"
 RECOMMEND = "recommend"
@@ -243,6 +243,10 @@ def _objective(block: Mapping[str, Any]) -> Objective:
         gate_margins=tuple(m for m in _list(block.get("gate_margins"), "gate_margins") if isinstance(m, Mapping)),
         confidence=_number(block.get("confidence")),
     )
+
+
+NO_DECISION_OBJECTIVE = _objective({})
+"""What a run before recommendation.json is read with: recall, no caps, no confidence stated."""
 
 
 def read_decision(payload: Mapping[str, Any] | None) -> Decision | None:

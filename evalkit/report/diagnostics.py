@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from evalkit.report import fmt
-from evalkit.report.analysis import Objective, Step, find_config, steps
+from evalkit.report.analysis import Statistics, Step, find_config, steps
+from evalkit.report.decision import Objective
 from evalkit.report.experiments import PositionSummary
 from evalkit.report.threshold_advice import WIDEN, calibration_floor, calibration_rows, threshold_advice
 from evalkit.scoring import compare
@@ -51,10 +52,15 @@ def _k_label(metric: str, k: int) -> str:
 
 
 def overlap_rule(
-    results: pd.DataFrame, summary: pd.DataFrame, chunkings: pd.DataFrame, rec: Mapping[str, Any], objective: Objective
+    results: pd.DataFrame,
+    summary: pd.DataFrame,
+    chunkings: pd.DataFrame,
+    rec: Mapping[str, Any],
+    objective: Objective,
+    statistics: Statistics,
 ) -> tuple[Finding, ...]:
     """More overlap means more chunks; flag it when the objective gains no more than the noise."""
-    m = measure(objective.metric)
+    m = measure(objective.primary)
     k, t = int(rec["top_k"]), float(rec["threshold"])
     counts = dict(zip(chunkings["chunking"], chunkings.get("n_chunks", pd.Series(dtype=float)), strict=False))
     findings = []
@@ -71,7 +77,7 @@ def overlap_rule(
             if lo_id is None or hi_id is None or not n_lo or n_hi is None:
                 continue
             wide = matrix(results, m, [lo_id, hi_id])
-            c = compare.paired(wide[lo_id].to_numpy(), wide[hi_id].to_numpy(), objective.resampling, m.name)
+            c = compare.paired(wide[lo_id].to_numpy(), wide[hi_id].to_numpy(), statistics.resampling, m.name)
             if c is None:  # no question defines the objective in both configs: nothing to compare
                 continue
             growth = n_hi / n_lo - 1
@@ -136,6 +142,7 @@ def threshold_rule(
     summary: pd.DataFrame,
     rec: Mapping[str, Any],
     objective: Objective,
+    statistics: Statistics,
     calibrated: float | None = None,
     calibration: pd.DataFrame | None = None,
 ) -> tuple[Finding, ...]:
@@ -144,11 +151,13 @@ def threshold_rule(
     ``calibrated`` (the former overlap-edge value) is accepted for callers that still pass it and ignored.
     """
     chunking, k = str(rec["chunking"]), int(rec["top_k"])
-    zero = steps(results, summary, measure("zero_hit_answerable"), chunking, "threshold", k, objective)
-    gain = {s.to_id: s for s in steps(results, summary, measure(objective.metric), chunking, "threshold", k, objective)}
+    zero = steps(results, summary, measure("zero_hit_answerable"), chunking, "threshold", k, statistics)
+    gain = {
+        s.to_id: s for s in steps(results, summary, measure(objective.primary), chunking, "threshold", k, statistics)
+    }
     abstain = {
         s.to_id: s
-        for s in steps(results, summary, measure("zero_hit_unanswerable"), chunking, "threshold", k, objective)
+        for s in steps(results, summary, measure("zero_hit_unanswerable"), chunking, "threshold", k, statistics)
     }
     findings = []
     # The former calibrated value (upper edge of the overlap interval) is never advised: it can leave most
@@ -161,7 +170,7 @@ def threshold_rule(
         arithmetic = (
             f"threshold {s.frm:g} → {s.to:g} (chunking {chunking}, top_k {k}): zero-hit on answerable questions "
             f"{fmt.pct(c.baseline_mean)} → {fmt.pct(c.candidate_mean)} ({fmt.delta(c)})"
-            + (f"; {_k_label(objective.metric, k)} {fmt.delta(g.comparison)}" if g else "")
+            + (f"; {_k_label(objective.primary, k)} {fmt.delta(g.comparison)}" if g else "")
             + (
                 f"; correct abstentions on unanswerable questions {fmt.pct(a.comparison.baseline_mean)} → "
                 f"{fmt.pct(a.comparison.candidate_mean)}"
@@ -327,7 +336,7 @@ def overlap_effect_rule(results: pd.DataFrame, summary: pd.DataFrame) -> tuple[F
 
 def grid_edge_rule(summary: pd.DataFrame, objective: Objective) -> tuple[Finding, ...]:
     """The best config by the objective's measure sits on the largest top_k or chunk_size of the grid."""
-    m = measure(objective.metric)
+    m = measure(objective.primary)
     if m.name not in summary.columns or summary[m.name].isna().all():
         return ()
     best = summary.loc[summary[m.name].astype(float).idxmax()]
@@ -355,6 +364,7 @@ def diagnose(
     chunkings: pd.DataFrame,
     rec: Mapping[str, Any],
     objective: Objective,
+    statistics: Statistics,
     k_steps: tuple[Step, ...],
     calibrated: float | None,
     position: PositionSummary | None,
@@ -368,10 +378,10 @@ def diagnose(
     """
     table = calibration_rows(calibration, chunkings)
     found = (
-        overlap_rule(results, summary, chunkings, rec, objective)
-        + top_k_rule(k_steps, summary, objective.metric)
+        overlap_rule(results, summary, chunkings, rec, objective, statistics)
+        + top_k_rule(k_steps, summary, objective.primary)
         + calibration_rule(table, results, rec, objective)
-        + threshold_rule(results, summary, rec, objective, calibrated, table)
+        + threshold_rule(results, summary, rec, objective, statistics, calibrated, table)
         + whole_document_rule(summary, manifest)
         + overlap_effect_rule(results, summary)
         + grid_edge_rule(summary, objective)

@@ -10,10 +10,9 @@ from typing import Any
 import pandas as pd
 
 from evalkit.report import analysis
-from evalkit.report.analysis import BaselineComparison, Curve, Objective, Recommendation, Step
+from evalkit.report.analysis import BaselineComparison, Curve, Statistics, Step
 from evalkit.report.compare import RunDelta, compare_runs
-from evalkit.report.data import Run, load_pool, load_run, returned_chunks
-from evalkit.report.decision import Decision, read_decision
+from evalkit.report.decision import NO_DECISION_OBJECTIVE, Decision, Objective, read_decision
 from evalkit.report.diagnostics import Finding, diagnose
 from evalkit.report.drilldown import Views, question_views
 from evalkit.report.experiments import (
@@ -24,7 +23,8 @@ from evalkit.report.experiments import (
 )
 from evalkit.report.fonts import FontStatus
 from evalkit.report.labels import LabelledSet, find_labelset, read_documents, read_labelset
-from evalkit.scoring.registry import MEASURES, measure
+from evalkit.run.folder import Run, load_pool, load_run, returned_chunks
+from evalkit.scoring.registry import measure
 
 CURVE_MEASURES = ("recall", "context_precision")
 
@@ -33,7 +33,8 @@ CURVE_MEASURES = ("recall", "context_precision")
 class ReportOptions:
     """What the reviewer can choose on the command line."""
 
-    objective: Objective = field(default_factory=Objective)
+    statistics: Statistics = field(default_factory=Statistics)
+    """Resampling of the report's intervals; the level is the decision's confidence when it states one."""
     max_questions: int = 50
     """Questions per page of the drill-down (every question of its filters is in the page, a page at a time)."""
     labelset: Path | None = None
@@ -67,10 +68,14 @@ class ReportModel:
     options: ReportOptions
     font: FontStatus
     decision: Decision | None
-    """recommendation.json, when the sweep wrote one; it then decides which config the report centres on."""
-    rec: Recommendation
-    """The config the report centres on (``rec.config_id``): the decision's pick, or production when the
-    decision keeps it; computed by :func:`analysis.recommend` only for a run without recommendation.json."""
+    """recommendation.json, when the sweep wrote one; it decides which config the report centres on."""
+    objective: Objective
+    """The sweep's objective as recommendation.json states it (recall, no caps, for a run before the file)."""
+    statistics: Statistics
+    """The resampling behind every interval of the report (level: the decision's confidence)."""
+    focus_id: str
+    """The config the report centres on: the decision's pick, else production (the decision keeps it, or a run
+    before recommendation.json), else the grid's first config. Never chosen by the report."""
     rec_row: Mapping[str, Any]
     baseline_id: str | None
     comparison: BaselineComparison | None
@@ -129,59 +134,34 @@ def _drilldown(
     )
 
 
-def _decided(run: Run, decision: Decision, objective: Objective) -> Recommendation | None:
-    """The decision's focus config in the shape every section reads (``rec.config_id``, ``rec.objective``).
-
-    The sweep chose it; the counts say how many configs meet the zero-hit cap, as the sweep's
-    objective states it. None when the focus config is not in this run's summary.
-    """
-    focus = decision.focus_id
-    if focus is None or focus not in set(run.summary["config_id"]):
-        return None
-    cap = objective.max_zero_hit_answerable
-    within = len(run.summary)
-    if cap is not None and "zero_hit_answerable" in run.summary.columns:
-        within = int((run.summary["zero_hit_answerable"].fillna(0.0) <= cap + 1e-12).sum())
-    return Recommendation(
-        config_id=focus,
-        leader_id=focus,
-        objective=objective,
-        n_configs=len(run.summary),
-        n_eligible=within,
-        n_over_zero_hit_cap=len(run.summary) - within,
-        n_over_cost_cap=0,
-        caps_relaxed=within == 0,
-        ties=((focus, None),),
-    )
+def _production(run: Run, decision: Decision | None) -> str | None:
+    """The production config: the decision's, else the manifest's baseline grid point when it is in the grid."""
+    ids = set(run.summary["config_id"])
+    if decision is not None and decision.production_id in ids:
+        return decision.production_id
+    return analysis.resolve_baseline(run.summary, run.baseline_point())
 
 
-def _objective(options: ReportOptions, decision: Decision | None) -> Objective:
-    """The reviewer's objective, or the sweep's own when recommendation.json states it."""
-    objective = options.objective
-    if decision is None:
-        return objective
-    primary = decision.objective.primary if decision.objective.primary in MEASURES else objective.metric
-    return replace(
-        objective,
-        metric=primary,
-        max_zero_hit_answerable=decision.objective.zero_hit_answerable_max,
-        level=decision.objective.confidence or objective.level,
-    )
+def _focus(run: Run, decision: Decision | None, production_id: str | None) -> str:
+    """The decision's focus config; without a decision, production, else the grid's first config."""
+    if decision is not None and decision.focus_id in set(run.summary["config_id"]):
+        return str(decision.focus_id)
+    return production_id if production_id is not None else str(run.summary["config_id"].iloc[0])
 
 
 def _k_curves(
-    run: Run, chunking: str, threshold: float, objective: Objective
+    run: Run, chunking: str, threshold: float, statistics: Statistics
 ) -> tuple[dict[str, tuple[Step, ...]], dict[str, tuple[Curve, ...]]]:
     """Steps along top_k for the recommended chunking, and one curve per chunking (CIs on the recommended one)."""
     k_steps = {
-        name: analysis.steps(run.results, run.summary, measure(name), chunking, "top_k", threshold, objective)
+        name: analysis.steps(run.results, run.summary, measure(name), chunking, "top_k", threshold, statistics)
         for name in CURVE_MEASURES
     }
     chunkings = list(dict.fromkeys(run.summary["chunking"]))
     k_curves = {
         name: tuple(
             analysis.curve(
-                run.results, run.summary, measure(name), c, "top_k", threshold, objective, with_ci=c == chunking
+                run.results, run.summary, measure(name), c, "top_k", threshold, statistics, with_ci=c == chunking
             )
             for c in chunkings
         )
@@ -190,25 +170,25 @@ def _k_curves(
     return k_steps, k_curves
 
 
-def _zero_curves(run: Run, chunking: str, top_k: int, objective: Objective) -> tuple[Curve, Curve]:
+def _zero_curves(run: Run, chunking: str, top_k: int, statistics: Statistics) -> tuple[Curve, Curve]:
     """Zero-hit on answerable, then unanswerable, questions against the threshold."""
     return (
         analysis.curve(
-            run.results, run.summary, measure("zero_hit_answerable"), chunking, "threshold", top_k, objective, True
+            run.results, run.summary, measure("zero_hit_answerable"), chunking, "threshold", top_k, statistics, True
         ),
         analysis.curve(
-            run.results, run.summary, measure("zero_hit_unanswerable"), chunking, "threshold", top_k, objective, True
+            run.results, run.summary, measure("zero_hit_unanswerable"), chunking, "threshold", top_k, statistics, True
         ),
     )
 
 
-def _position(run: Run, objective: Objective) -> PositionSummary | None:
+def _position(run: Run, statistics: Statistics) -> PositionSummary | None:
     """The experiment's own summary when it wrote one, else computed from its rows."""
     position = None
     if run.position_summary is not None:
-        position = position_from_summary(run.position_summary, objective.level)
+        position = position_from_summary(run.position_summary, statistics.level)
     if position is None and run.position_rows is not None:
-        position = position_from_rows(run.position_rows, objective.level, objective.n_resamples, objective.seed)
+        position = position_from_rows(run.position_rows, statistics.level, statistics.n_resamples, statistics.seed)
     return position
 
 
@@ -216,43 +196,46 @@ def build_model(run_dir: str | Path, options: ReportOptions, font: FontStatus) -
     """Read the run (and the earlier one, and the labelled set) and compute every section's numbers."""
     run = load_run(run_dir)
     decision = read_decision(run.recommendation)
-    objective = _objective(options, decision)
-    decided = _decided(run, decision, objective) if decision is not None else None
-    rec = decided or analysis.recommend(run.summary, run.results, objective)
-    rec_row = run.config_row(rec.config_id)
-    baseline_id = analysis.resolve_baseline(run.summary, run.baseline_point())
-    if decision is not None and decision.production_id in set(run.summary["config_id"]):
-        baseline_id = decision.production_id
+    objective = decision.objective if decision is not None else NO_DECISION_OBJECTIVE
+    statistics = replace(options.statistics, level=objective.confidence or options.statistics.level)
+    baseline_id = _production(run, decision)
+    focus_id = _focus(run, decision, baseline_id)
+    rec_row = run.config_row(focus_id)
+    metric = objective.primary
     comparison = None
     if baseline_id is not None:
-        comparison = analysis.compare_with_baseline(run.results, run.summary, rec, baseline_id)
+        comparison = analysis.compare_with_baseline(run.results, run.summary, focus_id, baseline_id, metric, statistics)
     chunking, k, t = str(rec_row["chunking"]), int(rec_row["top_k"]), float(rec_row["threshold"])
-    k_steps, k_curves = _k_curves(run, chunking, t, objective)
+    k_steps, k_curves = _k_curves(run, chunking, t, statistics)
     plateaus = {name: analysis.plateau(s) for name, s in k_steps.items()}
-    zero_curves = _zero_curves(run, chunking, k, objective)
+    zero_curves = _zero_curves(run, chunking, k, statistics)
     calibrated = calibrated_threshold(run.calibration, chunking)
-    position = _position(run, objective)
-    objective_steps = k_steps.get(objective.metric) or analysis.steps(
-        run.results, run.summary, measure(objective.metric), chunking, "top_k", t, objective
+    position = _position(run, statistics)
+    objective_steps = k_steps.get(metric) or analysis.steps(
+        run.results, run.summary, measure(metric), chunking, "top_k", t, statistics
     )
     findings = diagnose(
-        run.results, run.summary, run.chunkings, rec_row, objective, objective_steps, calibrated, position,
-        calibration=run.calibration, manifest=run.manifest,
+        run.results, run.summary, run.chunkings, rec_row, objective, statistics, objective_steps, calibrated,
+        position, calibration=run.calibration, manifest=run.manifest,
     )  # fmt: skip
     run_delta = None
     if options.compare is not None:
         earlier = load_run(options.compare)
-        run_delta = compare_runs(run, earlier, [c for c in (rec.config_id, baseline_id) if c])
+        run_delta = compare_runs(run, earlier, [c for c in (focus_id, baseline_id) if c])
     root = find_labelset(run.manifest, run.root, options.labelset)
     labelset = read_labelset(root) if root is not None else None
-    focus_label = "production" if decision is not None and decision.keeps_production else "recommended"
-    drill = _drilldown(run, (focus_label, rec.config_id), baseline_id, labelset, options)
+    focus_label = "production" if focus_id == baseline_id else "first config"  # no decision, no production
+    if decision is not None and decision.recommended is not None and decision.recommended.config_id == focus_id:
+        focus_label = "recommended"
+    drill = _drilldown(run, (focus_label, focus_id), baseline_id, labelset, options)
     return ReportModel(
         run,
         options,
         font,
         decision,
-        rec,
+        objective,
+        statistics,
+        focus_id,
         rec_row,
         baseline_id,
         comparison,

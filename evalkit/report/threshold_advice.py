@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from evalkit.report import fmt
-from evalkit.report.analysis import Objective
+from evalkit.report.decision import Objective
 from evalkit.run import files
 from evalkit.scoring.thresholds import (
     DEFAULT_ZERO_HIT_TARGET,
@@ -66,7 +66,7 @@ def threshold_advice(
 ) -> ThresholdAdvice | None:
     """What the calibration advises for the recommended chunking; None without advice columns.
 
-    The target is the objective's zero-hit cap; when it is stricter than the one the sweep
+    The target is the objective's zero-hit cap (recommendation.json's); when it is stricter than the one the sweep
     calibrated with, the advice is recomputed from the results' best scores with the stricter cap.
     """
     if calibration is None or "advice" not in calibration.columns:
@@ -75,7 +75,7 @@ def threshold_advice(
     if mine.empty:
         return None
     row = mine.iloc[0].to_dict()
-    cap = objective.max_zero_hit_answerable
+    cap = objective.zero_hit_answerable_max
     target = float(row.get("zero_hit_target", DEFAULT_ZERO_HIT_TARGET))
     own = results[results["config_id"] == rec["config_id"]]
     best = own["best_score"].to_numpy(dtype=float) if "best_score" in own.columns else None

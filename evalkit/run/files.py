@@ -10,6 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Re-exported (the report reads every run-folder name from here); defined once, in evalkit.records.
+from evalkit.records import COST_COLUMNS as COST_COLUMNS
+from evalkit.records import COST_PER_DAY as COST_PER_DAY
+from evalkit.records import COST_PER_QUERY as COST_PER_QUERY
+
 # Written by every sweep (evalkit/results.py).
 MANIFEST = "manifest.json"
 RESULTS = "results.parquet"
@@ -48,11 +53,6 @@ CHUNK_HEALTH_JSON = "chunk_health.json"
 "count", "share", "message", "examples": [{"chunk_id", "doc_id", "start", "end", "detail"}]}]}``."""
 COSTS_JSON = "costs.json"
 """Stuffing the corpus vs retrieving, per query and per day (evalkit/costing.py ``stuffing_decision``)."""
-COST_PER_QUERY = "cost_per_query_usd"
-"""US dollars per query: a summary column (mean per config); also read per question from results when present."""
-COST_PER_DAY = "cost_per_day_usd"
-"""US dollars per day at the configured query volume (summary column)."""
-COST_COLUMNS = (COST_PER_QUERY, COST_PER_DAY)
 
 
 @dataclass(frozen=True)

@@ -11,14 +11,22 @@ Layout of ``reports/<run_id>/``::
 
 Every file is written to a temporary name and renamed, so a killed sweep
 never leaves a half-written file that a resume would trust.
+
+The one reader of a finished run: :func:`load_run` reads what every sweep writes
+(manifest, results, summary, per-chunking info) and whatever optional files later
+stages add (see :mod:`evalkit.run.files`) into a frozen :class:`Run`; the report,
+the gate and ``evalkit.load_run`` all read through it. Candidate pools are large,
+so they are read per chunking and per question on demand by :func:`load_pool`.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +86,173 @@ class RunFolder:
             os.replace(tmp, target)
         write_json(self.done_marker(key), info)  # last: its presence means the chunking is complete
 
-    def load_rows(self, key: str) -> pd.DataFrame:
-        return pd.read_parquet(self.rows_path(key))
 
-    def load_info(self, key: str) -> dict[str, Any]:
-        return read_json(self.done_marker(key))
+class RunError(ValueError):
+    """A run folder that cannot be read; the message is one line naming the file and the problem."""
+
+
+@dataclass(frozen=True)
+class BaselinePoint:
+    """The production config's grid point, as the manifest's ``baseline:`` block names it."""
+
+    chunk_size: int
+    chunk_overlap: int
+    top_k: int
+    threshold: float | None
+    """None: the lowest threshold of the grid."""
+
+    def describe(self) -> str:
+        threshold = "lowest" if self.threshold is None else f"{self.threshold:g}"
+        return f"chunk_size {self.chunk_size}, overlap {self.chunk_overlap}, top_k {self.top_k}, threshold {threshold}"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One results folder, as the report and the gate see it."""
+
+    root: Path
+    """The folder ``reports/<run_id>``."""
+    manifest: Mapping[str, Any]
+    """manifest.json as written by the sweep."""
+    results: pd.DataFrame
+    """One row per (config, question)."""
+    summary: pd.DataFrame
+    """One row per config."""
+    chunkings: pd.DataFrame
+    """One row per chunking: n_chunks, stored_chars, indexed_chars, gold_cut_share, texts_embedded."""
+    calibration: pd.DataFrame | None = None
+    """calibration.parquet: threshold calibration per chunking and question class, when present."""
+    position_rows: pd.DataFrame | None = None
+    """position/rows.parquet (answers with arm, placement, repeat, gold_bucket, correct), when present."""
+    position_summary: pd.DataFrame | None = None
+    """position/summary.parquet (accuracy with CIs per arm, placement and bucket), when present."""
+    costs: Mapping[str, Any] | None = None
+    """costs.json: stuffing the corpus vs retrieving, when present."""
+    chunk_health: Mapping[str, Any] | None = None
+    """chunk_health.json, when present."""
+    gate: Mapping[str, Any] | None = None
+    """gate.json, when a gate wrote its verdict into this folder."""
+    recommendation: Mapping[str, Any] | None = None
+    """recommendation.json: the sweep's decision, when the sweep wrote one (runs before it did not)."""
+
+    @property
+    def run_id(self) -> str:
+        return str(self.manifest.get("run_id") or self.root.name)
+
+    @property
+    def labelset_fingerprint(self) -> str:
+        return str((self.manifest.get("labelset") or {}).get("fingerprint") or "")
+
+    @property
+    def labelset_name(self) -> str:
+        return str((self.manifest.get("labelset") or {}).get("name") or "")
+
+    @property
+    def has_cost(self) -> bool:
+        """Whether configs carry $/query (in the summary, or per question in the results)."""
+        return files.COST_PER_QUERY in self.summary.columns or files.COST_PER_QUERY in self.results.columns
+
+    @property
+    def has_position(self) -> bool:
+        return self.position_rows is not None or self.position_summary is not None
+
+    @property
+    def config_ids(self) -> tuple[str, ...]:
+        return tuple(self.summary["config_id"])
+
+    def baseline_point(self) -> BaselinePoint | None:
+        """The manifest's production grid point, or None when the manifest has none."""
+        block = (self.manifest.get("config") or {}).get("baseline") or {}
+        try:
+            threshold = block.get("threshold")
+            return BaselinePoint(
+                chunk_size=int(block["chunk_size"]),
+                chunk_overlap=int(block["chunk_overlap"]),
+                top_k=int(block["top_k"]),
+                threshold=None if threshold is None else float(threshold),
+            )
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def config_row(self, config_id: str) -> Mapping[str, Any]:
+        """The summary row of one config."""
+        match = self.summary[self.summary["config_id"] == config_id]
+        if match.empty:
+            raise RunError(f"{self.root}: no config {config_id!r} in {files.SUMMARY}")
+        return match.iloc[0].to_dict()
+
+
+def _read_object(path: Path) -> dict[str, Any]:
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise RunError(f"{path}: cannot read ({exc.__class__.__name__}: {exc})".splitlines()[0]) from exc
+    if not isinstance(payload, dict):
+        raise RunError(f"{path}: expected a JSON object")
+    return payload
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises several types for a broken file
+        raise RunError(f"{path}: cannot read ({exc.__class__.__name__})") from exc
+
+
+def _optional_json(path: Path) -> dict[str, Any] | None:
+    return _read_object(path) if path.is_file() else None
+
+
+def _optional_table(path: Path) -> pd.DataFrame | None:
+    return _read_table(path) if path.is_file() else None
+
+
+def load_run(run_dir: str | Path) -> Run:
+    """Read a finished run folder; raise :class:`RunError` (one line) when it is not one."""
+    root = Path(run_dir)
+    if not root.is_dir():
+        raise RunError(f"{root}: not a folder (expected reports/<run_id>)")
+    for name in (files.MANIFEST, files.RESULTS, files.SUMMARY):
+        if not (root / name).is_file():
+            raise RunError(f"{root}: missing {name} (is the sweep finished? re-run it to resume)")
+    manifest = _read_object(root / files.MANIFEST)
+    results = _read_table(root / files.RESULTS)
+    summary = _read_table(root / files.SUMMARY)
+    missing = {"config_id", "question_id", "answerable", "recall"} - set(results.columns)
+    if missing:
+        raise RunError(f"{root / files.RESULTS}: missing columns {', '.join(sorted(missing))}")
+    infos = [_read_object(p) for p in sorted((root / files.CHUNKINGS_DIR).glob("*.json"))]
+    chunkings = pd.DataFrame(infos) if infos else pd.DataFrame({"chunking": summary["chunking"].unique()})
+    return Run(
+        root=root,
+        manifest=manifest,
+        results=results,
+        summary=summary,
+        chunkings=chunkings,
+        calibration=_optional_table(root / files.CALIBRATION_TABLE),
+        position_rows=_optional_table(root / files.POSITION_ROWS),
+        position_summary=_optional_table(root / files.POSITION_SUMMARY),
+        costs=_optional_json(root / files.COSTS_JSON),
+        chunk_health=_optional_json(root / files.CHUNK_HEALTH_JSON),
+        gate=_optional_json(root / files.GATE_JSON),
+        recommendation=_optional_json(root / files.RECOMMENDATION_JSON),
+    )
+
+
+def load_pool(run_dir: Path, chunking: str, question_ids: Sequence[str]) -> pd.DataFrame:
+    """The candidate pool of one chunking for the given questions (empty when the file is absent)."""
+    path = RunFolder(run_dir).pool_path(chunking)
+    if not path.is_file() or not question_ids:
+        return pd.DataFrame(columns=["question_id", "rank", "unit_id", "doc_id", "start", "end", "score", "relevant"])
+    return pd.read_parquet(path, filters=[("question_id", "in", list(question_ids))])
+
+
+def returned_chunks(pool: pd.DataFrame, top_k: int, threshold: float) -> pd.DataFrame:
+    """Pool entries a config returned: score at least the threshold, in pool order, first ``top_k``.
+
+    The same rule as the sweep's slicing (evalkit/slicing.py ``returned_mask``), applied to the
+    long-form pool table; the tests check it against the rows' ``n_returned``.
+    """
+    kept = pool[pool["score"].fillna(-math.inf) >= threshold].sort_values(["question_id", "rank"])
+    position = kept.groupby("question_id", sort=False).cumcount() + 1
+    return kept[position <= top_k].assign(returned_rank=position[position <= top_k])

@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from evalkit.scoring import compare
@@ -24,6 +23,7 @@ from evalkit.scoring.gatecheck import ConfigData, GateConfig, evaluate
 from evalkit.scoring.objective import ConfigTable, ObjectiveSettings, column_means, config_table
 from evalkit.scoring.out_of_sample import out_of_sample_gain, point_constraints
 from evalkit.scoring.registry import MEASURES
+from evalkit.scoring.values import at_threshold
 
 KEEP = "keep production"
 RECOMMEND = "recommend"
@@ -89,7 +89,7 @@ def find_production(
         (summary["chunk_size"] == chunk_size)
         & (summary["chunk_overlap"] == chunk_overlap)
         & (summary["top_k"] == top_k)
-        & np.isclose(summary["threshold"].astype(float), level, rtol=0, atol=1e-9)
+        & at_threshold(summary["threshold"], level)
     ]
     return None if match.empty else str(match.iloc[0]["config_id"])
 

@@ -3,7 +3,7 @@
 ``python -m evalkit.gate`` and the sweep's recommendation both call :func:`evaluate`
 on the same per-question values, so a config the recommendation picks passes
 the gate by construction. Reading the margins file and the run folders is the
-callers' job (:mod:`evalkit.pipeline.margins`, :mod:`evalkit.report.data`).
+callers' job (:mod:`evalkit.pipeline.margins`, :mod:`evalkit.run.folder`).
 """
 
 from __future__ import annotations

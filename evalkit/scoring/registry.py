@@ -1,8 +1,10 @@
 """One name table: every result column the sweep writes, and every measure the report and the gate compare.
 
 A :class:`Column` is what a column *means*: its display label, whether higher
-is better, its unit and a one-line definition; an IR column also names its two
-metric forms in :mod:`evalkit.scoring.ir` (``Column.forms``). A :class:`Measure`
+is better, its unit and a one-line definition. The IR metric columns are not
+listed here: each is declared with its two forms in its own module of
+:mod:`evalkit.scoring.ir` and read from :data:`evalkit.scoring.ir.FORMS`
+(likewise the character columns, from :mod:`evalkit.scoring.ir.chars`). A :class:`Measure`
 is a comparable quantity with one value per question: a column restricted to
 the questions it is defined on (zero-hit is a miss on answerable questions and
 a correct abstention on unanswerable ones, so it yields two measures).
@@ -17,7 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from evalkit.scoring.ir.forms import FORMS, MetricForms
+from evalkit.records import COST_COLUMNS, COST_PER_DAY, COST_PER_QUERY
+from evalkit.scoring.ir import chars
+from evalkit.scoring.ir.forms import FORMS, WRITTEN, Metric
+from evalkit.scoring.ir.metric import Column, Unit
 
 __all__ = [
     "CHAR_COLUMNS",
@@ -33,44 +38,16 @@ __all__ = [
     "Subset",
     "Unit",
     "column",
+    "forms",
     "measure",
 ]
 
-Unit = Literal["proportion", "usd", "count", "chars", "tokens", "score"]
-"""How a value is read: a share in [0, 1] (shown as a percentage, differences in points), US dollars,
-a count, characters, tokens, or a raw retriever/reranker score."""
 Subset = Literal["all", "answerable", "unanswerable"]
 
-COST_PER_QUERY = "cost_per_query_usd"
-"""Column: US dollars per query (``evalkit.run.files.COST_PER_QUERY`` must equal it)."""
-COST_PER_DAY = "cost_per_day_usd"
-"""Column: US dollars per day at the configured query volume (``evalkit.run.files.COST_PER_DAY``)."""
-COST_COLUMNS = (COST_PER_QUERY, COST_PER_DAY)
 
-
-@dataclass(frozen=True)
-class Column:
-    """What one column of results.parquet / summary.parquet / the chunkings table means."""
-
-    name: str
-    """The column name as written."""
-    label: str
-    """Display label; ``@k`` is replaced by the config's top_k where one is shown."""
-    higher_is_better: bool
-    """Direction: False for misses, cost and size (cheaper and smaller is better)."""
-    unit: Unit
-    definition: str
-    """One line: what the value is, per question (results) or per config (summary)."""
-
-    @property
-    def proportion(self) -> bool:
-        """Values in [0, 1], shown as percentages and deltas in points."""
-        return self.unit == "proportion"
-
-    @property
-    def forms(self) -> MetricForms | None:
-        """The per-question and vectorised forms of an IR metric column, else None."""
-        return FORMS.get(self.name)
+def forms(name: str) -> Metric | None:
+    """The declared per-question and vectorised forms of an IR metric column, else None."""
+    return FORMS.get(name)
 
 
 def _table(*columns: Column) -> dict[str, Column]:
@@ -78,48 +55,10 @@ def _table(*columns: Column) -> dict[str, Column]:
 
 
 COLUMNS: dict[str, Column] = _table(
-    # Ranking metrics, per question (NaN on unanswerable questions); averaged over answerable ones.
-    Column(
-        "recall", "recall@k", True, "proportion",
-        "Did the top k bring the evidence: hit@k for mode any; for mode all the share of evidence characters covered.",
-    ),
-    Column("hit", "hit@k", True, "proportion", "1 if any of the top k returned units is relevant, else 0."),
-    Column(
-        "precision", "precision@k", True, "proportion",
-        "Relevant units in the top k divided by k (a short list is not rewarded).",
-    ),
-    Column(
-        "recall_trec", "recall_trec@k", True, "proportion",
-        "trec_eval recall: relevant units in the top k divided by every relevant unit of the chunking.",
-    ),
-    Column(
-        "context_precision", "context precision@k", True, "proportion",
-        "Average precision over the top k as ragas defines it (mean precision@i at the relevant ranks).",
-    ),
-    Column("mrr", "MRR", True, "proportion", "1 / rank of the first relevant unit within the top k, else 0."),
-    Column("ndcg", "nDCG@k", True, "proportion", "nDCG@k with binary gains and a log2 discount."),
-    # Character-level measures (Chroma's chunking evaluation; evalkit.scoring.ir.chars), NaN on unanswerable questions.
-    Column(
-        "char_recall", "char recall@k", True, "proportion",
-        "Share of the evidence characters covered by the union of the top k returned units.",
-    ),
-    Column(
-        "char_precision", "char precision@k", True, "proportion",
-        "Share of the characters of the top k returned units (their union) that are evidence; 0 if none returned.",
-    ),
-    Column(
-        "char_iou", "char IoU@k", True, "proportion",
-        "Evidence characters and returned characters: size of the intersection over size of the union.",
-    ),
-    Column(
-        "char_precision_omega", "char precision-Omega", True, "proportion",
-        "Chroma's precision-Omega: the best char precision this chunking can reach (all units touching the evidence).",
-    ),
-    # Abstention.
-    Column(
-        "zero_hit", "zero-hit", False, "proportion",
-        "1 when nothing reaches the model: no pool score at or above the threshold.",
-    ),
+    *(m.column for m in WRITTEN if m.answerable_only),  # ranking metrics, NaN on unanswerable questions
+    *chars.COLUMNS,
+    # Abstention: zero_hit itself is declared with its forms (evalkit.scoring.ir.zero_hit).
+    *(m.column for m in WRITTEN if not m.answerable_only),
     Column(
         "zero_hit_answerable", "zero-hit (answerable: misses)", False, "proportion",
         "Summary: share of answerable questions with a zero-hit (a miss).",
@@ -161,10 +100,10 @@ COLUMNS: dict[str, Column] = _table(
 )  # fmt: skip
 """Column name -> meaning, for the columns the sweep writes and the report shows."""
 
-RANKING_COLUMNS = ("recall", "hit", "precision", "recall_trec", "context_precision", "mrr", "ndcg")
+RANKING_COLUMNS = tuple(m.name for m in WRITTEN if m.answerable_only)
 """IR metric columns averaged over answerable questions (NaN elsewhere), in the summary's column order."""
 
-CHAR_COLUMNS = ("char_recall", "char_precision", "char_iou", "char_precision_omega")
+CHAR_COLUMNS = tuple(c.name for c in chars.COLUMNS)
 """Character-level columns (:mod:`evalkit.scoring.ir.chars`), averaged over answerable questions (NaN elsewhere)."""
 
 
@@ -202,13 +141,7 @@ def _measure(name: str, source: str, subset: Subset) -> Measure:
 MEASURES: dict[str, Measure] = {
     m.name: m
     for m in (
-        _measure("recall", "recall", "answerable"),
-        _measure("hit", "hit", "answerable"),
-        _measure("context_precision", "context_precision", "answerable"),
-        _measure("precision", "precision", "answerable"),
-        _measure("ndcg", "ndcg", "answerable"),
-        _measure("mrr", "mrr", "answerable"),
-        _measure("recall_trec", "recall_trec", "answerable"),
+        *(_measure(m.name, m.name, "answerable") for m in WRITTEN if m.comparable),
         _measure("zero_hit_answerable", "zero_hit", "answerable"),
         _measure("zero_hit_unanswerable", "zero_hit", "unanswerable"),
         Measure("cost_per_query", COLUMNS[COST_PER_QUERY].label, COST_PER_QUERY, "all", False, False),

@@ -9,18 +9,14 @@ this module only composes them into the record the pipeline writes rows from.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from evalkit.scoring.ir.context_precision import context_precision_matrix
 from evalkit.scoring.ir.coverage import SpanCoverage, answer_recall
-from evalkit.scoring.ir.hit import hit_matrix
-from evalkit.scoring.ir.ndcg import ndcg_matrix
-from evalkit.scoring.ir.precision import precision_matrix, recall_trec_matrix
-from evalkit.scoring.ir.reciprocal_rank import reciprocal_rank_matrix
+from evalkit.scoring.ir.forms import WRITTEN
 from evalkit.scoring.ir.returned import Returned, returned_mask
-from evalkit.scoring.ir.zero_hit import zero_hit_matrix
 
 __all__ = [
     "PoolJudgement",
@@ -49,14 +45,10 @@ class PoolJudgement:
 class SliceMetrics:
     """Per-question metric values for one (top_k, threshold); every array has shape (n_q,)."""
 
-    hit: np.ndarray
-    precision: np.ndarray
-    recall_trec: np.ndarray
-    context_precision: np.ndarray
-    reciprocal_rank: np.ndarray
-    """Written as the ``mrr`` column."""
-    ndcg: np.ndarray
-    zero_hit: np.ndarray
+    values: Mapping[str, np.ndarray]
+    """Metric name -> its vectorised form's values, for every metric written as a column
+    (:data:`evalkit.scoring.ir.forms.WRITTEN`, in column order). ``recall`` here is hit@k for every
+    question: the caller replaces multi-hop rows with their span coverage (:func:`answer_recall`)."""
     n_returned: np.ndarray
     returned: np.ndarray
     """bool (n_q, N): which pool entries were returned."""
@@ -65,19 +57,11 @@ class SliceMetrics:
 def slice_metrics(judgement: PoolJudgement, k: int, threshold: float) -> SliceMetrics:
     """Metrics of the returned list for every question at once (definitions in :mod:`evalkit.scoring.ir`).
 
-    ``recall`` is not here: for multi-hop questions it needs the span coverage
-    of ``returned``, which the caller computes; :func:`answer_recall` then
-    combines it with ``hit``.
+    Multi-hop ``recall`` needs the span coverage of ``returned``, which the caller computes.
     """
     r = Returned.slice(judgement.relevant, judgement.scores, judgement.n_relevant, k, threshold)
     return SliceMetrics(
-        hit=hit_matrix(r),
-        precision=precision_matrix(r),
-        recall_trec=recall_trec_matrix(r),
-        context_precision=context_precision_matrix(r),
-        reciprocal_rank=reciprocal_rank_matrix(r),
-        ndcg=ndcg_matrix(r),
-        zero_hit=zero_hit_matrix(r),
+        values={m.name: m.vectorised(r) for m in WRITTEN},
         n_returned=r.n_returned,
         returned=r.returned,
     )

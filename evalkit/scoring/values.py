@@ -12,7 +12,15 @@ import pandas as pd
 
 from evalkit.scoring.registry import HEADLINE, MEASURES, Measure
 
-__all__ = ["available", "masked", "matrix", "per_question"]
+__all__ = ["at_threshold", "available", "masked", "matrix", "per_question"]
+
+THRESHOLD_ATOL = 1e-9
+"""Grid thresholds are matched with this absolute tolerance, never with ``==`` (they are floats from YAML)."""
+
+
+def at_threshold(thresholds: pd.Series, level: float) -> np.ndarray:
+    """bool per row: the row's threshold is the grid level ``level``."""
+    return np.isclose(thresholds.astype(float), level, rtol=0, atol=THRESHOLD_ATOL)
 
 
 def available(results: pd.DataFrame, names: tuple[str, ...] = HEADLINE) -> tuple[Measure, ...]:

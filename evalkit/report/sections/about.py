@@ -14,7 +14,7 @@ def about(model: ReportModel) -> Markup:
     labelset = manifest.get("labelset") or {}
     config = manifest.get("config") or {}
     grid = manifest.get("grid") or {}
-    objective = model.rec.objective
+    statistics = model.statistics
     items: list[tuple[str, Any]] = [
         ("run id", model.run.run_id),
         ("folder", str(model.run.root)),
@@ -34,8 +34,8 @@ def about(model: ReportModel) -> Markup:
         ("pool size / relevance tau", f"{config.get('pool_size')} / {config.get('relevance_tau')}"),
         (
             "statistics",
-            f"{objective.level:.0%} percentile bootstrap, {objective.n_resamples} resamples, seed "
-            f"{objective.seed}; paired by question",
+            f"{statistics.level:.0%} percentile bootstrap, {statistics.n_resamples} resamples, seed "
+            f"{statistics.seed}; paired by question",
         ),
         ("packages", json.dumps(manifest.get("packages"), sort_keys=True)),
         ("plot font for Chinese", model.font.family or f"none — {model.font.warning}"),

@@ -98,7 +98,7 @@ def calibration(model: ReportModel) -> Markup:
     body: list[Markup] = [table(HEADERS, [_row(r) for r in records], numeric=NUMERIC)]
     results = model.run.results
     if {"best_relevant_score", "best_irrelevant_score"} <= set(results.columns):
-        mine = results[results["config_id"] == model.rec.config_id]
+        mine = results[results["config_id"] == model.focus_id]
         thresholds = sorted(float(t) for t in model.run.summary["threshold"].unique())
         png = plots.draw(
             lambda: plots.score_histograms(

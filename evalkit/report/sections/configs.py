@@ -9,13 +9,13 @@ from evalkit.report.sections.recommendation import verdict
 from evalkit.scoring.registry import measure
 
 TOP_CONFIGS = 15
-"""Rows of the configs-versus-baseline table (the Holm family is always all eligible configs)."""
+"""Rows of the configs-versus-baseline table (the Holm family is always every config of the grid)."""
 
 
 def family_table(model: ReportModel) -> Markup:
     comparison = model.comparison
-    objective = model.rec.objective
-    m = measure(objective.metric)
+    metric, statistics = model.objective.primary, model.statistics
+    m = measure(metric)
     if comparison is None:
         return section(
             "configs",
@@ -24,9 +24,9 @@ def family_table(model: ReportModel) -> Markup:
         )
     summary = model.run.summary.set_index("config_id")
     family = dict(comparison.family)
-    ordered = sorted(family, key=lambda c: -float(summary.loc[c, objective.metric]))
+    ordered = sorted(family, key=lambda c: -float(summary.loc[c, metric]))
     shown = ordered[:TOP_CONFIGS]
-    for extra in (model.rec.config_id, comparison.baseline_id):
+    for extra in (model.focus_id, comparison.baseline_id):
         if extra not in shown:
             shown.append(extra)
     rows = []
@@ -34,26 +34,26 @@ def family_table(model: ReportModel) -> Markup:
         row = summary.loc[cid]
         c = family.get(cid)
         name = [tag("code", cid)]
-        if cid == model.rec.config_id:
+        if cid == model.focus_id and cid != comparison.baseline_id:
             name.append(tag("span", " recommended", class_="pill good"))
         if cid == comparison.baseline_id:
             name.append(tag("span", " baseline", class_="pill neutral"))
         rows.append(
             [
                 join(name),
-                fmt.pct(row[objective.metric]),
+                fmt.pct(row[metric]),
                 fmt.pct(row.get("zero_hit_answerable")),
                 fmt.count(row.get("stored_chars")),
                 fmt.delta(c) if c else "—",
                 fmt.p_value(c.p_value) if c else "—",
                 fmt.p_value(c.p_adjusted) if c else "—",
-                verdict(c, m, 1 - objective.level, adjusted=True) if c else "",
+                verdict(c, m, 1 - statistics.level, adjusted=True) if c else "",
             ]
         )
     note = (
-        f"{len(shown)} of {len(family)} eligible configs shown, best {m.label} first. Differences are paired "
-        f"by question (bootstrap, {objective.n_resamples} resamples, seed {objective.seed}: the smallest p it can "
-        f"show is {fmt.p_value(2 / (objective.n_resamples + 1))}); Holm's correction runs over all {len(family)} "
+        f"{len(shown)} of {len(family)} configs shown, best {m.label} first. Differences are paired "
+        f"by question (bootstrap, {statistics.n_resamples} resamples, seed {statistics.seed}: the smallest p it can "
+        f"show is {fmt.p_value(2 / (statistics.n_resamples + 1))}); Holm's correction runs over all {len(family)} "
         "comparisons with the baseline."
     )
     headers = [

@@ -19,14 +19,14 @@ def cost(model: ReportModel) -> Markup:
     source = files.COST
     if not model.run.has_cost:
         return section(source.key, source.title, [no_data(source.where, source.how_to_get)])
-    quality = model.rec.objective.metric
+    quality = model.objective.primary
     column = files.COST_PER_QUERY
     points = model.run.summary
     if column not in points.columns:
         means = model.run.results.groupby("config_id")[column].mean().rename(column)
         points = points.merge(means, left_on="config_id", right_index=True, how="left")
     front = pareto_front(points, column, quality)
-    highlight = {model.rec.config_id: "recommended"}
+    highlight = {model.focus_id: "recommended"}
     if model.baseline_id:
         highlight[model.baseline_id] = "baseline"
     by_id = points.set_index("config_id")

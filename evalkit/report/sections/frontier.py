@@ -51,7 +51,7 @@ def _points(model: ReportModel, x: pd.Series, quality: str) -> tuple[list[Fronti
     summary = model.run.summary
     frame = pd.DataFrame({"config_id": summary["config_id"], "x": x.to_numpy(), quality: summary[quality]})
     front = pareto_front(frame, "x", quality)
-    marks = {model.rec.config_id: "recommended"}
+    marks = {model.focus_id: "recommended"}
     if model.baseline_id is not None:
         marks[model.baseline_id] = "production"  # when production is kept, the one point is production
     many = summary["threshold"].nunique() > 1
@@ -71,7 +71,7 @@ def _points(model: ReportModel, x: pd.Series, quality: str) -> tuple[list[Fronti
 
 
 def frontier(model: ReportModel) -> Markup:
-    quality = model.rec.objective.metric
+    quality = model.objective.primary
     label = measure(quality).label
     images: list[Markup] = []
     notes: list[str] = []

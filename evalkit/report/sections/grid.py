@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from evalkit.report import fmt, plots
 from evalkit.report.html import Markup, img, section, table, tag
 from evalkit.report.model import ReportModel
 from evalkit.run import files
 from evalkit.scoring.registry import measure
+from evalkit.scoring.values import at_threshold
 
 HEATMAP_MEASURES = ("recall", "context_precision", "ndcg", "mrr", "precision", "zero_hit_answerable")
 
@@ -20,7 +19,7 @@ def _label(name: str, k: int) -> str:
 def grid(model: ReportModel) -> Markup:
     summary, row = model.run.summary, model.rec_row
     k, t = int(row["top_k"]), float(row["threshold"])
-    at = summary[(summary["top_k"] == k) & np.isclose(summary["threshold"].astype(float), t, rtol=0, atol=1e-9)]
+    at = summary[(summary["top_k"] == k) & at_threshold(summary["threshold"], t)]
     grids = {}
     lower = set()
     for name in HEATMAP_MEASURES:

@@ -11,7 +11,7 @@ from evalkit.report.model import ReportModel
 
 
 def labelset(model: ReportModel) -> Markup:
-    one = model.run.results[model.run.results["config_id"] == model.rec.config_id]
+    one = model.run.results[model.run.results["config_id"] == model.focus_id]
     panels: dict[str, dict[str, float]] = {}
     for column in ("lang", "answerable", "evidence_mode"):
         if column in one.columns:
@@ -48,7 +48,7 @@ def _plottable_tags(model: ReportModel, most: int = 2) -> list[str]:
 
 def labelset_tables(model: ReportModel) -> list[Markup]:
     """Counts by language, answerability, evidence mode, and each tag."""
-    one = model.run.results[model.run.results["config_id"] == model.rec.config_id]
+    one = model.run.results[model.run.results["config_id"] == model.focus_id]
     parts: list[Markup] = []
     for column in ("lang", "answerable", "evidence_mode"):
         if column in one.columns:

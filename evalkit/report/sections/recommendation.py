@@ -6,18 +6,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from evalkit.report import fmt
-from evalkit.report.analysis import BaselineComparison, cost_key
+from evalkit.report.analysis import BaselineComparison
 from evalkit.report.html import Markup, section, table, tag
 from evalkit.report.model import ReportModel
 from evalkit.report.sections.decision import decision_card
 from evalkit.run import files
 from evalkit.scoring import stats
 from evalkit.scoring.registry import Measure, measure
-
-
-def _points(share: float) -> str:
-    value = 100 * share
-    return f"{value:g} point" + ("" if value == 1 else "s")
 
 
 def describe_config(row: Mapping[str, Any]) -> str:
@@ -49,62 +44,19 @@ def _k_label(m: Measure, row: Mapping[str, Any]) -> str:
 def _heading(model: ReportModel) -> list[Markup | str]:
     row = model.rec_row
     return [
-        tag("p", "Recommended configuration", class_="note"),
+        tag("p", "Production configuration (no decision in this run)", class_="note"),
         tag("div", describe_config(row), class_="big"),
         tag(
             "p",
             [
                 "config ",
-                tag("code", model.rec.config_id),
+                tag("code", model.focus_id),
                 f" · {model.run.labelset_name} · "
                 f"{fmt.count(row.get('n_questions'))} questions ({fmt.count(row.get('n_answerable'))} answerable)",
             ],
             class_="note",
         ),
     ]
-
-
-def _why(model: ReportModel) -> str:
-    """The objective, how many configs were eligible, and why this one among the ties."""
-    rec, row, objective = model.rec, model.rec_row, model.rec.objective
-    label = _k_label(measure(objective.metric), row)
-    caps = []
-    if rec.n_over_zero_hit_cap:
-        caps.append(f"{rec.n_over_zero_hit_cap} over the zero-hit cap")
-    if rec.n_over_cost_cap:
-        caps.append(f"{rec.n_over_cost_cap} over the cost cap")
-    why = (
-        f"Objective: {objective.describe()}. {rec.n_eligible} of {rec.n_configs} configs eligible"
-        + (f" ({', '.join(caps)})" if caps else "")
-        + "."
-    )
-    if rec.caps_relaxed:
-        why += " No config met the caps, so all were considered."
-    leader = model.run.config_row(rec.leader_id)
-    ties = len(rec.ties)
-    if rec.config_id == rec.leader_id:
-        why += f" It has the best mean {label}"
-        why += (
-            f"; {ties - 1} other config(s) tie with it (within {_points(objective.tie_tolerance)} and "
-            "within noise)"
-            " and none is cheaper."
-            if ties > 1
-            else "."
-        )
-        return why
-    rec_index, lead_index = row.get("stored_chars"), leader.get("stored_chars")
-    index_words = (
-        f"the same index ({fmt.count(rec_index)} characters)"
-        if rec_index == lead_index
-        else f"an index of {fmt.count(rec_index)} characters vs {fmt.count(lead_index)}"
-    )
-    return why + (
-        f" The best mean is {fmt.pct(leader.get(objective.metric))} ({leader['config_id']}); "
-        f"{ties} configs tie with it (mean at most {_points(objective.tie_tolerance)} below and "
-        f"the paired 95% CI of the difference contains 0). The recommendation is the cheapest of them: "
-        f"{index_words}, about {fmt.num(cost_key(row)[2], 0)} vs {fmt.num(cost_key(leader)[2], 0)} context "
-        "characters per question."
-    )
 
 
 def _no_baseline(model: ReportModel) -> Markup:
@@ -155,22 +107,22 @@ def _headline(
 
 def _against_production(model: ReportModel, comparison: BaselineComparison, alpha: float) -> Markup | None:
     """Whether the recommended config's difference from production survives Holm's correction."""
-    rec = model.rec
-    if rec.config_id == comparison.baseline_id:
+    focus_id = model.focus_id
+    if focus_id == comparison.baseline_id:
         return tag("p", [tag("strong", "The recommendation is the production config: keep it.")])
     family = dict(comparison.family)
-    own = family.get(rec.config_id)
+    own = family.get(focus_id)
     if own is None:
         return None
-    label = _k_label(measure(rec.objective.metric), model.rec_row)
+    label = _k_label(measure(model.objective.primary), model.rec_row)
     holm = (
-        f"Holm-adjusted p = {fmt.p_value(own.p_adjusted)} across the {len(family)} eligible configs compared "
+        f"Holm-adjusted p = {fmt.p_value(own.p_adjusted)} across the {len(family)} configs of the grid compared "
         "with the baseline"
     )
     if stats.within_noise(own):
         text = (
             f"On {label}, the recommended config differs from production by {fmt.delta(own)}: within noise "
-            f"(the 95% CI contains 0; {holm}). Switching buys a cheaper or equal config, not a measured gain."
+            f"(the 95% CI contains 0; {holm})."
         )
     elif own.p_adjusted is not None and own.p_adjusted < alpha:
         text = f"On {label}, the recommended config differs from production by {fmt.delta(own)} ({holm})."
@@ -204,8 +156,8 @@ def _mde_note(comparison: BaselineComparison, m: Measure, alpha: float) -> Marku
 
 
 PREDATES = (
-    f"This run predates {files.RECOMMENDATION_JSON}: the recommendation below is the report's own pick "
-    "(python -m evalkit.report's objective), not the sweep's decision. Re-run the sweep to get the decision."
+    f"This run predates {files.RECOMMENDATION_JSON}: there is no decision to show, and the report makes none "
+    "(the sweep decides). Below: the production config's numbers. Re-run the sweep to get the decision."
 )
 
 
@@ -214,9 +166,9 @@ def measured(model: ReportModel) -> list[Markup]:
     comparison = model.comparison
     if comparison is None:
         return []
-    row, objective = model.rec_row, model.rec.objective
-    m = measure(objective.metric)
-    alpha = 1 - objective.level
+    row = model.rec_row
+    m = measure(model.objective.primary)
+    alpha = 1 - model.statistics.level
     base_row = model.run.config_row(comparison.baseline_id)
     parts: list[Markup] = [*_headline(comparison, row, base_row, alpha)]
     cost = cost_sentence(row, base_row)
@@ -229,10 +181,10 @@ def measured(model: ReportModel) -> list[Markup]:
 
 
 def recommendation(model: ReportModel) -> Markup:
-    """The sweep's decision (recommendation.json) when the run has one; else the report's own pick, as before."""
+    """The sweep's decision (recommendation.json); a run before the file shows production and says so."""
     if model.decision is not None:
         return decision_card(model, model.decision, measured(model))
-    body: list[Markup | str] = [*_heading(model), tag("p", _why(model))]
+    body: list[Markup | str] = [*_heading(model)]
     comparison = model.comparison
     if comparison is None:
         body.append(_no_baseline(model))

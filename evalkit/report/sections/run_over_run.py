@@ -54,7 +54,7 @@ def _matching(delta: RunDelta) -> Markup:
 
 def _deltas(model: ReportModel, delta: RunDelta) -> list[Markup]:
     """Every metric of the recommended and baseline configs, then the configs whose recall moved most."""
-    focus = [c for c in (model.rec.config_id, model.baseline_id) if c]
+    focus = [c for c in (model.focus_id, model.baseline_id) if c]
     frame = delta.deltas
     if frame.empty:
         return []
@@ -74,7 +74,7 @@ def _deltas(model: ReportModel, delta: RunDelta) -> list[Markup]:
             r = cells.get((cid, metric))
             row.append(f"{fmt.pct(r.earlier)} → {fmt.pct(r.now)} ({_change(r)})" if r else "n/a")
         rows.append(row)
-    labels = {model.rec.config_id: "recommended", model.baseline_id: "baseline"}
+    labels = {model.focus_id: "recommended", model.baseline_id: "baseline"}
     headers = ["metric", *[f"{labels.get(c, c)}: earlier → now (Δ points [paired 95% CI])" for c in shown]]
     moved = [
         [tag("code", r.config_id), fmt.pct(r.earlier), fmt.pct(r.now), fmt.signed_points(r.delta)]

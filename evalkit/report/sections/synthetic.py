@@ -51,8 +51,8 @@ def synthetic(model: ReportModel) -> Markup | None:
     results = model.run.results
     scored = set(results["question_id"].astype(str))
     share = len(ids & scored) / max(len(scored), 1)
-    rows = _rows(results[results["config_id"] == model.rec.config_id], ids, "centre config")
-    if model.baseline_id is not None and model.baseline_id != model.rec.config_id:
+    rows = _rows(results[results["config_id"] == model.focus_id], ids, "centre config")
+    if model.baseline_id is not None and model.baseline_id != model.focus_id:
         rows += _rows(results[results["config_id"] == model.baseline_id], ids, "production")
     headers = ["config", "questions", "answerable", *(label for _, label in METRICS)]
     note = (

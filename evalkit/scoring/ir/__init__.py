@@ -9,22 +9,23 @@
   matrix of what was returned); this is what the sweep runs.
 
 ``tests/test_slicing.py`` (hypothesis) and ``tests/test_registry.py`` (hand-worked
-values) keep the two forms equal. :data:`FORMS` maps each result column to its
-pair; the column's label, direction and unit live in :mod:`evalkit.scoring.registry`.
+values) keep the two forms equal. Each metric is declared once, in its own module, as a
+:class:`~evalkit.scoring.ir.metric.Metric`: both forms and its column (label, direction,
+unit, definition, whether the objective and the gate may name it); :data:`FORMS` collects them.
 
 Families: :mod:`.hit` (hit@k), :mod:`.precision` (precision@k, recall_trec@k),
 :mod:`.context_precision`, :mod:`.reciprocal_rank` (MRR), :mod:`.ndcg`,
 :mod:`.zero_hit`, :mod:`.coverage` (multi-hop span coverage and evalkit's
 headline recall@k, which is hit@k for mode ``any``).
 
-Adding a metric: a new module with ``<name>_at_k(rel, k, ...)`` and
-``<name>_matrix(returned)``, an entry in :data:`FORMS`, a column in
-:mod:`evalkit.scoring.registry`, and a hand-worked case in ``tests/test_registry.py``.
+Adding a metric: a new module with ``<name>_at_k(rel, k, ...)``, ``<name>_matrix(returned)``
+and ``METRICS = (Metric(...),)``, and a hand-worked case in ``tests/test_registry.py``;
+the registry, the slicing and the rows the sweep writes pick it up from the declaration.
 """
 
 from __future__ import annotations
 
-from evalkit.scoring.ir.forms import FORMS, JudgedRanking, MetricForms
+from evalkit.scoring.ir.forms import FORMS, WRITTEN, JudgedRanking, Metric
 from evalkit.scoring.ir.returned import Returned, returned_mask
 
-__all__ = ["FORMS", "JudgedRanking", "MetricForms", "Returned", "returned_mask"]
+__all__ = ["FORMS", "WRITTEN", "JudgedRanking", "Metric", "Returned", "returned_mask"]

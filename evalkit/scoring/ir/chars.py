@@ -54,8 +54,10 @@ from evalkit.scoring.ir.char_spans import (
     merge_spans,
     union_lengths,
 )
+from evalkit.scoring.ir.metric import Column
 
 __all__ = [
+    "COLUMNS",
     "CharMeasures",
     "CharScores",
     "char_measures",
@@ -63,6 +65,28 @@ __all__ = [
     "evidence_char_coverage",
     "overlapping_units",
 ]
+
+COLUMNS = (
+    Column(
+        "char_recall", "char recall@k", True, "proportion",
+        "Share of the evidence characters covered by the union of the top k returned units.",
+    ),
+    Column(
+        "char_precision", "char precision@k", True, "proportion",
+        "Share of the characters of the top k returned units (their union) that are evidence; 0 if none returned.",
+    ),
+    Column(
+        "char_iou", "char IoU@k", True, "proportion",
+        "Evidence characters and returned characters: size of the intersection over size of the union.",
+    ),
+    Column(
+        "char_precision_omega", "char precision-Omega", True, "proportion",
+        "Chroma's precision-Omega: the best char precision this chunking can reach (all units touching the evidence).",
+    ),
+)  # fmt: skip
+"""The character-level result columns, in the order the sweep writes them (NaN on unanswerable questions).
+They come from span arithmetic over the returned units (:func:`char_measures`), not from a ranked list of
+relevance flags, so they are columns without :class:`~evalkit.scoring.ir.metric.Metric` forms."""
 
 SpanLists = Sequence[Sequence[CharSpan]]
 """One sequence of ``(doc_id, start, end)`` spans per question."""
@@ -90,6 +114,11 @@ class CharMeasures:
     """Evidence and returned characters: intersection over union (``char_iou``)."""
     precision_omega: np.ndarray
     """Chroma's precision-Omega over all units touching the evidence (``char_precision_omega``)."""
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """Result column name -> values, in the order of :data:`COLUMNS`."""
+        values = (self.recall, self.precision, self.iou, self.precision_omega)
+        return {c.name: v for c, v in zip(COLUMNS, values, strict=True)}
 
 
 # Per question -------------------------------------------------------------------

@@ -22,9 +22,11 @@ import numpy as np
 from evalkit.records import EvidenceMode
 from evalkit.scoring.ir.checks import check_k
 from evalkit.scoring.ir.hit import hit_at_k, hit_matrix
+from evalkit.scoring.ir.metric import Column, JudgedRanking, Metric
 from evalkit.scoring.ir.returned import Returned, SpanCoverage
 
 __all__ = [
+    "METRICS",
     "SpanCoverage",
     "answer_recall",
     "answer_recall_at_k",
@@ -117,3 +119,28 @@ def answer_recall(hit: np.ndarray, coverage: SpanCoverage | None) -> np.ndarray:
 def answer_recall_matrix(r: Returned) -> np.ndarray:
     """float (n_q,): :func:`answer_recall_at_k` of every question (mode ``none`` rows as mode ``any``)."""
     return answer_recall(hit_matrix(r), r.span_coverage)
+
+
+def _recall(j: JudgedRanking, k: int) -> float:
+    return answer_recall_at_k(j.mode, j.rel, k, j.coverage, j.n_spans)
+
+
+def _span_recall(j: JudgedRanking, k: int) -> float:
+    return span_recall_at_k(covered_at_k(j.coverage, k), j.n_spans)
+
+
+METRICS = (
+    Metric(
+        "recall",
+        _recall,
+        answer_recall_matrix,
+        Column(
+            "recall", "recall@k", True, "proportion",
+            "Did the top k bring the evidence: hit@k for mode any; for mode all the share of evidence characters "
+            "covered.",
+        ),
+        order=10,
+    ),
+    Metric("span_recall", _span_recall, span_recall_matrix, None, order=1000, comparable=False),
+)  # fmt: skip
+"""``recall`` is evalkit's answer recall; ``span_recall`` is multi-hop span coverage alone (no column)."""

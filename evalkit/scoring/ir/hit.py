@@ -11,9 +11,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from evalkit.scoring.ir.checks import top
+from evalkit.scoring.ir.metric import Column, Metric
 from evalkit.scoring.ir.returned import Returned
 
-__all__ = ["hit_at_k", "hit_matrix"]
+__all__ = ["METRICS", "hit_at_k", "hit_matrix"]
 
 
 def hit_at_k(rel: Sequence[bool], k: int) -> float:
@@ -24,3 +25,14 @@ def hit_at_k(rel: Sequence[bool], k: int) -> float:
 def hit_matrix(r: Returned) -> np.ndarray:
     """float (n_q,): :func:`hit_at_k` of every returned list."""
     return (r.n_hits > 0).astype(np.float64)
+
+
+METRICS = (
+    Metric(
+        "hit",
+        lambda j, k: hit_at_k(j.rel, k),
+        hit_matrix,
+        Column("hit", "hit@k", True, "proportion", "1 if any of the top k returned units is relevant, else 0."),
+        order=20,
+    ),
+)

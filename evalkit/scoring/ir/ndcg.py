@@ -13,9 +13,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from evalkit.scoring.ir.checks import check_k, check_n_relevant, top
+from evalkit.scoring.ir.metric import Column, Metric
 from evalkit.scoring.ir.returned import Returned
 
-__all__ = ["ndcg_at_k", "ndcg_matrix"]
+__all__ = ["METRICS", "ndcg_at_k", "ndcg_matrix"]
 
 
 def _discount(rank: int) -> float:
@@ -41,3 +42,14 @@ def ndcg_matrix(r: Returned) -> np.ndarray:
     ideal_discounts = np.concatenate([[0.0], np.cumsum(1.0 / np.log2(np.arange(2, r.k + 2)))])
     idcg = ideal_discounts[np.minimum(r.n_relevant, r.k)]
     return np.where(idcg > 0, dcg / np.where(idcg > 0, idcg, 1.0), 0.0)
+
+
+METRICS = (
+    Metric(
+        "ndcg",
+        lambda j, k: ndcg_at_k(j.rel, k, j.n_relevant),
+        ndcg_matrix,
+        Column("ndcg", "nDCG@k", True, "proportion", "nDCG@k with binary gains and a log2 discount."),
+        order=70,
+    ),
+)

@@ -12,9 +12,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from evalkit.scoring.ir.checks import check_k, check_n_relevant, top
+from evalkit.scoring.ir.metric import Column, Metric
 from evalkit.scoring.ir.returned import Returned
 
-__all__ = ["precision_at_k", "precision_matrix", "recall_at_k", "recall_trec_matrix"]
+__all__ = ["METRICS", "precision_at_k", "precision_matrix", "recall_at_k", "recall_trec_matrix"]
 
 
 def precision_at_k(rel: Sequence[bool], k: int) -> float:
@@ -45,3 +46,27 @@ def recall_at_k(rel: Sequence[bool], k: int, n_relevant: int) -> float:
 def recall_trec_matrix(r: Returned) -> np.ndarray:
     """float (n_q,): :func:`recall_at_k` of every returned list."""
     return np.where(r.n_relevant > 0, r.n_hits / np.maximum(r.n_relevant, 1), 0.0)
+
+
+METRICS = (
+    Metric(
+        "precision",
+        lambda j, k: precision_at_k(j.rel, k),
+        precision_matrix,
+        Column(
+            "precision", "precision@k", True, "proportion",
+            "Relevant units in the top k divided by k (a short list is not rewarded).",
+        ),
+        order=30,
+    ),
+    Metric(
+        "recall_trec",
+        lambda j, k: recall_at_k(j.rel, k, j.n_relevant),
+        recall_trec_matrix,
+        Column(
+            "recall_trec", "recall_trec@k", True, "proportion",
+            "trec_eval recall: relevant units in the top k divided by every relevant unit of the chunking.",
+        ),
+        order=40,
+    ),
+)  # fmt: skip

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from evalkit.scoring.ir.checks import check_k
+from evalkit.scoring.ir.metric import Column, Metric
 from evalkit.scoring.ir.returned import Returned
 
-__all__ = ["zero_hit", "zero_hit_at_k", "zero_hit_matrix"]
+__all__ = ["METRICS", "zero_hit", "zero_hit_at_k", "zero_hit_matrix"]
 
 
 def zero_hit(best_score: float | None, threshold: float) -> bool:
@@ -41,3 +42,19 @@ def zero_hit_at_k(rel: Sequence[bool], k: int) -> bool:
     """
     check_k(k)
     return len(rel) == 0
+
+
+METRICS = (
+    Metric(
+        "zero_hit",
+        lambda j, k: float(zero_hit_at_k(j.rel, k)),
+        zero_hit_matrix,
+        Column(
+            "zero_hit", "zero-hit", False, "proportion",
+            "1 when nothing reaches the model: no pool score at or above the threshold.",
+        ),
+        order=200,
+        answerable_only=False,  # a miss on answerable questions, a correct abstention on unanswerable ones
+        comparable=False,  # compared as two measures, zero_hit_answerable and zero_hit_unanswerable (registry)
+    ),
+)  # fmt: skip
