@@ -84,9 +84,9 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "tracking/__main__.py": ("settings.py", "tracking/", "run/"),
 }
 
-# Today's imports that break the table, one module at a time, each removed by a change under way
-# (the report's statistics belong in the pipeline, written to the run folder). A listed import that is gone fails the test below,
-# so the list only shrinks.
+# Today's imports that break the table, one module at a time, each to be removed by a later change
+# (the report's statistics belong in the pipeline, written to the run folder). A listed import that
+# is gone fails the test below, so the list only shrinks.
 _REPORT_RECOMPUTES = ("scoring/",)  # intervals, paired comparisons, MDE and threshold advice still computed here
 EXCEPTIONS: dict[str, tuple[str, ...]] = {
     "report/analysis.py": _REPORT_RECOMPUTES,
