@@ -188,11 +188,21 @@ def test_wilson_matches_hand_calculation_and_scipy() -> None:
     #   half   = 1.959964 / 1.3841459 * sqrt(0.021 + 3.841459 / 400)
     #          = 1.4160097 * 0.1749390                      = 0.2477153
     #   -> [0.3967781, 0.8922087]
-    interval = wilson_ci([1] * 7 + [0] * 3)
+    interval = wilson_ci([1] * 7 + [0] * 3, continuity_correction=False)
     assert interval.low == pytest.approx(0.3967781, abs=1e-6)
     assert interval.high == pytest.approx(0.8922087, abs=1e-6)
     ref = scipy.stats.binomtest(7, 10).proportion_ci(method="wilson")
     assert (interval.low, interval.high) == pytest.approx((ref.low, ref.high), abs=1e-12)
+    assert interval.method == "wilson"
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 1), (1, 1), (0, 10), (3, 10), (10, 10), (7, 30), (99, 100)])
+def test_wilson_continuity_corrected_matches_scipy(k: int, n: int) -> None:
+    interval = wilson_ci([1] * k + [0] * (n - k))  # the default
+    ref = scipy.stats.binomtest(k, n).proportion_ci(method="wilsoncc")
+    assert (interval.low, interval.high) == pytest.approx((ref.low, ref.high), abs=1e-12)
+    assert interval.method == "wilson-cc"
+    assert interval.high > interval.low
 
 
 def test_wilson_does_not_collapse_on_all_ones() -> None:

@@ -56,6 +56,8 @@ def question_shares(correct: Sequence[ArrayLike] | ArrayLike) -> tuple[FloatArra
     Raises:
         ValueError: no question with an answer, values other than 0, 1 and NaN.
     """
+    if isinstance(correct, np.ndarray) and correct.ndim == 2:
+        return _matrix_shares(correct.astype(np.float64))
     rows = list(correct) if not isinstance(correct, np.ndarray) or correct.ndim != 1 else [correct]
     shares: list[float] = []
     n_missing = 0
@@ -75,6 +77,19 @@ def question_shares(correct: Sequence[ArrayLike] | ArrayLike) -> tuple[FloatArra
     return np.array(shares, dtype=np.float64), n_missing
 
 
+def _matrix_shares(answers: FloatArray) -> tuple[FloatArray, int]:
+    """``question_shares`` for a (questions, answers) array, vectorised."""
+    known = ~np.isnan(answers)
+    if not np.isin(answers[known], (0.0, 1.0)).all():
+        raise ValueError("answers must be 0 or 1 (or bool); NaN marks a missing answer")
+    counts = known.sum(axis=1)
+    answered = counts > 0
+    if not answered.any():
+        raise ValueError(f"no question has an answer ({answers.shape[0]} questions without one)")
+    shares = np.nansum(answers[answered], axis=1) / counts[answered]
+    return shares, int(answers.shape[0] - answered.sum())
+
+
 def clustered_share_ci(
     correct: Sequence[ArrayLike] | ArrayLike,
     level: float = 0.95,
@@ -84,13 +99,15 @@ def clustered_share_ci(
     """Accuracy when each question has several answers: the question is the unit.
 
     The estimate is the mean over questions of each question's share of correct answers (a
-    question counts once however often it was asked). The interval is the expanded percentile
-    bootstrap (module docstring) over questions of that mean. When every question has the same
-    share (all right, all wrong, or one question) the bootstrap would have width zero; then the
-    interval is Wilson's (``wilson_bounds``) with the observed mean share over the number of
-    questions, i.e. as if each question were one answer (method ``wilson-questions``), which is
-    never of width zero. Every question with a single answer and 0/1 values is the same as
-    ``wilson_ci`` in that fallback.
+    question counts once however often it was asked). The bounds are the outer ones of two
+    intervals (method ``cluster-bootstrap``): the expanded percentile bootstrap (module
+    docstring) over questions of that mean, and the continuity-corrected Wilson interval
+    (``wilson_bounds``) of the mean share over the number of questions, i.e. as if each question
+    were one 0/1 answer. The second is the worst case (a share in [0, 1] with mean p varies at
+    most as much as a 0/1 answer) and keeps the coverage where the bootstrap is too narrow:
+    few questions, skewed shares near 0 or 1. When every question has the same share (all
+    right, all wrong, or one question) the bootstrap has width zero and the interval is that
+    Wilson interval alone (method ``wilson-questions``), never of width zero.
 
     Raises:
         ValueError: see ``question_shares``; bad level or resample count.
@@ -103,19 +120,20 @@ def clustered_share_ci(
 
 def _share_interval(shares: FloatArray, level: float, n_resamples: int, seed: Seed, n_missing: int) -> Interval:
     mean, n = float(shares.mean()), int(shares.size)
+    wilson_low, wilson_high = wilson_bounds(min(1.0, max(0.0, mean)), n, level, continuity_correction=True)
     if n < 2 or np.ptp(shares) == 0:
-        low, high = wilson_bounds(min(1.0, max(0.0, mean)), n, level)
-        return Interval(mean, low, high, n, level, "wilson-questions", n_missing)
+        return Interval(mean, wilson_low, wilson_high, n, level, "wilson-questions", n_missing)
     boot = resampled_means(shares[np.newaxis, :], n_resamples, rng_from(seed))[0]
     low, high = _expanded_bounds(boot, level, n)
-    if high <= low:  # every resample drew the same mean (only possible with very few resamples)
-        low, high = wilson_bounds(min(1.0, max(0.0, mean)), n, level)
-        return Interval(mean, low, high, n, level, "wilson-questions", n_missing)
-    return Interval(mean, low, high, n, level, "cluster-bootstrap", n_missing)
+    return Interval(mean, min(low, wilson_low), max(high, wilson_high), n, level, "cluster-bootstrap", n_missing)
 
 
 def flip_rate_ci(flipped: Sequence[bool] | ArrayLike, level: float = 0.95) -> Interval:
-    """Share of questions whose correctness changes with chunk order (one flag per question), Wilson."""
+    """Share of questions whose correctness changes with chunk order (one flag per question).
+
+    The continuity-corrected Wilson interval (``wilson_ci``'s default): never of width zero, also
+    when no question (or every question) flipped.
+    """
     return wilson_ci(np.asarray(flipped, dtype=np.float64), level=level)
 
 
@@ -140,7 +158,7 @@ def paired_difference_ci(
     - Per-question shares in [0, 1] (accuracy over shuffles): the expanded percentile bootstrap
       over questions of the mean difference (method ``cluster-bootstrap``). When every question
       has the same difference (or there is one question), the interval is the difference of the
-      two sides' Wilson intervals on the question count (``wilson_bounds`` at level
+      two sides' continuity-corrected Wilson intervals on the question count (at level
       ``(1 + level) / 2`` each, so by Bonferroni both cover together with at least ``level``):
       ``[low_c - high_b, high_c - low_b]`` (method ``wilson-difference``).
 
@@ -164,8 +182,8 @@ def paired_difference_ci(
         if high > low:
             return Interval(delta, low, high, n, level, "cluster-bootstrap", n_missing)
     each = (1.0 + level) / 2.0
-    low_b, high_b = wilson_bounds(float(base.mean()), n, each)
-    low_c, high_c = wilson_bounds(float(cand.mean()), n, each)
+    low_b, high_b = wilson_bounds(float(base.mean()), n, each, continuity_correction=True)
+    low_c, high_c = wilson_bounds(float(cand.mean()), n, each, continuity_correction=True)
     return Interval(delta, low_c - high_b, high_c - low_b, n, level, "wilson-difference", n_missing)
 
 
