@@ -109,14 +109,11 @@ def wilson_bounds(share: float, n: int, level: float, continuity_correction: boo
 
 def _wilson_cc(p: float, n: int, z: float) -> tuple[float, float]:
     zz, k, q = z * z, n * p, 1.0 - p
-    low = 0.0
+    low, high = 0.0, 1.0
     if p > 0:
-        low = max(
-            0.0, (2 * k + zz - 1 - z * math.sqrt(max(0.0, zz - 2 - 1 / n + 4 * p * (n * q + 1)))) / (2 * (n + zz))
-        )
-    high = 1.0
+        root = math.sqrt(max(0.0, zz - 2 - 1 / n + 4 * p * (n * q + 1)))
+        low = max(0.0, (2 * k + zz - 1 - z * root) / (2 * (n + zz)))
     if p < 1:
-        high = min(
-            1.0, (2 * k + zz + 1 + z * math.sqrt(max(0.0, zz + 2 - 1 / n + 4 * p * (n * q - 1)))) / (2 * (n + zz))
-        )
+        root = math.sqrt(max(0.0, zz + 2 - 1 / n + 4 * p * (n * q - 1)))
+        high = min(1.0, (2 * k + zz + 1 + z * root) / (2 * (n + zz)))
     return low, high
