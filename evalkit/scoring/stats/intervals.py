@@ -104,7 +104,8 @@ def wilson_bounds(share: float, n: int, level: float, continuity_correction: boo
     denom = 1.0 + z * z / n
     centre = (share + z * z / (2.0 * n)) / denom
     half = z / denom * math.sqrt(share * (1.0 - share) / n + z * z / (4.0 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # min/max with the share: at k = 0 (or n) rounding can leave the bound a hair past the estimate.
+    return max(0.0, min(share, centre - half)), min(1.0, max(share, centre + half))
 
 
 def _wilson_cc(p: float, n: int, z: float) -> tuple[float, float]:
@@ -116,4 +117,4 @@ def _wilson_cc(p: float, n: int, z: float) -> tuple[float, float]:
     if p < 1:
         root = math.sqrt(max(0.0, zz + 2 - 1 / n + 4 * p * (n * q - 1)))
         high = min(1.0, (2 * k + zz + 1 + z * root) / (2 * (n + zz)))
-    return low, high
+    return min(low, p), max(high, p)

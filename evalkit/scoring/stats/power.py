@@ -25,7 +25,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from scipy.stats import binom, nct
+from scipy.stats import binom, nct, norm
 from scipy.stats import t as student_t
 
 from evalkit.scoring.stats.inputs import FloatArray
@@ -90,14 +90,23 @@ def _critical_counts(max_discordant: int, alpha: float) -> np.ndarray:
 
     The test rejects at D discordant questions exactly when ``min(wins, losses) <= c[D]``; the
     same ``binom.cdf`` as ``mcnemar_exact_p`` decides, so the region is that p-value's, not an
-    approximation of it.
+    approximation of it. A normal guess narrows the search to a few counts around it; every
+    result is then verified (``k`` passes and ``k + 1`` fails), and any D the guess missed is
+    settled by ``binom.ppf``.
     """
     d = np.arange(max_discordant + 1)
-    guess = np.nan_to_num(binom.ppf(alpha / 2.0, d, 0.5), nan=0.0).astype(np.int64)
+    centre = np.floor(d / 2.0 - float(norm.isf(alpha / 2.0)) * np.sqrt(d) / 2.0).astype(np.int64)
     best = np.full(d.size, -1, dtype=np.int64)
-    for k in (guess - 2, guess - 1, guess, guess + 1):
+    for offset in range(-3, 4):
+        k = centre + offset
         ok = (k >= 0) & (2.0 * binom.cdf(k, d, 0.5) <= alpha)
         best = np.where(ok, np.maximum(best, k), best)
+    wrong = ~(2.0 * binom.cdf(best + 1, d, 0.5) > alpha)
+    if wrong.any():
+        guess = np.nan_to_num(binom.ppf(alpha / 2.0, d[wrong], 0.5), nan=0.0).astype(np.int64)
+        for k in (guess - 1, guess, guess + 1):
+            ok = (k >= 0) & (2.0 * binom.cdf(k, d[wrong], 0.5) <= alpha)
+            best[wrong] = np.where(ok, np.maximum(best[wrong], k), best[wrong])
     return best
 
 
@@ -182,9 +191,20 @@ def paired_binary_mde(n: int, discordance: float, alpha: float = 0.05, power: fl
 
 
 def _planning_power(discordance: float, effect: float, alpha: float, max_n: int) -> Callable[[int], float]:
-    """Power as a function of n for fixed psi and delta, sharing one table of P(reject | D)."""
-    rejection = _rejection_given_discordant(max_n, _win_share(discordance, effect), alpha)
-    return lambda n: _mixture_power(n, discordance, rejection, window=True)
+    """Power as a function of n for fixed psi and delta, sharing one table of P(reject | D).
+
+    The table grows (doubling) only as far as the sizes asked for need, so a search that stops
+    at a few hundred questions never computes it up to ``max_n``.
+    """
+    share = _win_share(discordance, effect)
+    table: list[FloatArray] = [_rejection_given_discordant(min(max_n, 1024), share, alpha)]
+
+    def power_at(n: int) -> float:
+        if n >= table[0].size:
+            table[0] = _rejection_given_discordant(min(max_n, max(2 * table[0].size, n)), share, alpha)
+        return _mixture_power(n, discordance, table[0], window=True)
+
+    return power_at
 
 
 def questions_for_paired_binary(
@@ -220,19 +240,24 @@ def questions_for_paired_binary(
     if effect == 0.0 or discordance == 0.0 or effect > discordance:
         return None
     power_at = _planning_power(discordance, effect, alpha, max_n)
-    if power_at(max_n) < power:
-        return None
     hi = _first_reaching(power_at, power, max_n)
+    if hi is None:
+        return None
     if not stays:
         return hi
     return _first_staying(power_at, power, hi, max_n)
 
 
-def _first_reaching(power_at: Callable[[int], float], target: float, max_n: int) -> int:
-    """Smallest n reaching ``target`` (scan to SCAN_LIMIT, then doubling and bisection, then a scan)."""
+def _first_reaching(power_at: Callable[[int], float], target: float, max_n: int) -> int | None:
+    """Smallest n reaching ``target``, None if max_n does not.
+
+    Scans to SCAN_LIMIT, then doubling and bisection, then a scan of the last bracket.
+    """
     for n in range(1, min(max_n, SCAN_LIMIT) + 1):
         if power_at(n) >= target:
             return n
+    if max_n <= SCAN_LIMIT or power_at(max_n) < target:
+        return None
     lo, hi = SCAN_LIMIT, SCAN_LIMIT
     while hi < max_n and power_at(hi) < target:
         lo, hi = hi, min(max_n, 2 * hi)
