@@ -26,7 +26,7 @@ checks, seeds), :mod:`.resample` (bootstrap and sign-flip machinery),
 :mod:`.clustered` (intervals with the question as the unit: clustered
 accuracy, paired differences, flip rates; never of width zero),
 :mod:`.power` (exact power, minimum detectable effects and sizes: exact
-McNemar, paired t), :mod:`.planning` (Holm, the minimum detectable effect
+McNemar; the t tests in :mod:`.tpower`, re-exported), :mod:`.planning` (Holm, the minimum detectable effect
 as the report states it, non-inferiority). The
 comparison of a config with the baseline, as the report and the gate make it,
 is :mod:`evalkit.scoring.compare`.
