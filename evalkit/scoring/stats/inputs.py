@@ -9,6 +9,7 @@ __all__ = [
     "FloatArray",
     "Seed",
     "as_vector",
+    "check_alpha_power",
     "check_level",
     "check_resamples",
     "clean",
@@ -55,6 +56,13 @@ def clean_pairs(baseline: ArrayLike, candidate: ArrayLike) -> tuple[FloatArray, 
     if not keep.any():
         raise ValueError(f"no complete pairs: inputs are empty or missing ({n_missing} pairs dropped)")
     return base[keep], cand[keep], n_missing
+
+
+def check_alpha_power(alpha: float, power: float) -> None:
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha}")
+    if not 0.0 < power < 1.0:
+        raise ValueError(f"power must lie strictly between 0 and 1, got {power}")
 
 
 def check_level(level: float) -> None:
