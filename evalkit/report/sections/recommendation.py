@@ -139,18 +139,21 @@ def _mde_note(comparison: BaselineComparison, m: Measure, alpha: float) -> Marku
     mde = comparison.mde
     if mde is None or not mde.n:
         return None
-    value = (
-        "more than 100 points (unmeasurable)"
-        if mde.value == float("inf")
-        else (f"{fmt.signed_points(mde.value).lstrip('+')} points")
-    )
+    if mde.value == float("inf"):
+        text = (
+            f"Minimum detectable effect: not detectable at this size. With {fmt.count(mde.n)} paired questions "
+            f"no difference in {m.label} reaches 80% power (two-sided α = {alpha:g}; {mde.how})."
+        )
+    else:
+        points = fmt.signed_points(mde.value).lstrip("+")
+        text = (
+            f"Minimum detectable effect: with {fmt.count(mde.n)} paired questions, a difference in {m.label} "
+            f"smaller than {points} points cannot reliably be told from noise (80% power, two-sided α = {alpha:g}; "
+            f"{mde.how})."
+        )
     return tag(
         "p",
-        (
-            f"Minimum detectable effect: with {fmt.count(mde.n)} paired questions, a difference in {m.label} "
-            f"smaller than {value} cannot reliably be told from noise (80% power, two-sided α = {alpha:g}; "
-            f"{mde.how})."
-        ),
+        text,
         class_="note",
     )
 
