@@ -1,8 +1,8 @@
 """Local generation throughput by decoding threads, prompt threads and batch size, on an idle and a busy machine.
 
 For each configuration a fresh llama.cpp server (xllamacpp, the default 0.5B
-model) answers the same few RAG prompts of the demo set (a question with ~500
-tokens of its source document), greedy, ``max_tokens`` 48, no prompt cache.
+model) answers the same few RAG prompts of the demo set (a question with ~300
+tokens of its source document), greedy, ``max_tokens`` 32, no prompt cache.
 Per configuration it reports prompt tokens/s and generated tokens/s (llama.cpp's
 own timings, summed over the prompts), and whether the answers' text equals the
 reference configuration's (the default settings): at temperature 0 that tells
@@ -24,9 +24,9 @@ import argparse
 import dataclasses
 import gc
 import os
+import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -37,8 +37,8 @@ from evalkit.answering.generation.local import LlamaCppGenerator, LocalSettings,
 from evalkit.labels.read import load_labelset
 
 REPO = Path(__file__).resolve().parents[1]
-THREADS = ((1, 1), (2, 2), (1, 2))
-"""(decoding threads, prompt-processing threads)."""
+THREADS = ("1,1", "2,2", "1,2")
+"""decoding threads,prompt-processing threads."""
 BATCHES = (128, 256, 512)
 """n_ubatch = n_batch."""
 
@@ -61,7 +61,7 @@ def demo_requests(n: int, context_chars: int) -> list[GenerationRequest]:
         start = max(0, min(span.start, len(doc.text) - context_chars))
         context = f"[{doc.doc_id}] {doc.title}\n{doc.text[start : start + context_chars]}"
         out.append(
-            build_request(q.question, context, model="qwen", max_tokens=48, question_id=q.id, **prompts_for(cfg, "en"))
+            build_request(q.question, context, model="qwen", max_tokens=32, question_id=q.id, **prompts_for(cfg, "en"))
         )
     return out
 
@@ -103,36 +103,45 @@ def busy_loop() -> subprocess.Popen:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=3, help="demo questions (prompts) per configuration")
-    parser.add_argument("--context-chars", type=int, default=2000, help="characters of source document per prompt")
+    parser.add_argument("--n", type=int, default=2, help="demo questions (prompts) per configuration")
+    parser.add_argument("--context-chars", type=int, default=1200, help="characters of source document per prompt")
     parser.add_argument("--out", type=Path, default=REPO / "reports" / "local_generation")
+    parser.add_argument("--threads", nargs="+", default=list(THREADS), help="decode,prompt thread pairs")
+    parser.add_argument("--batches", nargs="+", type=int, default=list(BATCHES), help="n_ubatch = n_batch values")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill still stops the busy loop (finally)
     requests = demo_requests(args.n, args.context_chars)
     base = LocalSettings(n_ctx=2048)
     reference = run_config(base, base.n_threads, base.n_threads, requests)["texts"]  # the defaults, idle
+    print(f"reference (defaults, idle): {reference}", flush=True)
     rows = []
-    for busy in (False, True):
-        spinner = busy_loop() if busy else None
-        try:
-            time.sleep(2.0 if busy else 0.0)
-            for decode, prompt in THREADS:
-                for batch in BATCHES:
-                    settings = dataclasses.replace(base, n_batch=batch, n_ubatch=batch)
+    for pair in args.threads:
+        decode, prompt = (int(n) for n in pair.split(","))
+        for batch in args.batches:
+            settings = dataclasses.replace(base, n_batch=batch, n_ubatch=batch)
+            for busy in (False, True):  # back to back, so both see the same background load
+                spinner = busy_loop() if busy else None
+                try:
                     result = run_config(settings, decode, prompt, requests)
-                    texts = result.pop("texts")
-                    row = {"machine": "busy" if busy else "idle", "decode_threads": decode, "prompt_threads": prompt}
-                    row |= {"n_ubatch=n_batch": batch, **result, "same_text_as_default": texts == reference}
-                    row["texts_differing"] = sum(a != b for a, b in zip(texts, reference, strict=True))
-                    rows.append(row)
-                    print(pd.DataFrame([row]).to_string(index=False, header=len(rows) == 1), flush=True)
-        finally:
-            if spinner is not None:
-                spinner.kill()
-                spinner.wait()
+                finally:
+                    if spinner is not None:
+                        spinner.kill()
+                        spinner.wait()
+                texts = result.pop("texts")
+                row = {"machine": "busy" if busy else "idle", "decode_threads": decode, "prompt_threads": prompt}
+                row |= {"n_ubatch=n_batch": batch, **result, "same_text_as_default": texts == reference}
+                row["texts_differing"] = sum(a != b for a, b in zip(texts, reference, strict=True))
+                rows.append(row)
+                print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     table = pd.DataFrame(rows)
     table.to_csv(args.out / "throughput.csv", index=False)
     print(table.to_string(index=False))
+    keys = ["decode_threads", "prompt_threads", "n_ubatch=n_batch"]
+    paired = table.pivot_table(index=keys, columns="machine", values=["prompt_tok_s", "gen_tok_s"])
+    for what in ("prompt_tok_s", "gen_tok_s"):
+        paired[(what, "idle/busy")] = (paired[(what, "idle")] / paired[(what, "busy")]).round(2)
+    print(paired.to_string())
     return 0
 
 

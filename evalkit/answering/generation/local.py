@@ -38,6 +38,7 @@ from evalkit.answering.generation.base import (
     Generator,
     overflow_answer,
 )
+from evalkit.answering.generation.gguf_vocab import GgufTokenizer, UnknownTokenizer
 from evalkit.answering.generation.local_loglik import forced_payload, loglik_from_response
 from evalkit.answering.generation.loglik import AnswerLoglik, check_answer
 from evalkit.answering.generation.models import (
@@ -237,6 +238,7 @@ class LlamaCppGenerator(Generator):
         self.precount = False  # xllamacpp has no tokenize call; llama.cpp's own overflow error is recorded
         self._server: Any = None
         self._lock = threading.Lock()  # one llama.cpp server slot: requests run one at a time
+        self._tokenizer: GgufTokenizer | None = None
         self.loglik_calls = 0
         """Forced-answer completions this generator ran (observable: a cached score runs none)."""
 
@@ -313,12 +315,24 @@ class LlamaCppGenerator(Generator):
     def supports_loglik(self) -> bool:
         return True
 
+    def tokenizer(self) -> GgufTokenizer:
+        """The model's tokenizer, rebuilt from the GGUF's metadata on first use (xllamacpp has no tokenize call)."""
+        with self._lock:
+            if self._tokenizer is None:
+                path = self.model_file()
+                try:
+                    self._tokenizer = GgufTokenizer.from_gguf(path)
+                except UnknownTokenizer as exc:
+                    raise GenerationError(f"cannot score answers with {path.name}: {exc}") from exc
+            return self._tokenizer
+
     def answer_loglik(self, request: GenerationRequest, answer: str) -> AnswerLoglik | None:
-        """The answer forced by a grammar as the reply, its tokens' logprobs summed (:mod:`.local_loglik`)."""
+        """The answer's canonical tokens forced by a grammar as the reply, logprobs summed (:mod:`.local_loglik`)."""
         check_answer(answer, request)
+        payload = forced_payload(chat_payload(request, self.settings), answer, self.tokenizer())
         server = self.load()
         with self._lock:
-            response = server.handle_chat_completions(forced_payload(chat_payload(request, self.settings), answer))
+            response = server.handle_chat_completions(payload)
             self.loglik_calls += 1
         if is_overflow(response):
             return None

@@ -41,7 +41,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 LOGLIK_VERSION = "1"
-"""Bumped when what a stored log-likelihood measures changes (v1: the answer's tokens, no end-of-turn token)."""
+"""Bumped when what a stored score measures changes (v1: the answer's canonical tokens, no end-of-turn token)."""
 
 
 @dataclass(frozen=True)
