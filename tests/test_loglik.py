@@ -219,8 +219,10 @@ def test_canonical_tokens_match_llama_cpp_counts_on_the_demo_answers(local: Llam
 
 
 def test_an_answer_with_byte_tokens_is_scored(local: LlamaCppGenerator) -> None:
-    """A rare character is several byte tokens, which llama.cpp's grammar takes only as text: still scored."""
+    """A rare character is canonically several byte tokens, which llama.cpp's grammar takes only as text: still
+    scored, in the split the decoder picks (here fewer tokens than the canonical 5: the vocabulary holds whole
+    tokens for these characters that BPE merges never produce)."""
     request = _real_request(local, "Which characters?", "[chars.md] Characters\nThe rare characters are 龘𠀀.")
     with Cache(":memory:") as cache:
         (score,) = answer_logliks(local, [(request, "龘𠀀")], cache)
-    assert score is not None and score.n_tokens >= 3 and score.total < 0
+    assert score is not None and 1 <= score.n_tokens <= 5 and score.total < 0

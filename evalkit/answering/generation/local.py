@@ -54,6 +54,7 @@ __all__ = [
     "BINDING",
     "DEFAULT_MODEL_ID",
     "DEFAULT_N_THREADS",
+    "DEFAULT_N_THREADS_BATCH",
     "LlamaCppGenerator",
     "LocalModelError",
     "LocalSettings",
@@ -67,8 +68,13 @@ log = logging.getLogger(__name__)
 
 BINDING = "xllamacpp"
 """The distribution that runs the model; its version is part of the cache key."""
-DEFAULT_N_THREADS = 2
-"""Threads when the config says nothing: fixed, because the thread count changes greedy answers."""
+DEFAULT_N_THREADS = 1
+"""Decoding threads when the config says nothing: fixed (the thread count changes greedy answers), and 1 because
+decoding one token is a chain of small matrix-vector calls whose threads meet at a barrier after each: on a
+loaded machine a second thread that is not scheduled stalls the first (two threads decoded 5.8-7.9x slower than
+one under contention; ``benchmarks/local_generation.py``), while on an idle machine two gain little."""
+DEFAULT_N_THREADS_BATCH = 2
+"""Prompt-processing threads: prompt batches are large matrix products that two cores do nearly twice as fast."""
 INSTALL_HINT = "pip install xllamacpp==2026.10.11549 (a default dependency of evalkit: pip install -e .)"
 OVERFLOW_ERROR = "exceed_context_size_error"
 """The error type llama.cpp's server returns for a prompt longer than the context."""
@@ -81,7 +87,9 @@ class LocalSettings:
     n_ctx: int = 8192
     """llama.cpp context in tokens (prompt + answer); the real window. The models are trained to 32768."""
     n_threads: int = DEFAULT_N_THREADS
-    """Threads for prompt processing and generation (both); changes greedy output, so it is keyed."""
+    """Threads for generation (one token at a time); changes greedy output, so it is keyed."""
+    n_threads_batch: int = DEFAULT_N_THREADS_BATCH
+    """Threads for prompt processing (batches of prompt tokens); keyed like ``n_threads``."""
     n_batch: int = 2048
     """Logical batch of prompt tokens."""
     n_ubatch: int = 512
@@ -103,6 +111,8 @@ class LocalSettings:
             raise ValueError(f"generator.n_ctx must be positive (0 would mean the model's full context): {self.n_ctx}")
         if self.n_threads <= 0:
             raise ValueError(f"generator.n_threads must be a positive thread count, got {self.n_threads}")
+        if self.n_threads_batch <= 0:
+            raise ValueError(f"generator.n_threads_batch must be a positive thread count, got {self.n_threads_batch}")
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> LocalSettings:
@@ -143,8 +153,8 @@ def server_params(xllamacpp: Any, path: Path, settings: LocalSettings) -> Any:
     params.n_batch = settings.n_batch
     params.n_ubatch = settings.n_ubatch
     params.n_parallel = 1  # one slot: the whole n_ctx is one request's window
-    params.cpuparams.n_threads = settings.n_threads
-    params.cpuparams_batch.n_threads = settings.n_threads
+    params.cpuparams.n_threads = settings.n_threads  # decoding
+    params.cpuparams_batch.n_threads = settings.n_threads_batch  # prompt processing
     flash = xllamacpp.llama_flash_attn_type
     params.flash_attn_type = (
         flash.LLAMA_FLASH_ATTN_TYPE_ENABLED if settings.flash_attn else flash.LLAMA_FLASH_ATTN_TYPE_DISABLED
