@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill still stops the busy loop (finally)
     requests = demo_requests(args.n, args.context_chars)
     base = LocalSettings(n_ctx=2048)
-    reference = run_config(base, base.n_threads, base.n_threads, requests)["texts"]  # the defaults, idle
+    reference = run_config(base, base.n_threads, base.n_threads_batch, requests)["texts"]  # the defaults, idle
     print(f"reference (defaults, idle): {reference}", flush=True)
     rows = []
     for pair in args.threads:

@@ -52,11 +52,12 @@ def test_key_holds_identity_parameters_request_and_answer_but_not_metadata() -> 
         loglik_key(gen, request, "20"),
         loglik_key(gen, request, "20 requests"),
         loglik_key(gen, _request(CONTEXT + " Really."), "20"),
-        loglik_key(LlamaCppGenerator(n_threads=1), request, "20"),
+        loglik_key(LlamaCppGenerator(n_threads=2), request, "20"),
+        loglik_key(LlamaCppGenerator(n_threads_batch=1), request, "20"),
         loglik_key(LlamaCppGenerator(n_ubatch=256), request, "20"),
         loglik_key(LlamaCppGenerator("qwen2.5-coder-1.5b-instruct-gguf"), request, "20"),
     }
-    assert len(keys) == 6
+    assert len(keys) == 7
     assert loglik_namespace(gen) == f"loglik:{gen.identity}" != loglik_namespace(FakeGenerator())
 
 
