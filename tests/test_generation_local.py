@@ -23,6 +23,7 @@ from evalkit.answering.generation import (
 from evalkit.answering.generation.base import encode_answer, response_namespace
 from evalkit.answering.generation.local import (
     DEFAULT_N_THREADS,
+    DEFAULT_N_THREADS_BATCH,
     LlamaCppGenerator,
     LocalSettings,
     chat_payload,
@@ -162,6 +163,7 @@ def test_local_configs_share_keys_and_prompts() -> None:
     for cfg in (local, large, load_conf("fake")):
         assert cfg["prompts"] == anthropic["prompts"] and cfg["refusal"] == anthropic["refusal"]
     assert local["n_threads"] == DEFAULT_N_THREADS  # explicit, never the library's default
+    assert local["n_threads_batch"] == DEFAULT_N_THREADS_BATCH
 
 
 def test_settings_from_config_take_every_key() -> None:
@@ -175,6 +177,8 @@ def test_settings_from_config_take_every_key() -> None:
         LocalSettings(n_ctx=0)  # 0 would silently mean the model's full 32k context
     with pytest.raises(ValueError, match="n_threads"):
         LocalSettings(n_threads=0)
+    with pytest.raises(ValueError, match="n_threads_batch"):
+        LocalSettings(n_threads_batch=0)
 
 
 def test_unknown_packaged_model_is_a_clear_error() -> None:
@@ -231,7 +235,8 @@ def test_construction_and_cache_hits_load_nothing(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "change",
     [
-        {"n_threads": 1},
+        {"n_threads": 2},
+        {"n_threads_batch": 1},
         {"seed": 1},
         {"n_ctx": 4096},
         {"temperature": 0.7},

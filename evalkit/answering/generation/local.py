@@ -38,6 +38,9 @@ from evalkit.answering.generation.base import (
     Generator,
     overflow_answer,
 )
+from evalkit.answering.generation.gguf_vocab import GgufTokenizer, UnknownTokenizer
+from evalkit.answering.generation.local_loglik import forced_payload, loglik_from_response
+from evalkit.answering.generation.loglik import AnswerLoglik, check_answer
 from evalkit.answering.generation.models import (
     DEFAULT_MODEL_ID,
     LocalModelError,
@@ -52,6 +55,7 @@ __all__ = [
     "BINDING",
     "DEFAULT_MODEL_ID",
     "DEFAULT_N_THREADS",
+    "DEFAULT_N_THREADS_BATCH",
     "LlamaCppGenerator",
     "LocalModelError",
     "LocalSettings",
@@ -65,8 +69,13 @@ log = logging.getLogger(__name__)
 
 BINDING = "xllamacpp"
 """The distribution that runs the model; its version is part of the cache key."""
-DEFAULT_N_THREADS = 2
-"""Threads when the config says nothing: fixed, because the thread count changes greedy answers."""
+DEFAULT_N_THREADS = 1
+"""Decoding threads when the config says nothing: fixed (the thread count changes greedy answers), and 1 because
+decoding one token is a chain of small matrix-vector calls whose threads meet at a barrier after each: on a
+loaded machine a second thread that is not scheduled stalls the first (two threads decoded 5.8-7.9x slower than
+one under contention; ``benchmarks/local_generation.py``), while on an idle machine two gain little."""
+DEFAULT_N_THREADS_BATCH = 2
+"""Prompt-processing threads: prompt batches are large matrix products that two cores do nearly twice as fast."""
 INSTALL_HINT = "pip install xllamacpp==2026.10.11549 (a default dependency of evalkit: pip install -e .)"
 OVERFLOW_ERROR = "exceed_context_size_error"
 """The error type llama.cpp's server returns for a prompt longer than the context."""
@@ -79,7 +88,9 @@ class LocalSettings:
     n_ctx: int = field(default=8192, metadata={"min": 1})
     """llama.cpp context in tokens (prompt + answer); the real window. The models are trained to 32768."""
     n_threads: int = field(default=DEFAULT_N_THREADS, metadata={"min": 1})
-    """Threads for prompt processing and generation (both); changes greedy output, so it is keyed."""
+    """Threads for generation (one token at a time); changes greedy output, so it is keyed."""
+    n_threads_batch: int = field(default=DEFAULT_N_THREADS_BATCH, metadata={"min": 1})
+    """Threads for prompt processing (batches of prompt tokens); keyed like ``n_threads``."""
     n_batch: int = field(default=2048, metadata={"min": 1})
     """Logical batch of prompt tokens."""
     n_ubatch: int = field(default=512, metadata={"min": 1})
@@ -101,6 +112,8 @@ class LocalSettings:
             raise ValueError(f"generator.n_ctx must be positive (0 would mean the model's full context): {self.n_ctx}")
         if self.n_threads <= 0:
             raise ValueError(f"generator.n_threads must be a positive thread count, got {self.n_threads}")
+        if self.n_threads_batch <= 0:
+            raise ValueError(f"generator.n_threads_batch must be a positive thread count, got {self.n_threads_batch}")
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], where: str = "generator") -> LocalSettings:
@@ -138,8 +151,8 @@ def server_params(xllamacpp: Any, path: Path, settings: LocalSettings) -> Any:
     params.n_batch = settings.n_batch
     params.n_ubatch = settings.n_ubatch
     params.n_parallel = 1  # one slot: the whole n_ctx is one request's window
-    params.cpuparams.n_threads = settings.n_threads
-    params.cpuparams_batch.n_threads = settings.n_threads
+    params.cpuparams.n_threads = settings.n_threads  # decoding
+    params.cpuparams_batch.n_threads = settings.n_threads_batch  # prompt processing
     flash = xllamacpp.llama_flash_attn_type
     params.flash_attn_type = (
         flash.LLAMA_FLASH_ATTN_TYPE_ENABLED if settings.flash_attn else flash.LLAMA_FLASH_ATTN_TYPE_DISABLED
@@ -233,6 +246,9 @@ class LlamaCppGenerator(Generator):
         self.precount = False  # xllamacpp has no tokenize call; llama.cpp's own overflow error is recorded
         self._server: Any = None
         self._lock = threading.Lock()  # one llama.cpp server slot: requests run one at a time
+        self._tokenizer: GgufTokenizer | None = None
+        self.loglik_calls = 0
+        """Forced-answer completions this generator ran (observable: a cached score runs none)."""
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], **overrides: Any) -> LlamaCppGenerator:
@@ -306,3 +322,32 @@ class LlamaCppGenerator(Generator):
             timings.get("predicted_per_second") or 0.0,
         )
         return completion_to_answer(response, request.question_id, request.model, self.backend)
+
+    @property
+    def supports_loglik(self) -> bool:
+        return True
+
+    def tokenizer(self) -> GgufTokenizer:
+        """The model's tokenizer, rebuilt from the GGUF's metadata on first use (xllamacpp has no tokenize call)."""
+        with self._lock:
+            if self._tokenizer is None:
+                path = self.model_file()
+                try:
+                    self._tokenizer = GgufTokenizer.from_gguf(path)
+                except UnknownTokenizer as exc:
+                    raise GenerationError(f"cannot score answers with {path.name}: {exc}") from exc
+            return self._tokenizer
+
+    def answer_loglik(self, request: GenerationRequest, answer: str) -> AnswerLoglik | None:
+        """The answer's canonical tokens forced by a grammar as the reply, logprobs summed (:mod:`.local_loglik`)."""
+        check_answer(answer, request)
+        payload = forced_payload(chat_payload(request, self.settings), answer, self.tokenizer())
+        server = self.load()
+        with self._lock:
+            response = server.handle_chat_completions(payload)
+            self.loglik_calls += 1
+        if is_overflow(response):
+            return None
+        if "error" in response:
+            raise GenerationError(f"llama.cpp rejected a forced answer: {response['error']}")
+        return loglik_from_response(response, answer)
