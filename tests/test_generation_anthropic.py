@@ -8,21 +8,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evalkit.answering.generation import (
-    BatchPending,
-    GenerationCounter,
-    GenerationError,
-    GenerationRequest,
-    build_request,
-    count_tokens_cached,
-    generate_cached,
-    generate_many,
-    make_generator,
-    prompts_for,
-    refusal_for,
-    request_key,
-)
+from evalkit.answering.generation import make_generator, prompts_for, refusal_for
 from evalkit.answering.generation.anthropic import AnthropicGenerator
+from evalkit.answering.generation.batches import generate_many
+from evalkit.answering.generation.cached import count_tokens_cached, generate_cached, request_key
+from evalkit.answering.generation.request import BatchPending, GenerationError, GenerationRequest, build_request
+from evalkit.answering.generation.tally import GenerationCounter
 from evalkit.cache import Cache
 from tests.loopback.anthropic_server import REFUSAL_EN, AnthropicLoopback
 from tests.loopback.faults import FAULT_KINDS, FaultPlan

@@ -10,36 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from evalkit.answering.generation.base import (
-    BatchPending,
-    GenerationCounter,
-    GenerationError,
-    GenerationRequest,
-    Generator,
-    ModelTally,
-    build_request,
-    count_tokens_cached,
-    generate_cached,
-    generate_many,
-    request_key,
-)
+from evalkit.answering.generation.base import Generator
+from evalkit.answering.generation.request import GenerationError
 
-__all__ = [
-    "BatchPending",
-    "GenerationCounter",
-    "GenerationError",
-    "GenerationRequest",
-    "Generator",
-    "ModelTally",
-    "build_request",
-    "count_tokens_cached",
-    "generate_cached",
-    "generate_many",
-    "make_generator",
-    "prompts_for",
-    "refusal_for",
-    "request_key",
-]
+__all__ = ["make_generator", "prompts_for", "refusal_for"]
 
 
 def _lang_key(cfg: Mapping[str, Any], section: str, lang: str) -> str:

@@ -25,13 +25,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from evalkit.answering.generation.base import (
-    TRUNCATING_STOPS,
-    GenerationError,
-    GenerationRequest,
-    Generator,
-    overflow_answer,
-)
+from evalkit.answering.generation.base import Generator
+from evalkit.answering.generation.cached import overflow_answer
+from evalkit.answering.generation.request import TRUNCATING_STOPS, GenerationError, GenerationRequest
 from evalkit.answering.generation.retry import RetryPolicy, Transient, call_with_retries
 from evalkit.records import Answer, Usage
 

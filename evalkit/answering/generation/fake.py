@@ -15,7 +15,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from evalkit.answering.generation.base import GenerationRequest, Generator
+from evalkit.answering.generation.base import Generator
+from evalkit.answering.generation.request import GenerationRequest
 from evalkit.records import Answer, Usage
 
 __all__ = ["FAKE_MODEL_ID", "FakeGenerator", "fake_answer_text", "fake_token_count"]

@@ -31,13 +31,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from evalkit.answering.generation.base import (
-    TRUNCATING_STOPS,
-    GenerationError,
-    GenerationRequest,
-    Generator,
-    overflow_answer,
-)
+from evalkit.answering.generation.base import Generator
+from evalkit.answering.generation.cached import overflow_answer
 from evalkit.answering.generation.models import (
     DEFAULT_MODEL_ID,
     LocalModelError,
@@ -45,6 +40,7 @@ from evalkit.answering.generation.models import (
     model_file,
     parts_model,
 )
+from evalkit.answering.generation.request import TRUNCATING_STOPS, GenerationError, GenerationRequest
 from evalkit.records import Answer, Usage
 
 __all__ = [

@@ -17,10 +17,7 @@ from evalkit.answering.context import (
     render_context,
 )
 from evalkit.answering.generation import prompts_for
-from evalkit.answering.generation.base import (
-    GenerationRequest,
-    build_request,
-)
+from evalkit.answering.generation.request import GenerationRequest, build_request
 from evalkit.cost.prices import ModelPrice
 from evalkit.cost.tokens import estimate_tokens
 from evalkit.records import Document, Question
