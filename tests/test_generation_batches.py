@@ -157,9 +157,8 @@ def test_journal_file_records_each_batch_and_survives_a_fresh_cache(server: Anth
 
 def test_restart_mid_batch_polls_the_existing_batch(server: AnthropicLoopback, tmp_path: Path) -> None:
     server.batch_polls = 10_000  # stays in_progress until finish_batches()
-    with Cache(tmp_path / "cache.sqlite") as cache:
-        with pytest.raises(BatchPending) as pending:
-            generate_many(make(server, batch_timeout_s=0.05), three(), cache, batch=True)
+    with Cache(tmp_path / "cache.sqlite") as cache, pytest.raises(BatchPending) as pending:
+        generate_many(make(server, batch_timeout_s=0.05), three(), cache, batch=True)
     assert pending.value.batch_ids == ("msgbatch_0001",) and server.counts["batches.create"] == 1
     server.finish_batches()
     with Cache(tmp_path / "cache.sqlite") as cache:  # a new process: new generator, same cache file
@@ -235,13 +234,13 @@ def test_529_and_5xx_on_create_and_poll_are_retried(cache: Cache) -> None:
 
 def test_batch_create_is_never_resent_after_a_lost_reply(cache: Cache) -> None:
     plan = FaultPlan(rate=1.0, kinds=("reset",), max_consecutive=1)
-    with AnthropicLoopback(faults=plan, fault_endpoints=frozenset({"batches.create"})) as server:
-        with pytest.raises(GenerationError, match=r"batches\.create: the reply was lost .* not resent"):
-            generate_many(make(server), three(), cache, batch=True)
+    lost = pytest.raises(GenerationError, match=r"batches\.create: the reply was lost .* not resent")
+    with AnthropicLoopback(faults=plan, fault_endpoints=frozenset({"batches.create"})) as server, lost:
+        generate_many(make(server), three(), cache, batch=True)
     assert server.counts["batches.create"] == 1  # a second batch would be paid twice
 
 
-def test_a_malformed_results_line_and_a_cut_stream_are_downloaded_again(server: AnthropicLoopback, cache: Cache) -> None:
+def test_a_malformed_results_line_and_a_cut_stream_are_read_again(server: AnthropicLoopback, cache: Cache) -> None:
     server.batches.fault_results("malformed-line", "cut")
     answers = generate_many(make(server, max_retries=3), three()[:2], cache, batch=True)
     assert [a.stop_reason for a in answers] == ["end_turn", "end_turn"]
@@ -263,8 +262,11 @@ def test_results_that_stay_unreadable_are_one_error_and_the_batch_stays_resumabl
 
 def test_batch_dedupes_identical_requests_and_skips_cached(server: AnthropicLoopback, cache: Cache) -> None:
     gen = make(server)
-    plain = [build_request(q, CONTEXT, model="claude-sonnet-5", system="s", max_tokens=64, question_id=qid)
-             for qid, q in (("a", "What burst?"), ("b", "When do deployments happen?"), ("c", "When do deployments happen?"))]  # fmt: skip
+    asked = (("a", "What burst?"), ("b", "When do deployments happen?"), ("c", "When do deployments happen?"))
+    plain = [
+        build_request(q, CONTEXT, model="claude-sonnet-5", system="s", max_tokens=64, question_id=qid)
+        for qid, q in asked
+    ]
     generate_cached(gen, plain[0], cache)
     answers = generate_many(gen, plain, cache, batch=True)
     assert [a.question_id for a in answers] == ["a", "b", "c"] and [a.cached for a in answers] == [True, False, True]

@@ -333,7 +333,9 @@ class AnthropicGenerator(Generator):
         """Answers by custom_id; errored, canceled and expired items become stop_reason ``error`` answers."""
         answers: dict[str, Answer] = {}
         # Read whole inside one attempt: a connection lost halfway through the JSONL retries the download.
-        lines = self._call(f"anthropic batches.results ({batch_id})", lambda: self._read_results(batch_id), results_problem)
+        lines = self._call(
+            f"anthropic batches.results ({batch_id})", lambda: self._read_results(batch_id), results_problem
+        )
         for line in lines:
             result = line.result
             if result.type == "succeeded":
