@@ -76,5 +76,9 @@ class Generator(ABC):
         raise NotImplementedError(f"{self.backend} has no batch API")
 
     def batch_results(self, batch_id: str) -> dict[str, Answer]:
-        """Answers of an ended batch keyed by custom_id (question ids empty; the caller stamps them)."""
+        """Answers of an ended batch keyed by custom_id (question ids empty; the caller stamps them).
+
+        An entry that errored, expired or was canceled is an Answer with stop_reason ``error`` and the reason in
+        ``Answer.error`` (``errored: <type>: <message>``, ``expired``, ``canceled``).
+        """
         raise NotImplementedError(f"{self.backend} has no batch API")
