@@ -198,3 +198,6 @@ class Answer:
     """Served from evalkit's cache (no request sent, nothing paid)."""
     truncated: bool = False
     """The answer was cut (max_tokens or the context window), not a normal end."""
+    error: str = ""
+    """Why there is no answer when stop_reason is ``error`` (a batch entry ``expired``, ``canceled`` or
+    ``errored: <type>: <message>``); empty otherwise."""

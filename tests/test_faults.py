@@ -119,16 +119,27 @@ def experiment(tmp_path: Path, small_demo: Path, keys: None) -> Iterator[_Experi
         yield _Experiment(sweep(cfg), cfg, small_demo)
 
 
+USAGE = ["input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+         "usage_estimated", "cost_usd"]  # fmt: skip
+
+
 def test_position_experiment_at_30_percent_faults_answers_like_a_clean_run(experiment: _Experiment) -> None:
     with AnthropicLoopback(api_key=KEY) as clean_server:
         clean = experiment.run(clean_server, "clean")
-    with AnthropicLoopback(api_key=KEY, faults=FAULTS) as flaky_server:
+    # Lost replies come after the work, as a real provider's do: billed, and the prompt cache written.
+    with AnthropicLoopback(api_key=KEY, faults=FAULTS, lost_replies_processed=True) as flaky_server:
         flaky = experiment.run(flaky_server, "flaky")
 
     rows = pd.read_parquet(flaky / "rows.parquet")
-    pd.testing.assert_frame_equal(rows, pd.read_parquet(clean / "rows.parquet"))
-    summary = pd.read_parquet(flaky / "summary.parquet")
-    pd.testing.assert_frame_equal(summary, pd.read_parquet(clean / "summary.parquet"))
+    clean_rows = pd.read_parquet(clean / "rows.parquet")
+    pd.testing.assert_frame_equal(rows.drop(columns=USAGE), clean_rows.drop(columns=USAGE))
+    # What the faults cost is recorded (issue 26: never cheaper than the clean run), row by row and in all.
+    assert (rows["cost_usd"].fillna(0) >= clean_rows["cost_usd"].fillna(0) - 1e-12).all()
+    assert rows["cost_usd"].sum() >= clean_rows["cost_usd"].sum()
+    assert rows.loc[rows["cost_usd"] > clean_rows["cost_usd"], "usage_estimated"].all()
+    summary, clean_summary = pd.read_parquet(flaky / "summary.parquet"), pd.read_parquet(clean / "summary.parquet")
+    spent = [c for c in summary.columns if c.endswith(("_tokens", "_usd", "_estimated"))]
+    pd.testing.assert_frame_equal(summary.drop(columns=spent), clean_summary.drop(columns=spent))
     assert rows["sent"].any() and rows.loc[rows["sent"], "stop_reason"].isin({"end_turn", "overflow"}).all()
     injected = flaky_server.faults.injected
     assert set(injected) == set(FAULT_KINDS), f"every kind was injected: {dict(injected)}"

@@ -8,21 +8,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evalkit.answering.generation import (
-    BatchPending,
-    GenerationCounter,
-    GenerationError,
-    GenerationRequest,
-    build_request,
-    count_tokens_cached,
-    generate_cached,
-    generate_many,
-    make_generator,
-    prompts_for,
-    refusal_for,
-    request_key,
-)
+from evalkit.answering.generation import make_generator, prompts_for, refusal_for
 from evalkit.answering.generation.anthropic import AnthropicGenerator
+from evalkit.answering.generation.batches import generate_many
+from evalkit.answering.generation.cached import count_tokens_cached, generate_cached, request_key
+from evalkit.answering.generation.request import GenerationError, GenerationRequest, build_request
+from evalkit.answering.generation.tally import GenerationCounter
 from evalkit.cache import Cache
 from tests.loopback.anthropic_server import REFUSAL_EN, AnthropicLoopback
 from tests.loopback.faults import FAULT_KINDS, FaultPlan
@@ -91,6 +82,7 @@ def test_refusal_string_when_context_lacks_answer(server: AnthropicLoopback, cac
 
 def test_prompt_caching_marks_prefix_and_reports_cache_usage(server: AnthropicLoopback, cache: Cache) -> None:
     gen = make(server)
+    gen.min_cacheable = 5  # toy tokens: the system prompt alone reaches it
     first = generate_cached(gen, ask("What burst does the RateLimiter allow?", cache_prefix=True), cache)
     second = generate_cached(gen, ask("When do deployments happen?", "q2", cache_prefix=True), cache)
     body = server.bodies("messages")[0]
@@ -101,6 +93,40 @@ def test_prompt_caching_marks_prefix_and_reports_cache_usage(server: AnthropicLo
     assert second.usage.cache_read_input_tokens == first.usage.cache_creation_input_tokens
     assert second.usage.cache_creation_input_tokens == 0
     assert second.text.startswith("[ops]")
+
+
+def test_a_prefix_below_the_minimum_cacheable_length_is_sent_unmarked(server: AnthropicLoopback, cache: Cache) -> None:
+    gen = make(server)
+    assert gen.cacheable(ask("What burst?", cache_prefix=True)) == (False, False)  # claude-sonnet-5: 2,048 tokens
+    answer = generate_cached(gen, ask("What burst does the RateLimiter allow?", cache_prefix=True), cache)
+    body = server.bodies("messages")[0]
+    assert "cache_control" not in body["system"][0] and "cache_control" not in body["messages"][0]["content"][0]
+    assert (answer.usage.cache_creation_input_tokens, answer.usage.cache_read_input_tokens) == (0, 0)
+    assert server.counts["count_tokens"] == 2  # the system prompt, then system + context: counted once each
+    generate_cached(gen, ask("When do deployments happen?", "q2", cache_prefix=True), cache)
+    assert server.counts["count_tokens"] == 2
+    system_only = server.bodies("count_tokens")[0]
+    assert system_only["system"] == [{"type": "text", "text": SYSTEM}] and len(system_only["messages"]) == 1
+
+
+def test_only_the_context_mark_when_the_system_prompt_alone_is_short(server: AnthropicLoopback, cache: Cache) -> None:
+    gen = make(server)
+    gen.min_cacheable = 30  # toy tokens: the system prompt (~10) alone is short, with the context it is not
+    first = generate_cached(gen, ask("What burst does the RateLimiter allow?", cache_prefix=True), cache)
+    body = server.bodies("messages")[0]
+    assert "cache_control" not in body["system"][0]
+    assert body["messages"][0]["content"][0]["cache_control"] == {"type": "ephemeral"}
+    assert first.usage.cache_creation_input_tokens > 30
+
+
+def test_usage_splits_writes_and_reads_as_the_replies_say(server: AnthropicLoopback, cache: Cache) -> None:
+    server.min_cacheable = 10_000  # the provider does not cache this prefix although it is marked
+    gen = make(server)
+    gen.min_cacheable = 5
+    answer = generate_cached(gen, ask("What burst does the RateLimiter allow?", cache_prefix=True), cache)
+    assert server.bodies("messages")[0]["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert (answer.usage.cache_creation_input_tokens, answer.usage.cache_read_input_tokens) == (0, 0)
+    assert answer.usage.input_tokens == server.billed[0]["input_tokens"]
 
 
 def test_prompt_too_long_is_an_overflow_answer_not_an_exception(server: AnthropicLoopback, cache: Cache) -> None:
@@ -191,22 +217,14 @@ def test_server_may_forbid_a_retry(server: AnthropicLoopback, cache: Cache) -> N
     assert server.counts["messages"] == 1
 
 
-def test_batch_create_is_never_resent_after_a_lost_reply(cache: Cache) -> None:
-    plan = FaultPlan(rate=1.0, kinds=("reset",), max_consecutive=1)
-    with AnthropicLoopback(faults=plan, fault_endpoints=frozenset({"batches.create"})) as server:
-        gen = make(server, poll_interval_s=0.01, retry_base_delay_s=0.0)
-        with pytest.raises(GenerationError, match=r"batches\.create: the reply was lost .* not resent"):
-            generate_many(gen, batch_requests(), cache, batch=True)
-    assert server.counts["batches.create"] == 1  # a second batch would be paid twice
-
-
 def test_batch_polls_and_results_are_retried(cache: Cache) -> None:
     plan = FaultPlan(rate=1.0, max_consecutive=2)  # every kind: a poll or a download is safe to repeat
     with AnthropicLoopback(faults=plan, fault_endpoints=frozenset({"batches.retrieve", "batches.results"})) as server:
         gen = make(server, poll_interval_s=0.01, retry_base_delay_s=0.0)
         answers = generate_many(gen, batch_requests(), cache, batch=True)
     assert [a.stop_reason for a in answers] == ["end_turn", "end_turn", "error"]
-    assert server.counts["batches.create"] == 1 and sum(server.faults.injected.values()) == 4
+    assert server.counts["batches.create"] == 2  # the batch, then the errored entry's one retry
+    assert sum(server.faults.injected.values()) >= 4
 
 
 def test_context_window_exceeded_and_max_tokens_are_truncated(server: AnthropicLoopback, cache: Cache) -> None:
@@ -290,77 +308,6 @@ def batch_requests() -> list[GenerationRequest]:
     ]
 
 
-def test_batch_of_three_with_one_errored(server: AnthropicLoopback, cache: Cache) -> None:
-    gen = make(server, poll_interval_s=0.01, batch=True)
-    counter = GenerationCounter()
-    answers = generate_many(gen, batch_requests(), cache, counter)
-    assert [a.question_id for a in answers] == ["q1", "q2", "q3"]  # request order, though results came reversed
-    assert answers[0].text.startswith("[en]") and answers[1].text.startswith("[ops]")
-    assert [a.stop_reason for a in answers] == ["end_turn", "end_turn", "error"]
-    assert {a.backend for a in answers} == {"anthropic-batch"}
-    assert answers[2].model == "claude-sonnet-5" and answers[2].text == ""
-    create = server.bodies("batches.create")[0]
-    assert [r["custom_id"] for r in create["requests"]] == ["q1", "q2", "q3"]
-    assert create["requests"][0]["params"]["max_tokens"] == 64
-    assert server.counts["batches.create"] == 1 and server.counts["messages"] == 0
-    assert counter.batch["claude-sonnet-5"].requests == 2 and counter.errors == {"claude-sonnet-5": 1}
-    assert cache.count("generate:anthropic") == 2  # errored items are not cached
-
-    # The succeeded answers are in the same cache as single calls: a single call is now a hit.
-    before = dict(server.counts)
-    single = generate_cached(gen, batch_requests()[0], cache)
-    assert single.cached and single.text == answers[0].text and dict(server.counts) == before
-
-    # A re-run resubmits only the errored request (a new attempt, not the collected batch).
-    rerun = generate_many(gen, batch_requests(), cache)
-    assert [a.cached for a in rerun] == [True, True, False]
-    assert server.counts["batches.create"] == 2
-    assert [r["custom_id"] for r in server.bodies("batches.create")[1]["requests"]] == ["q3"]
-
-
-def test_restart_mid_batch_polls_the_existing_batch(server: AnthropicLoopback, tmp_path: Path) -> None:
-    server.batch_polls = 10_000  # stays in_progress until finish_batches()
-    path = tmp_path / "cache.sqlite"
-    with Cache(path) as cache:
-        first = make(server, poll_interval_s=0.01, batch_timeout_s=0.05)
-        with pytest.raises(BatchPending) as pending:
-            generate_many(first, batch_requests(), cache, batch=True)
-    assert pending.value.batch_ids == ("msgbatch_0001",)
-    assert server.counts["batches.create"] == 1
-
-    server.finish_batches()
-    with Cache(path) as cache:  # a new process: new generator, same cache file
-        restarted = make(server, poll_interval_s=0.01)
-        answers = generate_many(restarted, batch_requests(), cache, batch=True)
-    assert server.counts["batches.create"] == 1  # polled, not resubmitted
-    assert [a.stop_reason for a in answers] == ["end_turn", "end_turn", "error"]
-
-
-def test_batch_dedupes_identical_requests_and_skips_cached(server: AnthropicLoopback, cache: Cache) -> None:
-    gen = make(server, poll_interval_s=0.01)
-    generate_cached(gen, ask("What burst does the RateLimiter allow?"), cache)
-    requests = [
-        ask("What burst does the RateLimiter allow?", "a"),
-        ask("When do deployments happen?", "b"),
-        ask("When do deployments happen?", "c"),
-    ]
-    answers = generate_many(gen, requests, cache, batch=True)
-    assert [a.question_id for a in answers] == ["a", "b", "c"]
-    assert [a.cached for a in answers] == [True, False, True]
-    assert answers[1].text == answers[2].text
-    create = server.bodies("batches.create")[0]
-    assert len(create["requests"]) == 1  # custom_id derived from the cache key
-    assert create["requests"][0]["custom_id"] == request_key(gen, requests[1])
-
-
-def test_generate_many_without_batch_sends_single_calls(server: AnthropicLoopback, cache: Cache) -> None:
-    gen = make(server)
-    requests = [ask("What burst does the RateLimiter allow?", "a"), ask("When do deployments happen?", "b")]
-    answers = generate_many(gen, requests, cache, workers=2)
-    assert [a.backend for a in answers] == ["anthropic", "anthropic"]
-    assert server.counts["messages"] == 2 and server.counts["batches.create"] == 0
-
-
 # --------------------------------------------------------------------------- keys and configuration
 
 
@@ -401,7 +348,8 @@ def test_config_builds_a_working_generator(server: AnthropicLoopback, cache: Cac
     )
     answer = generate_cached(gen, request, cache)
     assert answer.text == "[zh] 住宿标准为每晚不超过六百元。"
-    assert server.counts["count_tokens"] == 1  # precount is on by default
+    # precount is on by default; cache_prefix counts the system prompt's and the context's prefix once each
+    assert server.counts["count_tokens"] == 3
 
 
 def test_local_and_anthropic_prompts_are_identical() -> None:

@@ -11,17 +11,12 @@ import pytest
 import yaml
 
 from evalkit.answering.blocks import ContextItem, render_context
-from evalkit.answering.generation import (
-    GenerationCounter,
-    GenerationError,
-    build_request,
-    generate_cached,
-    generate_many,
-    make_generator,
-    prompts_for,
-    request_key,
-)
+from evalkit.answering.generation import make_generator, prompts_for
+from evalkit.answering.generation.batches import generate_many
+from evalkit.answering.generation.cached import generate_cached, request_key
 from evalkit.answering.generation.fake import FAKE_MODEL_ID, FakeGenerator, fake_answer_text, fake_token_count
+from evalkit.answering.generation.request import GenerationError, build_request
+from evalkit.answering.generation.tally import GenerationCounter
 from evalkit.cache import Cache
 from evalkit.records import Usage
 
@@ -103,7 +98,8 @@ def test_same_answer_in_another_process() -> None:
     context = render_context(ITEMS)
     conf = Path(__file__).resolve().parents[1] / "conf" / "generator" / "fake.yaml"
     code = (
-        "import sys, yaml; from evalkit.answering.generation import build_request, prompts_for;"
+        "import sys, yaml; from evalkit.answering.generation import prompts_for;"
+        "from evalkit.answering.generation.request import build_request;"
         "from evalkit.answering.generation.fake import fake_answer_text;"
         f"cfg = yaml.safe_load(open({str(conf)!r}, encoding='utf-8'));"
         f"r = build_request('What burst?', {context!r}, model='m', max_tokens=64, **prompts_for(cfg, 'en'));"

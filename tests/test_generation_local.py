@@ -12,15 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evalkit.answering.generation import (
-    GenerationError,
-    build_request,
-    generate_cached,
-    make_generator,
-    prompts_for,
-    request_key,
-)
-from evalkit.answering.generation.base import encode_answer, response_namespace
+from evalkit.answering.generation import make_generator, prompts_for
+from evalkit.answering.generation.cached import encode_answer, generate_cached, request_key, response_namespace
 from evalkit.answering.generation.local import (
     DEFAULT_N_THREADS,
     DEFAULT_N_THREADS_BATCH,
@@ -39,6 +32,7 @@ from evalkit.answering.generation.models import (
     locate_parts,
     model_file,
 )
+from evalkit.answering.generation.request import GenerationError, build_request
 from evalkit.cache import Cache
 from evalkit.records import Answer, Usage
 from evalkit.settings import ConfigError

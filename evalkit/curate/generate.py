@@ -23,7 +23,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from evalkit.answering.generation import GenerationRequest, Generator, generate_cached
+from evalkit.answering.generation.base import Generator
+from evalkit.answering.generation.cached import generate_cached
+from evalkit.answering.generation.request import GenerationRequest
 from evalkit.cache import Cache
 from evalkit.curate.annotate.candidates import passages
 from evalkit.curate.queue import QueueItem

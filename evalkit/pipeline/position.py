@@ -15,12 +15,10 @@ from evalkit.answering.context import (
     Budget,
 )
 from evalkit.answering.generation import make_generator
-from evalkit.answering.generation.base import (
-    GenerationCounter,
-    GenerationRequest,
-    Generator,
-    count_tokens_cached,
-)
+from evalkit.answering.generation.base import Generator
+from evalkit.answering.generation.cached import count_tokens_cached
+from evalkit.answering.generation.request import GenerationRequest
+from evalkit.answering.generation.tally import GenerationCounter
 from evalkit.cost.budget import SpendGuard
 from evalkit.cost.prices import ModelPrice, PricingError, price_table
 from evalkit.pipeline.plan import SweepPlan

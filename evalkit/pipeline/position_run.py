@@ -10,15 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from evalkit.answering.generation.base import (
-    UNCACHED_STOPS,
-    GenerationCounter,
-    GenerationRequest,
-    Generator,
-    generate_many,
-    request_key,
-    response_namespace,
-)
+from evalkit.answering.generation.base import Generator
+from evalkit.answering.generation.batches import generate_many
+from evalkit.answering.generation.cached import request_key, response_namespace
+from evalkit.answering.generation.request import UNCACHED_STOPS, GenerationRequest
+from evalkit.answering.generation.tally import GenerationCounter
 from evalkit.cost.budget import SpendGuard
 from evalkit.cost.model import TokenUsage, call_cost
 from evalkit.cost.prices import ModelPrice

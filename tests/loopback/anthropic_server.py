@@ -15,20 +15,21 @@ network. Everything it answers is deterministic:
 - prompt caching: the blocks up to the last ``cache_control`` mark form the
   prefix; the first time a prefix is seen it is billed as
   ``cache_creation_input_tokens``, afterwards as ``cache_read_input_tokens``
-  (the real API also needs a minimum prefix length, 1,024+ tokens: not modelled).
-  Without any mark both fields come back ``null``, as some responses do;
+  a prefix shorter than ``min_cacheable`` toy tokens is not cached (both fields 0), as the
+  real API does below its minimum. Without any mark both fields come back ``null``;
 - failures are scripted (``fail_next``) with the real error body and a
   ``retry-after-ms`` header so the SDK's retries take a millisecond;
 - flaky-API faults are injected at a seeded rate (``faults=FaultPlan(...)``, see
   :mod:`tests.loopback.faults`) on ``messages`` and ``count_tokens``; a ``wrong`` reply is
   an ``end_turn`` message with no text block. A faulted request never touches the
-  prompt-cache state, so usage comes back as in a clean run;
-- a batch stays ``in_progress`` for ``batch_polls`` retrieves, then ends;
-  a request whose text contains ``[[batch-error]]`` comes back ``errored``;
-  results are served in reverse order (the API promises no order).
+  prompt-cache state, so usage comes back as in a clean run, unless ``lost_replies_processed``:
+  then a lost or broken reply (malformed, empty, truncated, reset, wrong) is sent after the
+  model did the work, as a real provider's would be: it is billed (``billed``) and its prompt
+  prefix is in the prompt cache for the resend;
+- Message Batches: :mod:`tests.loopback.anthropic_batches` (``server.batches``).
 
 Every request is counted by endpoint name (``messages``, ``count_tokens``,
-``batches.create``, ``batches.retrieve``, ``batches.results``) and logged.
+``batches.create``, ``batches.retrieve``, ``batches.results``, ``batches.cancel``) and logged.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from typing import Any
 
 import pytest
 
+from tests.loopback.anthropic_batches import BATCH_ERROR_TRIGGER, BatchDesk
 from tests.loopback.faults import FaultInjector, FaultPlan, write_fault
 from tests.loopback.threaded import ThreadedLoopback
 
@@ -52,15 +54,16 @@ JSON = Any
 
 REFUSAL_EN = "I don't have that information"
 REFUSAL_ZH = "我没有这方面的信息"
-BATCH_ERROR_TRIGGER = "[[batch-error]]"
 REFUSE_TRIGGER = "[[refuse]]"
 
 _TOKEN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]|[^\W_]+|[^\w\s]", re.UNICODE)
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _CUSTOM_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_BATCH_PATH = re.compile(r"^/v1/messages/batches/(?P<id>[A-Za-z0-9_]+)(?P<results>/results)?$")
-_STAMP = "2026-11-30T00:00:00Z"
-_EXPIRES = "2026-12-01T00:00:00Z"
+_BATCH_PATH = re.compile(r"^/v1/messages/batches/(?P<id>[A-Za-z0-9_]+)(?P<action>/results|/cancel)?$")
+_CUT = "x-loopback-cut"
+LOST_KINDS = frozenset({"malformed", "empty", "truncated", "reset", "wrong"})
+"""Faults that lose a reply the provider produced (the others refuse the request before any work)."""
+__all__ = ["BATCH_ERROR_TRIGGER", "AnthropicLoopback"]
 
 
 def toy_tokens(text: str) -> list[str]:
@@ -102,14 +105,6 @@ _FAULT_ERRORS = {
 }
 
 
-@dataclass
-class _Batch:
-    batch_id: str
-    requests: list[dict[str, Any]]
-    polls_left: int
-    results: list[dict[str, Any]] | None = None
-
-
 class AnthropicLoopback(ThreadedLoopback):
     """The fake Anthropic API. Use as a context manager or through the ``anthropic_server`` fixture."""
 
@@ -122,6 +117,8 @@ class AnthropicLoopback(ThreadedLoopback):
         answers: Mapping[str, str] | None = None,
         faults: FaultPlan | None = None,
         fault_endpoints: frozenset[str] = FAULTED_ENDPOINTS,
+        min_cacheable: int = 0,
+        lost_replies_processed: bool = False,
     ) -> None:
         self.api_key = api_key
         self.faults = FaultInjector(faults)
@@ -129,15 +126,19 @@ class AnthropicLoopback(ThreadedLoopback):
         self.fault_endpoints = fault_endpoints
         self.context_limit = context_limit
         """Model window in toy tokens: input over it is a 400; input + output over it truncates."""
-        self.batch_polls = batch_polls
-        """Retrieves a new batch answers ``in_progress`` before it ends."""
+        self.min_cacheable = min_cacheable
+        """Shortest prefix (toy tokens) the prompt cache takes; a shorter marked prefix is billed as plain input."""
+        self.lost_replies_processed = lost_replies_processed
+        """Lost or broken replies come after the work (billed, prompt cache written) instead of before it."""
+        self.billed: list[dict[str, int]] = []
+        """Usage of every Messages request the model processed, lost replies included: what the provider bills."""
+        self.batches = BatchDesk(self.respond, _all_text, _error, lambda: self.url, batch_polls)
         self.answers: dict[str, str] = dict(answers or {})
         """Scripted replies: when a key occurs in the last user turn, its value is the answer."""
         self.counts: Counter[str] = Counter()
         self.log: list[LoggedRequest] = []
         self._failures: deque[ScriptedFailure] = deque()
         self._prefixes: set[str] = set()
-        self._batches: dict[str, _Batch] = {}
         self._lock = threading.Lock()
 
     # -- scripting and inspection -----------------------------------------------------------------
@@ -150,11 +151,17 @@ class AnthropicLoopback(ThreadedLoopback):
         with self._lock:
             self._failures.extend([ScriptedFailure(status, error_type, message, headers)] * times)
 
+    @property
+    def batch_polls(self) -> int:
+        return self.batches.batch_polls
+
+    @batch_polls.setter
+    def batch_polls(self, polls: int) -> None:
+        self.batches.batch_polls = polls
+
     def finish_batches(self) -> None:
         """Let every open batch end at its next retrieve."""
-        with self._lock:
-            for batch in self._batches.values():
-                batch.polls_left = 0
+        self.batches.finish()
 
     def bodies(self, endpoint: str) -> list[JSON]:
         with self._lock:
@@ -182,6 +189,8 @@ class AnthropicLoopback(ThreadedLoopback):
         with self._lock:
             self.counts[endpoint] += 1
             self.log.append(LoggedRequest(endpoint, method, path, dict(headers), body, 0, fault=kind))
+        if self.lost_replies_processed and kind in LOST_KINDS and endpoint == "messages" and body:
+            self.respond(body)  # the work is done (and billed) before the reply is lost
         if kind in _FAULT_ERRORS:
             payload: JSON = _error(*_FAULT_ERRORS[kind])
         elif endpoint != "count_tokens":
@@ -213,11 +222,16 @@ class AnthropicLoopback(ThreadedLoopback):
         elif endpoint == "count_tokens":
             status, payload = 200, {"input_tokens": self._input_tokens(body)}
         elif endpoint == "batches.create":
-            status, payload = self._create_batch(body)
+            status, payload = self.batches.create(body)
         elif endpoint == "batches.retrieve":
-            status, payload = self._retrieve_batch(batch_id)
+            status, payload = self.batches.retrieve(batch_id)
+        elif endpoint == "batches.cancel":
+            status, payload = self.batches.cancel(batch_id)
         elif endpoint == "batches.results":
-            status, payload = self._batch_results(batch_id)
+            fault = self.batches.take_results_fault()
+            status, payload = self.batches.results(batch_id, fault)
+            if fault == "cut" and status == 200:
+                extra[_CUT] = "1"  # the handler sends half the stream, then closes
         else:
             status, payload = 404, _error("not_found_error", f"no route for {method} {path}")
         with self._lock:
@@ -268,6 +282,8 @@ class AnthropicLoopback(ThreadedLoopback):
             "cache_creation_input_tokens": created,
             "cache_read_input_tokens": read,
         }
+        with self._lock:
+            self.billed.append({name: value or 0 for name, value in usage.items()})
         return 200, {
             "id": "msg_" + hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:24],
             "type": "message",
@@ -306,74 +322,12 @@ class AnthropicLoopback(ThreadedLoopback):
         prefix = [text for text, _ in blocks[: marked[-1] + 1]]
         digest = hashlib.sha256(json.dumps([body["model"], prefix]).encode()).hexdigest()
         size = sum(len(toy_tokens(text)) for text in prefix)
+        if size < self.min_cacheable:
+            return 0, 0  # below the minimum: marked, but nothing is cached (nor billed as a write)
         with self._lock:
             seen = digest in self._prefixes
             self._prefixes.add(digest)
         return (0, size) if seen else (size, 0)
-
-    # -- batches ------------------------------------------------------------------------------------
-
-    def _create_batch(self, body: JSON) -> tuple[int, JSON]:
-        requests = (body or {}).get("requests") or []
-        ids = [r.get("custom_id", "") for r in requests]
-        if not requests or len(set(ids)) != len(ids) or not all(_CUSTOM_ID.match(i) for i in ids):
-            return 400, _error(
-                "invalid_request_error", "requests: custom_id must be unique and match ^[a-zA-Z0-9_-]{1,64}$"
-            )
-        with self._lock:
-            batch = _Batch(f"msgbatch_{len(self._batches) + 1:04d}", list(requests), self.batch_polls)
-            self._batches[batch.batch_id] = batch
-        return 200, self._batch_json(batch)
-
-    def _retrieve_batch(self, batch_id: str) -> tuple[int, JSON]:
-        with self._lock:
-            batch = self._batches.get(batch_id)
-            if batch is not None:
-                batch.polls_left -= 1
-        if batch is None:
-            return 404, _error("not_found_error", f"batch {batch_id} not found")
-        if batch.polls_left < 0 and batch.results is None:
-            batch.results = [self._batch_item(r) for r in reversed(batch.requests)]
-        return 200, self._batch_json(batch)
-
-    def _batch_item(self, request: dict[str, Any]) -> dict[str, Any]:
-        params = request["params"]
-        texts = "\n".join(text for text, _ in _blocks(params))
-        if BATCH_ERROR_TRIGGER in texts:
-            status, reply = 400, _error("invalid_request_error", "messages: scripted batch item failure")
-        else:
-            status, reply = self.respond(params)
-        if status == 200:
-            return {"custom_id": request["custom_id"], "result": {"type": "succeeded", "message": reply}}
-        return {"custom_id": request["custom_id"], "result": {"type": "errored", "error": reply}}
-
-    def _batch_results(self, batch_id: str) -> tuple[int, JSON]:
-        batch = self._batches.get(batch_id)
-        if batch is None or batch.results is None:
-            return 404, _error("not_found_error", f"batch {batch_id} has no results yet")
-        return 200, "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in batch.results).encode("utf-8")
-
-    def _batch_json(self, batch: _Batch) -> JSON:
-        ended = batch.results is not None
-        kinds = Counter(item["result"]["type"] for item in batch.results or [])
-        return {
-            "id": batch.batch_id,
-            "type": "message_batch",
-            "processing_status": "ended" if ended else "in_progress",
-            "request_counts": {
-                "processing": 0 if ended else len(batch.requests),
-                "succeeded": kinds["succeeded"],
-                "errored": kinds["errored"],
-                "canceled": kinds["canceled"],
-                "expired": kinds["expired"],
-            },
-            "created_at": _STAMP,
-            "expires_at": _EXPIRES,
-            "ended_at": _STAMP if ended else None,
-            "cancel_initiated_at": None,
-            "archived_at": None,
-            "results_url": f"{self.url}/v1/messages/batches/{batch.batch_id}/results" if ended else None,
-        }
 
 
 def _endpoint(method: str, path: str) -> tuple[str, str]:
@@ -385,14 +339,21 @@ def _endpoint(method: str, path: str) -> tuple[str, str]:
     if method == "POST" and path == "/v1/messages/batches":
         return "batches.create", ""
     match = _BATCH_PATH.match(path)
-    if method == "GET" and match:
-        return ("batches.results" if match["results"] else "batches.retrieve"), match["id"]
+    if method == "POST" and match and match["action"] == "/cancel":
+        return "batches.cancel", match["id"]
+    if method == "GET" and match and match["action"] != "/cancel":
+        return ("batches.results" if match["action"] else "batches.retrieve"), match["id"]
     return "unknown", ""
 
 
 def _error(error_type: str, message: str) -> JSON:
     """The API's error body."""
     return {"type": "error", "error": {"type": error_type, "message": message}, "request_id": "req_loopback"}
+
+
+def _all_text(body: JSON) -> str:
+    """Every text block of a request body, joined (batch entries are scripted by triggers in it)."""
+    return "\n".join(text for text, _ in _blocks(body))
 
 
 def _texts(content: JSON) -> list[str]:
@@ -444,6 +405,7 @@ def _make_handler(server: AnthropicLoopback) -> type[BaseHTTPRequestHandler]:
             status, payload, extra = server.dispatch(self.command, self.path, headers, raw)
             if digest and status == 200:
                 server.faults.record(digest, None)
+            cut = extra.pop(_CUT, None) is not None
             self.send_response(status)
             jsonl = self.path.endswith("/results") and status == 200
             self.send_header("Content-Type", "application/binary" if jsonl else "application/json")
@@ -452,6 +414,11 @@ def _make_handler(server: AnthropicLoopback) -> type[BaseHTTPRequestHandler]:
             for name, value in extra.items():
                 self.send_header(name, value)
             self.end_headers()
+            if cut:  # half the lines of the promised length, then an orderly close
+                lines = payload.splitlines(keepends=True)
+                self.wfile.write(b"".join(lines[: max(1, len(lines) // 2)]))
+                self.close_connection = True
+                return
             self.wfile.write(payload)
 
         do_GET = do_POST = _serve

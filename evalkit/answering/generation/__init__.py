@@ -10,37 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from evalkit.answering.generation.base import (
-    BatchPending,
-    GenerationCounter,
-    GenerationError,
-    GenerationRequest,
-    Generator,
-    ModelTally,
-    build_request,
-    count_tokens_cached,
-    generate_cached,
-    generate_many,
-    request_key,
-)
+from evalkit.answering.generation.base import Generator
+from evalkit.answering.generation.request import GenerationError
 from evalkit.answering.generation.settings import BACKENDS, USE_ONE_OF, GeneratorSettings, read_generator_settings
 
-__all__ = [
-    "BatchPending",
-    "GenerationCounter",
-    "GenerationError",
-    "GenerationRequest",
-    "Generator",
-    "ModelTally",
-    "build_request",
-    "count_tokens_cached",
-    "generate_cached",
-    "generate_many",
-    "make_generator",
-    "prompts_for",
-    "refusal_for",
-    "request_key",
-]
+__all__ = ["make_generator", "prompts_for", "refusal_for"]
 
 
 def _lang_key(cfg: Mapping[str, Any], section: str, lang: str) -> str:

@@ -11,6 +11,13 @@ it, an unknown stop reason, a negative token count). ``retry-after-ms`` /
 :class:`GenerationError` line naming the last failure. A batch is never
 resubmitted after a lost reply (it may exist already): that is an error at once.
 
+A lost reply may still have been billed (the provider did the work, the answer
+never arrived): its attempt is added to the answer's usage as the provider bills
+it, estimated from the reply that did arrive (its prompt, the cached part as a
+cache *write*, its output), so a run under faults never records less than it paid.
+Prompt caching is asked for (``cache_control``) only where the prefix reaches the
+model's minimum cacheable length (:mod:`~evalkit.answering.generation.prompt_cache`, counted by the model).
+
 Note: ``messages.create`` in anthropic 2.x takes no ``temperature``/``top_p``,
 so answers are not sampled with a fixed seed: evalkit's cache is what makes a
 re-run reproducible.
@@ -26,13 +33,16 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from evalkit.answering.generation.base import (
-    TRUNCATING_STOPS,
-    GenerationError,
-    GenerationRequest,
-    Generator,
-    overflow_answer,
+from evalkit.answering.generation.anthropic_replies import count_problem, message_problem, results_problem
+from evalkit.answering.generation.base import Generator
+from evalkit.answering.generation.cached import overflow_answer
+from evalkit.answering.generation.prompt_cache import (
+    DEFAULT_MIN_CACHEABLE,
+    cache_marks,
+    min_cacheable_tokens,
+    with_lost_attempts,
 )
+from evalkit.answering.generation.request import TRUNCATING_STOPS, GenerationError, GenerationRequest
 from evalkit.records import Answer, Usage
 from evalkit.retry import RetriesExhausted, RetryPolicy, Transient, call_with_retries
 
@@ -46,12 +56,6 @@ T = TypeVar("T")
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 _EPHEMERAL = {"type": "ephemeral"}
 _TOO_LONG = "prompt is too long"  # the 400 message: "prompt is too long: N tokens > M maximum"
-KNOWN_STOPS = frozenset(
-    {"end_turn", "max_tokens", "stop_sequence", "tool_use", "pause_turn", "refusal", "model_context_window_exceeded"}
-)
-EMPTY_STOPS = frozenset({"max_tokens", "stop_sequence", "refusal", "model_context_window_exceeded"})
-"""Stop reasons that explain a message with no text (anything else without a text block is a broken reply)."""
-
 DEFAULT_WINDOWS: Mapping[str, int] = {
     "claude-sonnet-5": 1_000_000,
     "claude-haiku-4-5": 200_000,
@@ -78,6 +82,8 @@ class AnthropicGenerator(Generator):
     batch_backend = "anthropic-batch"
     """Backend name on answers that came from a batch (billed at the batch multiplier)."""
     supports_batch = True
+    min_cacheable: int | None = None
+    """Minimum cacheable prefix in tokens; None: ``prompt_cache.MIN_CACHEABLE_TOKENS`` by model."""
 
     def __init__(
         self,
@@ -158,28 +164,52 @@ class AnthropicGenerator(Generator):
         """Request body for ``messages.create`` (or ``count_tokens`` when ``for_count``).
 
         With ``cache_prefix``, ``cache_control: ephemeral`` marks the system block and the first block of the
-        first user turn when that turn has more blocks after it (the shared context before the question).
+        first user turn when that turn has more blocks after it (the shared context before the question),
+        each only when the prefix up to it reaches the model's minimum cacheable length (:meth:`cacheable`).
         """
-        mark = {"cache_control": dict(_EPHEMERAL)} if request.cache_prefix else {}
+        wanted = request.cache_prefix and not for_count  # a mark changes no count: none is sent to the counter
+        mark_system, mark_context = self.cacheable(request) if wanted else (False, False)
         messages: list[dict[str, Any]] = []
         marked_context = False
         for role, blocks in request.messages:
             content: list[dict[str, Any]] = []
             for i, text in enumerate(blocks):
                 block: dict[str, Any] = {"type": "text", "text": text}
-                if mark and not marked_context and role == "user" and i == 0 and len(blocks) > 1:
-                    block.update(mark)
+                if mark_context and not marked_context and role == "user" and i == 0 and len(blocks) > 1:
+                    block["cache_control"] = dict(_EPHEMERAL)
                     marked_context = True
                 content.append(block)
             messages.append({"role": role, "content": content})
         body: dict[str, Any] = {"model": request.model, "messages": messages}
         if request.system:
-            body["system"] = [{"type": "text", "text": request.system, **mark}]
+            body["system"] = [{"type": "text", "text": request.system}]
+            if mark_system:
+                body["system"][0]["cache_control"] = dict(_EPHEMERAL)
         if not for_count:
             body["max_tokens"] = request.max_tokens
             if request.stop_sequences:
                 body["stop_sequences"] = list(request.stop_sequences)
         return body
+
+    def cacheable(self, request: GenerationRequest) -> tuple[bool, bool]:
+        """(system prompt, system + context block) reach the model's minimum cacheable length (its own counter)."""
+        return cache_marks(request, self.min_cacheable or min_cacheable_tokens(request.model), self._prefix_tokens)
+
+    def _prefix_tokens(self, body: dict[str, Any]) -> int:
+        """Tokens of a prefix-only body, counted once per distinct prefix by this generator."""
+        memo: dict[str, int] = self.__dict__.setdefault("_prefix_counts", {})
+        key = json.dumps(body, sort_keys=True, ensure_ascii=False)
+        if key not in memo:
+            try:
+                counted = self._call(
+                    f"anthropic count_tokens ({body['model']}, cache prefix)",
+                    lambda: self._client.messages.count_tokens(**body),
+                    count_problem,
+                )
+                memo[key] = int(counted.input_tokens)
+            except self._sdk.APIStatusError:
+                memo[key] = DEFAULT_MIN_CACHEABLE  # uncountable (e.g. too long to count): mark it, harmlessly
+        return memo[key]
 
     def to_answer(self, message: Message, question_id: str, *, backend: str | None = None) -> Answer:
         """An Answer from a Messages response (usage fields that come back null count as 0)."""
@@ -206,12 +236,23 @@ class AnthropicGenerator(Generator):
     def generate(self, request: GenerationRequest) -> Answer:
         sdk = self._sdk
         params = self.params(request)
+        lost: list[str] = []  # attempts whose reply was lost or broken: billed all the same
+
+        def send() -> Message:
+            try:
+                return self._client.messages.create(**params)
+            except (sdk.APIConnectionError, json.JSONDecodeError, sdk.APIResponseValidationError):
+                lost.append("lost")
+                raise
+
+        def problem(message: Message) -> str | None:
+            broken = message_problem(message)
+            if broken is not None:
+                lost.append("broken")
+            return broken
+
         try:
-            message = self._call(
-                f"anthropic messages ({request.model})",
-                lambda: self._client.messages.create(**params),
-                _message_problem,
-            )
+            message = self._call(f"anthropic messages ({request.model})", send, problem)
         except sdk.BadRequestError as err:
             reason = _api_message(err)
             if _TOO_LONG in reason.lower():
@@ -221,7 +262,7 @@ class AnthropicGenerator(Generator):
             if err.status_code == 413:  # request body over the size limit: also "does not fit"
                 return overflow_answer(self, request, why=_api_message(err))
             raise GenerationError(f"anthropic HTTP {err.status_code} for {request.model}: {_api_message(err)}") from err
-        return self.to_answer(message, request.question_id)
+        return with_lost_attempts(self.to_answer(message, request.question_id), len(lost))
 
     def count_tokens(self, request: GenerationRequest) -> int | None:
         """Input tokens by the model's own counter (``POST /v1/messages/count_tokens``)."""
@@ -231,7 +272,7 @@ class AnthropicGenerator(Generator):
             counted = self._call(
                 f"anthropic count_tokens ({request.model})",
                 lambda: self._client.messages.count_tokens(**params),
-                _count_problem,
+                count_problem,
             )
         except sdk.BadRequestError as err:
             if _TOO_LONG in _api_message(err).lower():
@@ -308,22 +349,29 @@ class AnthropicGenerator(Generator):
         answers: dict[str, Answer] = {}
         # Read whole inside one attempt: a connection lost halfway through the JSONL retries the download.
         lines = self._call(
-            f"anthropic batches.results ({batch_id})",
-            lambda: list(self._client.messages.batches.results(batch_id)),
-            _results_problem,
+            f"anthropic batches.results ({batch_id})", lambda: self._read_results(batch_id), results_problem
         )
         for line in lines:
             result = line.result
             if result.type == "succeeded":
                 answers[line.custom_id] = self.to_answer(result.message, "", backend=self.batch_backend)
                 continue
-            reason = result.type
+            reason = str(result.type)
             if result.type == "errored":
-                error = result.error.error
+                error = getattr(result.error, "error", None)
                 reason = f"errored: {getattr(error, 'type', '')}: {getattr(error, 'message', '')}"
             answers[line.custom_id] = self._failed_item(reason)
             log.warning("batch %s item %s %s", batch_id, line.custom_id, reason)
         return answers
+
+    def _read_results(self, batch_id: str) -> list[Any]:
+        """Every line of the results stream; a stream cut mid-way is a lost connection (retried), not a crash."""
+        import httpx2  # the SDK's own HTTP client; its errors while iterating a stream are not wrapped by the SDK
+
+        try:
+            return list(self._client.messages.batches.results(batch_id))
+        except httpx2.TransportError as err:
+            raise self._sdk.APIConnectionError(message=f"results stream cut: {err}", request=err.request) from err
 
     def _failed_item(self, reason: str) -> Answer:
         stop = "overflow" if _TOO_LONG in reason.lower() else "error"
@@ -332,45 +380,18 @@ class AnthropicGenerator(Generator):
             text="",
             backend=self.batch_backend,
             model="",  # filled in from the request by the caller
-            usage=Usage(),
+            usage=Usage(),  # an entry that errored, expired or was canceled is not billed
             stop_reason=stop,
+            error="" if stop == "overflow" else reason,
         )
 
 
-def _message_problem(message: Any) -> str | None:
-    """Why a parsed Messages reply cannot be right, or None."""
-    content = getattr(message, "content", None)
-    stop = getattr(message, "stop_reason", None)
-    usage = getattr(message, "usage", None)
-    if not isinstance(content, list):
-        return "no content list"
-    if stop not in KNOWN_STOPS:
-        return f"stop_reason {stop!r}"
-    if not isinstance(getattr(usage, "input_tokens", None), int) or not isinstance(
-        getattr(usage, "output_tokens", None), int
-    ):
-        return "no token usage"
-    if stop not in EMPTY_STOPS and not any(getattr(block, "type", None) == "text" for block in content):
-        return f"a message with stop_reason {stop} and no text block"
-    return None
-
-
-def _results_problem(lines: list[Any]) -> str | None:
-    if not lines:
-        return "an ended batch with no results"  # a batch holds at least one request
-    for line in lines:
-        if not isinstance(getattr(line, "custom_id", None), str) or not getattr(line, "result", None):
-            return f"a results line without custom_id or result: {str(line)[:80]}"
-        if getattr(line.result, "type", None) == "succeeded" and _message_problem(line.result.message) is not None:
-            return f"item {line.custom_id}: {_message_problem(line.result.message)}"
-    return None
-
-
-def _count_problem(counted: Any) -> str | None:
-    tokens = getattr(counted, "input_tokens", None)
-    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
-        return f"input_tokens {tokens!r}"
-    return None
+def _retryable(status: int, headers: Mapping[str, str]) -> bool:
+    """The SDK's own rule: the server's ``x-should-retry`` first, else 408, 409, 429 and 5xx (529 included)."""
+    hint = headers.get("x-should-retry")
+    if hint in ("true", "false"):
+        return hint == "true"
+    return status in (408, 409, 429) or status >= 500
 
 
 def _api_message(err: Any) -> str:

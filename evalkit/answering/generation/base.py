@@ -1,17 +1,16 @@
-"""The generator contract, and the one import point for the shared work around it.
+"""The generator contract: one class, :class:`Generator`, that every backend implements.
 
 A backend implements one method, :meth:`Generator.generate` (one request, one
-answer). The shared work lives once, beside it, so every backend pays only for
-requests it has never answered:
+answer). The shared work around it lives in its own modules, and each name is
+imported from its home (this module re-exports nothing, and none of them
+imports this one at run time, so the dependency runs one way):
 
 - :mod:`~evalkit.answering.generation.request`: the request record, errors, stop reasons;
 - :mod:`~evalkit.answering.generation.cached`: the content-addressed cache, the
   token pre-count with its window check, one cached call;
 - :mod:`~evalkit.answering.generation.batches`: many calls (dedupe, threads,
-  Message Batches: submit, persist, poll, resume, collect);
+  Message Batches: submit, journal, poll, resume, retry, collect);
 - :mod:`~evalkit.answering.generation.tally`: the request/token counter.
-
-Every public name of those modules is importable from here.
 """
 
 from __future__ import annotations
@@ -20,56 +19,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from evalkit.answering.generation.batches import custom_id_for, generate_many
-from evalkit.answering.generation.cached import (
-    check_window,
-    count_tokens_cached,
-    decode_answer,
-    encode_answer,
-    generate_cached,
-    overflow_answer,
-    request_key,
-    response_namespace,
-)
-from evalkit.answering.generation.request import (
-    TRUNCATING_STOPS,
-    UNCACHED_STOPS,
-    BatchPending,
-    Content,
-    GenerationError,
-    GenerationRequest,
-    Role,
-    build_request,
-)
-from evalkit.answering.generation.tally import GenerationCounter, ModelTally
+from evalkit.answering.generation.request import GenerationRequest
 from evalkit.records import Answer
 
 if TYPE_CHECKING:
     from evalkit.answering.generation.loglik import AnswerLoglik
-
-__all__ = [
-    "TRUNCATING_STOPS",
-    "UNCACHED_STOPS",
-    "BatchPending",
-    "Content",
-    "GenerationCounter",
-    "GenerationError",
-    "GenerationRequest",
-    "Generator",
-    "ModelTally",
-    "Role",
-    "build_request",
-    "check_window",
-    "count_tokens_cached",
-    "custom_id_for",
-    "decode_answer",
-    "encode_answer",
-    "generate_cached",
-    "generate_many",
-    "overflow_answer",
-    "request_key",
-    "response_namespace",
-]
 
 
 class Generator(ABC):
@@ -138,5 +92,9 @@ class Generator(ABC):
         raise NotImplementedError(f"{self.backend} has no batch API")
 
     def batch_results(self, batch_id: str) -> dict[str, Answer]:
-        """Answers of an ended batch keyed by custom_id (question ids empty; the caller stamps them)."""
+        """Answers of an ended batch keyed by custom_id (question ids empty; the caller stamps them).
+
+        An entry that errored, expired or was canceled is an Answer with stop_reason ``error`` and the reason in
+        ``Answer.error`` (``errored: <type>: <message>``, ``expired``, ``canceled``).
+        """
         raise NotImplementedError(f"{self.backend} has no batch API")

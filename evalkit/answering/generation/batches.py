@@ -1,39 +1,88 @@
 """Many requests at once: cache look-up in bulk, content-hash dedupe, then threads or Message Batches.
 
-Batches are journalled in the cache before polling (insert-only, keyed by the
-set of requests and an attempt number), so a restarted sweep polls the same
-batches instead of resubmitting, and a batch is marked collected only after
-its answers are stored.
+The batch path, in order:
+
+1. the pending requests are cut into batches of at most ``max_batch_requests``; each is
+   looked up in the journal (:mod:`~evalkit.answering.generation.journal`) by the
+   signature of its custom_id -> request key map: an uncollected batch is polled again
+   (never resubmitted), a collected one whose answers the cache lost is downloaded again;
+2. before anything is submitted, the upper bound of what it can cost (every prompt
+   token at the cache-write price where caching was asked, the full ``max_tokens``
+   out, at the batch multiplier) is charged to the spend guard: over the cap, nothing
+   is submitted and :class:`~evalkit.cost.budget.BudgetExceeded` says so;
+3. a submitted batch is journalled the moment the provider accepts it, polled until it
+   ends, its answers stored, and only then marked collected (a crash in between
+   re-collects; it never re-pays);
+4. entries that errored, expired or were canceled are submitted once more in a new
+   batch (attempt 1); what fails again is an Answer with stop_reason ``error`` and its
+   reason in ``Answer.error``, counted in the counter, never dropped.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalkit.answering.generation.cached import (
     check_window,
+    count_tokens_cached,
     decode_answer,
     encode_answer,
     request_key,
     response_namespace,
 )
+from evalkit.answering.generation.journal import BatchJournal, BatchRecord, CacheJournal, FileJournal
 from evalkit.answering.generation.request import UNCACHED_STOPS, BatchPending, GenerationError, GenerationRequest
-from evalkit.cache import Cache, cache_key, decode_json, encode_json
+from evalkit.cache import Cache
+from evalkit.cost.model import TokenUsage, call_cost
+from evalkit.cost.tokens import estimate_tokens
 from evalkit.records import Answer, Usage
 
 if TYPE_CHECKING:
     from evalkit.answering.generation.base import Generator
     from evalkit.answering.generation.tally import GenerationCounter
+    from evalkit.cost.budget import SpendGuard
+    from evalkit.cost.prices import ModelPrice
 
 log = logging.getLogger(__name__)
 
 _CUSTOM_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # the Message Batches API's custom_id pattern
+SUCCEEDED = "succeeded"
+RETRIES = 1
+"""Entries that errored, expired or were canceled are submitted this many more times, then reported failed."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The spend guard and the price that bounds what a request can cost (None: nothing checked)."""
+
+    spend: SpendGuard
+    price: ModelPrice
+    lock: threading.Lock
+
+    def charge(self, generator: Generator, requests: Sequence[GenerationRequest], cache: Cache, *, batch: bool) -> None:
+        """Charge the requests' upper-bound cost before any of them is sent; raises BudgetExceeded when over."""
+        usd = sum(self._bound(generator, request, cache, batch) for request in requests)
+        what = f"generate: {'a message batch of ' if batch else ''}{len(requests)} request(s)"
+        with self.lock:
+            self.spend.charge(usd, what)
+
+    def _bound(self, generator: Generator, request: GenerationRequest, cache: Cache, batch: bool) -> float:
+        if request.model != self.price.model_id:
+            raise GenerationError(f"the budget is priced for {self.price.model_id}, the request is for {request.model}")
+        counted = count_tokens_cached(generator, request, cache) if generator.precount else None
+        text = "\n".join([request.system, *(block for _, blocks in request.messages for block in blocks)])
+        prompt = counted if counted is not None else estimate_tokens(text, self.price.tokenizer_family)
+        cached = prompt if request.cache_prefix else 0  # a cache write costs more than plain input: the bound
+        usage = TokenUsage(prompt - cached, request.max_tokens, cached, estimated=counted is None)
+        return call_cost(usage, self.price, batch=batch).usd
 
 
 def generate_many(
@@ -45,13 +94,22 @@ def generate_many(
     batch: bool | None = None,
     workers: int = 1,
     sleep: Callable[[float], None] = time.sleep,
+    journal: Path | None = None,
+    spend: SpendGuard | None = None,
+    price: ModelPrice | None = None,
 ) -> list[Answer]:
     """Answers in request order; cached ones cost nothing, identical requests are sent once.
 
     With ``batch`` (default: the generator's ``batch_enabled``) and a backend that supports it, uncached
-    requests go into Message Batches that are recorded in the cache before polling, so a restarted sweep
-    polls the same batches instead of resubmitting. Otherwise they are sent one by one (``workers`` threads).
+    requests go into Message Batches (see the module docstring). ``journal``: the JSON file that records
+    each submitted batch (e.g. ``<run>/batches.json``), so a killed run resumes polling the same batches
+    even with a fresh cache file; None keeps the journal in the cache. Otherwise requests are sent one by
+    one (``workers`` threads). ``spend`` with ``price``: every request's upper-bound cost is charged before
+    it is sent (a batch as a whole, before submission).
     """
+    if spend is not None and price is None:
+        raise GenerationError("a spend cap needs the model's price to bound what a request costs")
+    budget = Budget(spend, price, threading.Lock()) if spend is not None and price is not None else None
     namespace = response_namespace(generator)
     keys = [request_key(generator, request) for request in requests]
     stored = cache.get_many(namespace, keys)
@@ -69,10 +127,20 @@ def generate_many(
 
     use_batch = generator.batch_enabled if batch is None else batch
     if pending and use_batch and generator.supports_batch:
-        fresh.update(_run_batches(generator, pending, cache, counter, sleep))
+        store: BatchJournal = FileJournal(journal) if journal else CacheJournal(cache, f"batch:{generator.identity}")
+        fresh.update(_Batches(generator, cache, counter, sleep, store, budget).run(pending))
     elif pending:
-        fresh.update(_run_singles(generator, pending, cache, counter, workers))
+        fresh.update(_run_singles(generator, pending, cache, counter, workers, budget))
+    return _in_request_order(requests, keys, stored, fresh, counter)
 
+
+def _in_request_order(
+    requests: Sequence[GenerationRequest],
+    keys: Sequence[str],
+    stored: Mapping[str, bytes],
+    fresh: Mapping[str, Answer],
+    counter: GenerationCounter | None,
+) -> list[Answer]:
     answers: list[Answer] = []
     delivered: set[str] = set()
     for key, request in zip(keys, requests, strict=True):
@@ -97,11 +165,14 @@ def _run_singles(
     cache: Cache,
     counter: GenerationCounter | None,
     workers: int,
+    budget: Budget | None,
 ) -> dict[str, Answer]:
     namespace = response_namespace(generator)
 
     def one(item: tuple[str, GenerationRequest]) -> tuple[str, Answer]:
         key, request = item
+        if budget is not None:
+            budget.charge(generator, [request], cache, batch=False)
         answer = replace(generator.generate(request), question_id=request.question_id, cached=False)
         if counter is not None:
             counter.record(answer)
@@ -125,105 +196,147 @@ def custom_id_for(request: GenerationRequest, key: str) -> str:
     return key[:64]  # a SHA-256 hex digest is exactly 64 characters of [0-9a-f]
 
 
-def _run_batches(
-    generator: Generator,
-    pending: Mapping[str, GenerationRequest],
-    cache: Cache,
-    counter: GenerationCounter | None,
-    sleep: Callable[[float], None],
-) -> dict[str, Answer]:
-    """Submit (or resume) batches for the pending requests, poll them until they end, collect by custom_id."""
-    journal = f"batch:{generator.identity}"
-    items = list(pending.items())
-    open_batches: dict[str, dict[str, str]] = {}  # batch id -> custom_id -> request key
-    step = max(1, generator.max_batch_requests)
-    for offset in range(0, len(items), step):
-        chunk = dict(items[offset : offset + step])
-        custom: dict[str, str] = {}
-        for key, request in chunk.items():
-            cid = custom_id_for(request, key)
-            if custom.get(cid, key) != key:
-                raise GenerationError(f"custom_id {cid!r} names two different requests in one batch")
-            custom[cid] = key
-        batch_id = _resume_or_submit(generator, cache, journal, custom, chunk)
-        open_batches[batch_id] = custom
-    _wait_until_ended(generator, list(open_batches), sleep)
-    fresh: dict[str, Answer] = {}
-    for batch_id, custom in open_batches.items():
-        fresh.update(_collect(generator, batch_id, custom, pending, cache, counter))
+def failed_answer(generator: Generator, request: GenerationRequest, reason: str) -> Answer:
+    """The Answer reported for an entry that failed its last attempt: no text, nothing billed, the reason."""
+    backend = getattr(generator, "batch_backend", generator.backend)
+    return Answer(
+        question_id=request.question_id,
+        text="",
+        backend=backend,
+        model=request.model,
+        usage=Usage(),
+        stop_reason="error",
+        error=reason,
+    )
+
+
+class _Batches:
+    """One generate_many's batch work: resume or submit, poll, collect, retry the failed entries once."""
+
+    def __init__(
+        self,
+        generator: Generator,
+        cache: Cache,
+        counter: GenerationCounter | None,
+        sleep: Callable[[float], None],
+        journal: BatchJournal,
+        budget: Budget | None,
+    ) -> None:
+        self.generator, self.cache, self.counter, self.sleep = generator, cache, counter, sleep
+        self.journal, self.budget = journal, budget
+
+    def run(self, pending: Mapping[str, GenerationRequest]) -> dict[str, Answer]:
+        answers: dict[str, Answer] = {}
+        failed: dict[str, str] = {}  # request key -> reason, failures still owed a retry
+        final: dict[str, str] = {}
+        for record in self._open(pending, attempt=0):
+            self._collect(record, pending, answers, failed if record.attempt < RETRIES else final)
+        for _ in range(RETRIES):
+            if not failed:
+                break
+            retry, failed = {key: pending[key] for key in failed}, {}
+            log.info("resubmitting %d batch entries that errored, expired or were canceled", len(retry))
+            for record in self._open(retry, attempt=RETRIES):
+                self._collect(record, retry, answers, final)
+        for key, reason in {**failed, **final}.items():
+            answers[key] = failed_answer(self.generator, pending[key], reason)
+            if self.counter is not None:
+                self.counter.record(answers[key], batch=True)
+            log.warning("batch entry %s failed after a retry: %s", pending[key].question_id or key[:12], reason)
+        return answers
+
+    def _chunks(self, pending: Mapping[str, GenerationRequest]) -> list[dict[str, str]]:
+        """custom_id -> request key maps of at most ``max_batch_requests`` each, in request order."""
+        items = list(pending.items())
+        step = max(1, self.generator.max_batch_requests)
+        chunks = []
+        for offset in range(0, len(items), step):
+            custom: dict[str, str] = {}
+            for key, request in items[offset : offset + step]:
+                cid = custom_id_for(request, key)
+                if custom.get(cid, key) != key:
+                    raise GenerationError(f"custom_id {cid!r} names two different requests in one batch")
+                custom[cid] = key
+            chunks.append(custom)
+        return chunks
+
+    def _open(self, pending: Mapping[str, GenerationRequest], *, attempt: int) -> list[BatchRecord]:
+        """The batches answering ``pending`` (resumed from the journal, or newly submitted), each polled until it
+        ended: an uncollected batch holding a pending request is polled again, a collected one whose entry
+        succeeded is downloaded again; the rest is submitted, its upper-bound cost charged first."""
+        records: list[BatchRecord] = []
+        covered: set[str] = set()
+        for found in self.journal.holding(list(pending)):
+            useful = {
+                key
+                for cid, key in found.custom_ids.items()
+                if key in pending and (found.state == "submitted" or found.outcomes.get(cid) == SUCCEEDED)
+            }
+            if useful - covered:
+                log.info("resuming message batch %s (%d requests, %s)", found.batch_id, len(useful), found.state)
+                records.append(found)
+                covered |= useful
+        to_submit = self._chunks({key: request for key, request in pending.items() if key not in covered})
+        if to_submit and self.budget is not None:  # the whole submission is checked before any of it is sent
+            requests = [pending[key] for custom in to_submit for key in custom.values()]
+            self.budget.charge(self.generator, requests, self.cache, batch=True)
+        for custom in to_submit:
+            batch_id = self.generator.submit_batch({cid: pending[key] for cid, key in custom.items()})
+            record = BatchRecord(batch_id, dict(custom), attempt)
+            self.journal.submitted(record)  # before polling: a kill from here on resumes this batch
+            log.info("submitted message batch %s (%d requests, attempt %d)", batch_id, len(custom), attempt)
+            records.append(record)
+        self._wait_until_ended([r.batch_id for r in records if r.state == "submitted"])
+        return records
+
+    def _wait_until_ended(self, batch_ids: Sequence[str]) -> None:
+        """Poll until every batch has ended; :class:`BatchPending` past the generator's ``batch_timeout_s``."""
+        generator = self.generator
+        started = time.monotonic()
+        waiting = list(batch_ids)
+        while waiting:
+            waiting = [batch_id for batch_id in waiting if generator.batch_status(batch_id) != "ended"]
+            if not waiting:
+                return
+            waited = time.monotonic() - started
+            if waited >= generator.batch_timeout_s:
+                raise BatchPending(waiting, waited)
+            self.sleep(min(generator.poll_interval_s, max(0.0, generator.batch_timeout_s - waited)))
+
+    def _collect(
+        self,
+        record: BatchRecord,
+        pending: Mapping[str, GenerationRequest],
+        answers: dict[str, Answer],
+        failed: dict[str, str],
+    ) -> None:
+        """Store the ended batch's answers (those still pending), note its failures, then mark it collected."""
+        results = self.generator.batch_results(record.batch_id)
+        store: dict[str, bytes] = {}
+        outcomes: dict[str, str] = {}
+        for cid, key in record.custom_ids.items():
+            answer = results.get(cid)
+            if answer is None:
+                log.warning("batch %s has no result for custom_id %s", record.batch_id, cid)
+                answer = failed_answer(self.generator, pending[key], "missing: no result line for this entry")
+            outcomes[cid] = SUCCEEDED if answer.stop_reason != "error" else answer.error or "error"
+            if key not in pending or key in answers:
+                continue  # answered already (an earlier batch or the cache)
+            answer = replace(answer, question_id=pending[key].question_id, cached=False)
+            if answer.stop_reason in UNCACHED_STOPS:
+                answer = replace(answer, model=pending[key].model)  # a failed item has no response model
+            if answer.stop_reason == "error":
+                failed[key] = answer.error or "error"
+                continue
+            if self.counter is not None and record.state == "collected":
+                self.counter.hit(answer.model)  # downloaded again: paid for by an earlier run
+            elif self.counter is not None:
+                self.counter.record(answer, batch=True)
+            if answer.stop_reason not in UNCACHED_STOPS:
+                store[key] = encode_answer(answer)
+            answers[key] = answer
+            failed.pop(key, None)
+        self.cache.put_many(response_namespace(self.generator), store)
         # Marked collected only after its answers are stored: a crash before this line re-collects, never re-pays.
-        cache.put(journal, f"done:{batch_id}", encode_json(True))
-    return fresh
-
-
-def _wait_until_ended(generator: Generator, batch_ids: Sequence[str], sleep: Callable[[float], None]) -> None:
-    """Poll until every batch has ended; :class:`BatchPending` past the generator's ``batch_timeout_s``."""
-    started = time.monotonic()
-    waiting = list(batch_ids)
-    while True:
-        waiting = [batch_id for batch_id in waiting if generator.batch_status(batch_id) != "ended"]
-        if not waiting:
-            return
-        waited = time.monotonic() - started
-        if waited >= generator.batch_timeout_s:
-            raise BatchPending(waiting, waited)
-        sleep(min(generator.poll_interval_s, max(0.0, generator.batch_timeout_s - waited)))
-
-
-def _collect(
-    generator: Generator,
-    batch_id: str,
-    custom: Mapping[str, str],
-    pending: Mapping[str, GenerationRequest],
-    cache: Cache,
-    counter: GenerationCounter | None,
-) -> dict[str, Answer]:
-    """The answers of one ended batch by request key, stored in the cache (failed items are not)."""
-    results = generator.batch_results(batch_id)
-    store: dict[str, bytes] = {}
-    fresh: dict[str, Answer] = {}
-    for cid, key in custom.items():
-        answer = results.get(cid)
-        if answer is None:
-            log.warning("batch %s has no result for custom_id %s", batch_id, cid)
-            answer = Answer(
-                question_id="", text="", backend=generator.backend, model="", usage=Usage(), stop_reason="error"
-            )
-        answer = replace(answer, question_id=pending[key].question_id, cached=False)
-        if answer.stop_reason in UNCACHED_STOPS:
-            answer = replace(answer, model=pending[key].model)  # a failed item has no response model
-        if counter is not None:
-            counter.record(answer, batch=True)
-        if answer.stop_reason not in UNCACHED_STOPS:
-            store[key] = encode_answer(answer)
-        fresh[key] = answer
-    cache.put_many(response_namespace(generator), store)
-    return fresh
-
-
-def _resume_or_submit(
-    generator: Generator,
-    cache: Cache,
-    journal: str,
-    custom: Mapping[str, str],
-    chunk: Mapping[str, GenerationRequest],
-) -> str:
-    """The batch id for this exact set of requests: an uncollected earlier one, or a newly submitted one.
-
-    The journal lives in the cache (insert-only), keyed by a signature of the custom_id -> key map and an
-    attempt number: a collected batch whose items errored is not resumed; the next attempt resubmits.
-    """
-    signature = cache_key("batch", sorted(custom.items()))
-    attempt = 0
-    previous: str | None = None
-    while (blob := cache.get(journal, f"{signature}:{attempt}")) is not None:
-        previous = decode_json(blob)["batch_id"]
-        attempt += 1
-    if previous is not None and cache.get(journal, f"done:{previous}") is None:
-        log.info("resuming message batch %s (%d requests)", previous, len(custom))
-        return previous
-    by_custom_id = {cid: chunk[key] for cid, key in custom.items()}
-    batch_id = generator.submit_batch(by_custom_id)
-    cache.put(journal, f"{signature}:{attempt}", encode_json({"batch_id": batch_id, "custom_ids": dict(custom)}))
-    log.info("submitted message batch %s (%d requests)", batch_id, len(custom))
-    return batch_id
+        if record.state != "collected":
+            self.journal.collected(record.batch_id, outcomes)

@@ -22,8 +22,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from evalkit.answering.generation.base import GenerationRequest, Generator
+from evalkit.answering.generation.base import Generator
 from evalkit.answering.generation.loglik import AnswerLoglik, check_answer
+from evalkit.answering.generation.request import GenerationRequest
 from evalkit.records import Answer, Usage
 
 __all__ = [

@@ -31,13 +31,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from evalkit.answering.generation.base import (
-    TRUNCATING_STOPS,
-    GenerationError,
-    GenerationRequest,
-    Generator,
-    overflow_answer,
-)
+from evalkit.answering.generation.base import Generator
+from evalkit.answering.generation.cached import overflow_answer
 from evalkit.answering.generation.gguf_vocab import GgufTokenizer, UnknownTokenizer
 from evalkit.answering.generation.local_loglik import forced_payload, loglik_from_response
 from evalkit.answering.generation.loglik import AnswerLoglik, check_answer
@@ -48,6 +43,7 @@ from evalkit.answering.generation.models import (
     model_file,
     parts_model,
 )
+from evalkit.answering.generation.request import TRUNCATING_STOPS, GenerationError, GenerationRequest
 from evalkit.records import Answer, Usage
 from evalkit.settings import parse_settings
 

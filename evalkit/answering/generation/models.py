@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from evalkit.answering.generation.base import GenerationError
+from evalkit.answering.generation.request import GenerationError
 
 __all__ = [
     "DEFAULT_MODEL_ID",

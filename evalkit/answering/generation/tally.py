@@ -48,6 +48,8 @@ class GenerationCounter:
     """Requests refused for exceeding the window, before sending or by the provider (HTTP 400)."""
     errors: dict[str, int] = field(default_factory=dict)
     """Answers with stop_reason ``error`` (e.g. an errored batch item)."""
+    failures: dict[str, int] = field(default_factory=dict)
+    """The same errors by kind: ``errored``, ``expired``, ``canceled`` (batch entries), ``missing`` or ``error``."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def record(self, answer: Answer, *, batch: bool = False) -> None:
@@ -57,6 +59,7 @@ class GenerationCounter:
                 _bump(self.overflows, answer.model)
             elif answer.stop_reason == "error":
                 _bump(self.errors, answer.model)
+                _bump(self.failures, answer.error.split(":", 1)[0] or "error")
             else:
                 self._tally(batch).setdefault(answer.model, ModelTally()).add(answer.usage)
 

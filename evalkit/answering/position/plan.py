@@ -17,10 +17,7 @@ from evalkit.answering.context import (
     render_context,
 )
 from evalkit.answering.generation import prompts_for
-from evalkit.answering.generation.base import (
-    GenerationRequest,
-    build_request,
-)
+from evalkit.answering.generation.request import GenerationRequest, build_request
 from evalkit.answering.position.items import arm_items, shuffle_seed
 from evalkit.answering.position.placing import PositionBucket, block_bucket, char_bucket, gold_block_index, place_gold
 from evalkit.answering.position.settings import SHUFFLE, Arm, PositionSettings
