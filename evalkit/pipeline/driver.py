@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from evalkit.answering.position.settings import OUT_DIR as POSITION_DIR
+from evalkit.run.files import POSITION_DIR
 from evalkit.cache import Cache
 from evalkit.cost.budget import SpendGuard
 from evalkit.labels.read import LabelSet

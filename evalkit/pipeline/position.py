@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 from evalkit.answering.position.describe import describe
 from evalkit.answering.position.items import choose_subset, pool_items
 from evalkit.answering.position.plan import PositionPlan, QuestionPlanner, RequestSpec, plan_position
-from evalkit.answering.position.settings import OUT_DIR, STATUS_JSON, BudgetSpec, PositionSettings
+from evalkit.answering.position.settings import STATUS_JSON, BudgetSpec, PositionSettings
 from evalkit.answering.position.sizing import Sized, candidate_order, fit_budget
 from evalkit.pipeline.position_run import run_position
 from evalkit.records import Question
@@ -145,11 +145,12 @@ def position_experiment(
             return count_tokens_cached(generator, request, cache, counter)
 
     request_spec = RequestSpec.from_config(generator_cfg, model, generator.backend)
-    out_dir = out_dir or run_dir / OUT_DIR
+    out_dir = out_dir or run_dir / files.POSITION_DIR
+    subsample = subsample_ids(settings, asked)
     if settings.time_budget_s is None:
         questions = choose_subset(asked, settings.subset)
     else:
-        planner = QuestionPlanner(settings, ranked, documents, request_spec, budget, family, count_request)
+        planner = QuestionPlanner(settings, ranked, documents, request_spec, budget, family, count_request, subsample)
         sized = size_to_budget(settings, asked, planner)
         questions = sized.questions
         log(describe_sizing(settings, sized))
@@ -164,6 +165,7 @@ def position_experiment(
         tokenizer_family=family,
         count_request=count_request,
         price=price,
+        subsample=subsample,
     )
     text = describe(position_plan)
     log(text)
@@ -183,12 +185,19 @@ def position_experiment(
     return out_dir
 
 
+def subsample_ids(settings: PositionSettings, asked: Sequence[Question]) -> frozenset[str] | None:
+    """The questions ``position.subsample_arms`` are asked on: the first ``subsample_size`` of the seeded,
+    stratified order, so growing the run never changes which questions the subsample holds."""
+    if settings.subsample_size is None or not settings.subsample_arms:
+        return None
+    return frozenset(q.id for q in candidate_order(asked, settings.subset)[: settings.subsample_size])
+
+
 def size_to_budget(settings: PositionSettings, asked: Sequence[Question], planner: QuestionPlanner) -> Sized:
     """The questions that fit ``position.time_budget_s``, planned one at a time in the seeded stratified order."""
 
     def cost_of(question: Question) -> tuple[int, int]:
-        entries, _ = planner.plan(question)
-        distinct = {e.context_key: e.prompt_tokens for e in entries if e.fits}
+        distinct = {e.context_key: e.prompt_tokens for e in planner.plan(question).entries if e.fits}
         return sum(distinct.values()), len(distinct)
 
     sized = fit_budget(candidate_order(asked, settings.subset), cost_of, settings)
@@ -208,6 +217,15 @@ def describe_sizing(settings: PositionSettings, sized: Sized) -> str:
         f"{settings.output_tokens_per_s:g} output tok/s holds {len(sized.questions)} of {sized.candidates} questions "
         f"(~{sized.seconds:.0f} s planned; {why}); position.time_budget_s=<seconds> asks more"
     )
+
+
+def skipped_unclean(plan: PositionPlan) -> dict[str, dict[str, int]]:
+    """Questions skipped for want of a clean placement, by arm and reason."""
+    counts: dict[str, dict[str, int]] = {}
+    for _, arm, reason in plan.unclean:
+        counts.setdefault(arm, {}).setdefault(reason, 0)
+        counts[arm][reason] += 1
+    return counts
 
 
 def write_status(out_dir: Path, state: str, why: str, command: str) -> Path:
@@ -244,5 +262,10 @@ def _plan_record(plan: PositionPlan, text: str) -> dict[str, Any]:
         "prompt_too_long": plan.count(PROMPT_TOO_LONG),
         "over_budget": plan.n_over_budget,
         "skipped_no_gold": plan.skipped_no_gold,
+        "preset": plan.settings.preset,
+        "clean": plan.settings.clean,
+        "stuff_scope": plan.settings.stuff.scope,
+        "skipped_unclean": skipped_unclean(plan),
+        "unclean": [{"question_id": q, "arm": a, "reason": r} for q, a, r in plan.unclean],
         "description": text,
     }

@@ -37,7 +37,7 @@ from evalkit.scoring.position_effects import position_effects
 
 ROW_COLUMNS = (
     "question_id", "lang", "answerable", "arm", "placement", "repeat", "seed", "gold_bucket", "gold_offset",
-    "gold_block", "gold_block_bucket", "context_chars", "n_offered", "n_items", "n_dropped", "prompt_tokens",
+    "gold_block", "gold_block_bucket", "context_chars", "n_offered", "n_items", "unit_ids", "gold_unit_id", "n_dropped", "prompt_tokens",
     "prompt_tokens_estimated", "tokens_needed", "sent",
     "answer", "correct", "exact", "contains", "f1", "refused", "citations_valid", "quotes_valid", "stop_reason",
     "truncated", "overflow", "cached", "input_tokens", "output_tokens", "cache_creation_input_tokens",
@@ -50,7 +50,9 @@ ROW_COLUMNS = (
 the answer cost when generated, NaN when the model is unpriced; ``request_key``: the response cache key.
 ``gold_bucket`` is by the gold block's character midpoint, ``gold_block_bucket`` by its index ``gold_block`` among the
 ``n_items`` blocks (``only``: a single block); under ``gold_at:*`` they record where the gold actually ended up.
-``tokens_needed``: the prompt's estimated tokens (what a ``does not fit`` context would have needed)."""
+``tokens_needed``: the prompt's estimated tokens (what a ``does not fit`` context would have needed).
+``unit_ids``: the pool units (or whole documents) in the context, in placed order; ``gold_unit_id``: the gold
+among them ('' when none): with the pool they let anyone check that the placement was clean."""
 
 _BOOL_COLUMNS = ("correct", "exact", "contains", "refused", "citations_valid", "quotes_valid")
 
@@ -72,6 +74,8 @@ def _base_row(plan: PositionPlan, entry: PlannedAnswer) -> dict[str, Any]:
         "context_chars": entry.context_chars,
         "n_offered": entry.n_offered,
         "n_items": len(entry.items),
+        "unit_ids": [item.unit_id for item in entry.items],
+        "gold_unit_id": next((item.unit_id for item in entry.items if item.is_gold), ""),
         "n_dropped": entry.n_dropped,
         "prompt_tokens": entry.prompt_tokens,
         "prompt_tokens_estimated": entry.tokens_estimated,

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from evalkit.answering.context import (
+    DOES_NOT_FIT,
     AssembledContext,
+    Overflow,
     Budget,
     ContextItem,
     Placement,
@@ -25,12 +27,9 @@ from evalkit.cost.prices import ModelPrice
 from evalkit.cost.tokens import estimate_tokens
 from evalkit.records import Document, Question
 
-if TYPE_CHECKING:
-    pass
-
 from evalkit.answering.position.items import arm_items, shuffle_seed
 from evalkit.answering.position.placing import PositionBucket, block_bucket, char_bucket, gold_block_index, place_gold
-from evalkit.answering.position.settings import SHUFFLE, Arm, PositionSettings
+from evalkit.answering.position.settings import CLOSED_BOOK, SHUFFLE, Arm, PositionSettings
 
 
 @dataclass(frozen=True)
@@ -139,6 +138,8 @@ class PositionPlan:
     """Deterministic-placement contexts skipped because they held no gold item to place."""
     price: ModelPrice | None = None
     """The model's price (conf/pricing), or None when unpriced."""
+    unclean: tuple[tuple[str, str, str], ...] = ()
+    """(question id, arm, reason) of every question skipped on a controlled arm for want of a clean placement."""
 
     def question(self, question_id: str) -> Question:
         """A question of the subset by id."""
@@ -183,6 +184,31 @@ class PositionPlan:
         return sum(1 for entry in self.to_send if entry.n_dropped)
 
 
+CLOSED_BOOK_SYSTEM = {
+    "en": "Answer the question from your own knowledge. Answer briefly: the answer itself, no preamble.",
+    "zh": "请根据你自己的知识回答问题。回答要简短：只给出答案本身，不要开场白。",
+}
+"""System prompt of the closed-book control (the context prompt would tell the model to refuse)."""
+
+
+@dataclass(frozen=True)
+class QuestionEntries:
+    """One question's planned answers and what was skipped."""
+
+    entries: tuple[PlannedAnswer, ...]
+    skipped_no_gold: int
+    """gold_at contexts skipped for holding no gold item."""
+    unclean: tuple[tuple[str, str], ...]
+    """(arm, reason) of each controlled arm the question has no clean placement on."""
+
+
+def _overflow(arm: Arm, settings: PositionSettings) -> Overflow:
+    """Retrieval drops the lowest-scored items; stuff is all or nothing, or fills the window over a corpus."""
+    if arm.kind != "stuff":
+        return "drop"
+    return "fill" if settings.stuff.scope == "corpus" else "refuse"
+
+
 def _fixed_text(prompts: Mapping[str, str], question: Question) -> str:
     """The request text around the context: the context template's frame and the question block."""
     return prompts["context_template"].format(context="") + prompts["question_template"].format(
@@ -192,18 +218,24 @@ def _fixed_text(prompts: Mapping[str, str], question: Question) -> str:
 
 def request_for(plan: PositionPlan, entry: PlannedAnswer) -> GenerationRequest:
     """The generation request of a planned answer (rebuilt on demand: contexts are not held twice)."""
-    return _request(plan.request_spec, plan.question(entry.question_id), entry.items)
+    return _request(plan.request_spec, plan.question(entry.question_id), entry.items, entry.arm == CLOSED_BOOK)
 
 
-def _request(spec: RequestSpec, question: Question, items: Sequence[ContextItem]) -> GenerationRequest:
+def _request(
+    spec: RequestSpec, question: Question, items: Sequence[ContextItem], closed_book: bool = False
+) -> GenerationRequest:
+    """The request of one context; closed-book: the question alone under a prompt that allows own knowledge."""
     prompts = spec.prompts(question.lang)
+    system = prompts["system"]
+    if closed_book:
+        system = CLOSED_BOOK_SYSTEM["zh" if question.lang.lower().startswith("zh") else "en"]
     return build_request(
         question.question,
         render_context(items),
         model=spec.model,
-        system=prompts["system"],
+        system=system,
         max_tokens=spec.max_tokens,
-        context_template=prompts["context_template"],
+        context_template="" if closed_book else prompts["context_template"],
         question_template=prompts["question_template"],
         question_id=question.id,
         stop_sequences=spec.stop_sequences,
@@ -229,6 +261,7 @@ def plan_position(
     tokenizer_family: str = "generic",
     count_request: Callable[[GenerationRequest], int | None] | None = None,
     price: ModelPrice | None = None,
+    subsample: frozenset[str] | None = None,
 ) -> PositionPlan:
     """Assemble every (question, arm, placement, repeat) context under ``budget``; send nothing.
 
@@ -236,15 +269,20 @@ def plan_position(
     Contexts are budgeted with the local estimate of ``tokenizer_family``
     (deliberately high). Planned prompt tokens of the requests that fit come
     from ``count_request`` (the model's own counter) when given and it
-    answers, else from the estimate, and are labelled accordingly.
+    answers, else from the estimate, and are labelled accordingly. ``subsample``: the questions the
+    ``position.subsample_arms`` are asked on (None: every question).
     """
-    planner = QuestionPlanner(settings, ranked, documents, request_spec, budget, tokenizer_family, count_request)
+    planner = QuestionPlanner(
+        settings, ranked, documents, request_spec, budget, tokenizer_family, count_request, subsample
+    )
     entries: list[PlannedAnswer] = []
+    unclean: list[tuple[str, str, str]] = []
     skipped = 0
     for question in questions:
-        planned, n_skipped = planner.plan(question)
-        entries.extend(planned)
-        skipped += n_skipped
+        planned = planner.plan(question)
+        entries.extend(planned.entries)
+        skipped += planned.skipped_no_gold
+        unclean.extend((question.id, arm, reason) for arm, reason in planned.unclean)
     return PositionPlan(
         settings=settings,
         chunking=chunking,
@@ -256,6 +294,7 @@ def plan_position(
         entries=tuple(entries),
         skipped_no_gold=skipped,
         price=price,
+        unclean=tuple(unclean),
     )
 
 
@@ -270,35 +309,44 @@ class QuestionPlanner:
     budget: Budget
     tokenizer_family: str = "generic"
     count_request: Callable[[GenerationRequest], int | None] | None = None
+    subsample: frozenset[str] | None = None
+    """Questions the subsample arms are asked on; None: every question."""
 
     @cached_property
     def _count(self) -> Callable[[str], int]:
         family = self.tokenizer_family
         return functools.lru_cache(maxsize=256)(lambda text: estimate_tokens(text, family))
 
-    def plan(self, question: Question) -> tuple[list[PlannedAnswer], int]:
-        """The question's entries, and how many gold_at contexts were skipped for holding no gold."""
+    def plan(self, question: Question) -> QuestionEntries:
+        """The question's entries, the gold_at contexts skipped for holding no gold, and the unclean arms."""
         entries: list[PlannedAnswer] = []
+        unclean: list[tuple[str, str]] = []
         skipped = 0
         for arm in self.settings.arms:
-            offered = arm_items(arm, question, self.ranked.get(question.id, ()), self.documents)
+            if self.settings.on_subsample(arm) and self.subsample is not None and question.id not in self.subsample:
+                continue
+            ranked = self.ranked.get(question.id, ())
+            offered, reason = arm_items(arm, question, ranked, self.documents, self.settings)
+            if reason:
+                unclean.append((arm.name, reason))  # never placed dirty: counted and shown instead
+                continue
             mine = []
             for placement in self.settings.placements_for(arm):
                 planned, n_skipped = self._placement(question, arm, offered, placement)
                 mine.extend(planned)
                 skipped += n_skipped
             if not mine and self.settings.is_controlled(arm):
-                # No gold to place (unanswerable, or not retrieved): shuffles still measure refusals and accuracy.
+                # No gold to place (unanswerable): shuffles of clean distractors still measure refusals.
                 mine, _ = self._placement(question, arm, offered, SHUFFLE)
             entries.extend(mine)
-        return entries, skipped
+        return QuestionEntries(tuple(entries), skipped, tuple(unclean))
 
     def _placement(
         self, question: Question, arm: Arm, offered: Sequence[ContextItem], placement: Placement
     ) -> tuple[list[PlannedAnswer], int]:
         prompts = self.request_spec.prompts(question.lang)
         fixed = _fixed_text(prompts, question)
-        overflow = "refuse" if arm.kind == "stuff" else "drop"
+        overflow = _overflow(arm, self.settings)
         entries: list[PlannedAnswer] = []
         skipped = 0
         for repeat in range(self.settings.repeats_for(placement, arm)):
@@ -306,6 +354,8 @@ class QuestionPlanner:
             assembled = assemble(
                 prompts["system"], fixed, offered, self.budget, self._count, placement, seed, overflow=overflow
             )
+            if arm.kind == "stuff" and question.answerable and assembled.gold_bucket == "none":
+                assembled = replace(assembled, fits=False, reason=DOES_NOT_FIT)  # the gold document alone is too long
             if placement.policy == "gold_at":
                 if assembled.gold_bucket == "none":
                     skipped += 1  # nothing to place: the prompt would only repeat another placement's
@@ -313,7 +363,7 @@ class QuestionPlanner:
                 assembled = place_gold(assembled, placement, seed)
             tokens, estimated = 0, False
             if assembled.fits:
-                request = _request(self.request_spec, question, assembled.items)
+                request = _request(self.request_spec, question, assembled.items, closed_book=arm.kind == "closed")
                 counted = self.count_request(request) if self.count_request is not None else None
                 estimated = counted is None
                 tokens = estimate_request_tokens(request, self.tokenizer_family) if counted is None else counted
