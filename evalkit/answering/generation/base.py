@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalkit.answering.generation.batches import custom_id_for, generate_many
 from evalkit.answering.generation.cached import (
@@ -43,6 +43,9 @@ from evalkit.answering.generation.request import (
 )
 from evalkit.answering.generation.tally import GenerationCounter, ModelTally
 from evalkit.records import Answer
+
+if TYPE_CHECKING:
+    from evalkit.answering.generation.loglik import AnswerLoglik
 
 __all__ = [
     "TRUNCATING_STOPS",
@@ -112,6 +115,19 @@ class Generator(ABC):
     def key_params(self) -> Mapping[str, Any]:
         """Backend settings that change the output and are not in the request (seed, context size, ...)."""
         return {}
+
+    @property
+    def supports_loglik(self) -> bool:
+        """True when :meth:`answer_loglik` is implemented (the model exposes token log-probabilities)."""
+        return False
+
+    def answer_loglik(self, request: GenerationRequest, answer: str) -> AnswerLoglik | None:
+        """Log-probability of exactly ``answer``'s tokens as the reply to ``request``; None when it does not fit.
+
+        Called through :func:`~evalkit.answering.generation.loglik.answer_logliks` (cached; None for a backend
+        without :attr:`supports_loglik`), never directly by a pipeline.
+        """
+        raise NotImplementedError(f"{self.backend} cannot score an answer's log-likelihood (no token logprobs)")
 
     def submit_batch(self, requests: Mapping[str, GenerationRequest]) -> str:
         """Submit requests keyed by custom_id; returns the batch id."""

@@ -7,21 +7,42 @@ language) when the prompt holds no context block. It counts tokens with a
 fixed rule (one per whitespace-separated word, one per CJK character), so the
 window check, overflows and usage take the same paths as with a real model.
 The same request always gets the same answer, in any process, on any machine.
+
+It also scores a given answer (:meth:`FakeGenerator.answer_loglik`), by a rule a
+test can compute by hand: each of the answer's tokens (the same rule) costs
+:data:`FAKE_LOGPROB_SEEN` when the prompt holds that token and
+:data:`FAKE_LOGPROB_UNSEEN` when it does not; None when prompt plus answer
+exceed the window.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from evalkit.answering.generation.base import GenerationRequest, Generator
+from evalkit.answering.generation.loglik import AnswerLoglik, check_answer
 from evalkit.records import Answer, Usage
 
-__all__ = ["FAKE_MODEL_ID", "FakeGenerator", "fake_answer_text", "fake_token_count"]
+__all__ = [
+    "FAKE_LOGPROB_SEEN",
+    "FAKE_LOGPROB_UNSEEN",
+    "FAKE_MODEL_ID",
+    "FakeGenerator",
+    "fake_answer_loglik",
+    "fake_answer_text",
+    "fake_token_count",
+]
 
 FAKE_MODEL_ID = "fake-echo"
 """Model id recorded on fake answers."""
+
+FAKE_LOGPROB_SEEN = math.log(0.5)
+"""The fake's log-probability of an answer token the prompt holds."""
+FAKE_LOGPROB_UNSEEN = math.log(0.01)
+"""The fake's log-probability of an answer token the prompt does not hold."""
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _TOKEN = re.compile(rf"[{_CJK}]|[^\s{_CJK}]+")
@@ -53,6 +74,17 @@ def fake_answer_text(request: GenerationRequest, refusals: Mapping[str, str], n_
     return f"{words} [{header.group(1)}]".strip()
 
 
+def _prompt_text(request: GenerationRequest) -> str:
+    return request.system + "".join("".join(blocks) for _, blocks in request.messages)
+
+
+def fake_answer_loglik(request: GenerationRequest, answer: str) -> AnswerLoglik:
+    """The fake's score of ``answer``: per token, SEEN if the prompt holds it, else UNSEEN (exact-case match)."""
+    check_answer(answer, request)
+    seen = set(_TOKEN.findall(_prompt_text(request)))
+    return AnswerLoglik.of([FAKE_LOGPROB_SEEN if t in seen else FAKE_LOGPROB_UNSEEN for t in _TOKEN.findall(answer)])
+
+
 class FakeGenerator(Generator):
     """Answers from the prompt by a fixed rule; no model, no network, no randomness."""
 
@@ -73,6 +105,8 @@ class FakeGenerator(Generator):
         self.headroom = headroom
         self.n_words = n_words
         self.precount = window is not None  # the window check runs through count_tokens, as for Claude
+        self.loglik_calls = 0
+        """Answers scored (a cached score is not)."""
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], **overrides: Any) -> FakeGenerator:
@@ -91,8 +125,18 @@ class FakeGenerator(Generator):
         return {"n_words": self.n_words, "refusals": dict(sorted(self.refusals.items()))}
 
     def count_tokens(self, request: GenerationRequest) -> int:
-        text = request.system + "".join("".join(blocks) for _, blocks in request.messages)
-        return fake_token_count(text)
+        return fake_token_count(_prompt_text(request))
+
+    @property
+    def supports_loglik(self) -> bool:
+        return True
+
+    def answer_loglik(self, request: GenerationRequest, answer: str) -> AnswerLoglik | None:
+        score = fake_answer_loglik(request, answer)
+        if self.window is not None and self.count_tokens(request) + score.n_tokens > self.window:
+            return None
+        self.loglik_calls += 1
+        return score
 
     def generate(self, request: GenerationRequest) -> Answer:
         text = fake_answer_text(request, self.refusals, self.n_words)

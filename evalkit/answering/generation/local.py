@@ -38,6 +38,8 @@ from evalkit.answering.generation.base import (
     Generator,
     overflow_answer,
 )
+from evalkit.answering.generation.local_loglik import forced_payload, loglik_from_response
+from evalkit.answering.generation.loglik import AnswerLoglik, check_answer
 from evalkit.answering.generation.models import (
     DEFAULT_MODEL_ID,
     LocalModelError,
@@ -235,6 +237,8 @@ class LlamaCppGenerator(Generator):
         self.precount = False  # xllamacpp has no tokenize call; llama.cpp's own overflow error is recorded
         self._server: Any = None
         self._lock = threading.Lock()  # one llama.cpp server slot: requests run one at a time
+        self.loglik_calls = 0
+        """Forced-answer completions this generator ran (observable: a cached score runs none)."""
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], **overrides: Any) -> LlamaCppGenerator:
@@ -304,3 +308,20 @@ class LlamaCppGenerator(Generator):
             timings.get("predicted_per_second") or 0.0,
         )
         return completion_to_answer(response, request.question_id, request.model, self.backend)
+
+    @property
+    def supports_loglik(self) -> bool:
+        return True
+
+    def answer_loglik(self, request: GenerationRequest, answer: str) -> AnswerLoglik | None:
+        """The answer forced by a grammar as the reply, its tokens' logprobs summed (:mod:`.local_loglik`)."""
+        check_answer(answer, request)
+        server = self.load()
+        with self._lock:
+            response = server.handle_chat_completions(forced_payload(chat_payload(request, self.settings), answer))
+            self.loglik_calls += 1
+        if is_overflow(response):
+            return None
+        if "error" in response:
+            raise GenerationError(f"llama.cpp rejected a forced answer: {response['error']}")
+        return loglik_from_response(response, answer)
