@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -76,13 +77,18 @@ def swept_chunkings(run_dir: Path) -> list[str]:
 
 
 def resolve_budget(
-    spec: BudgetSpec, generator: Generator, generator_cfg: Mapping[str, Any], price: ModelPrice | None
+    spec: BudgetSpec,
+    generator: Generator,
+    generator_cfg: Mapping[str, Any],
+    price: ModelPrice | None,
+    max_tokens: int | None = None,
 ) -> Budget:
     """The :class:`Budget` of every prompt: configured values, else the generator's, else the price table's."""
     window = spec.window or generator.window or (price.context_window if price is not None else None)
     if not window:
         raise ConfigError("position.budget.window: the generator has no window; set position.budget.window")
-    max_output = spec.max_output or int(generator_cfg.get("max_tokens", 256))
+    generated = int(generator_cfg.get("max_tokens", 256))
+    max_output = spec.max_output or (generated if max_tokens is None else min(max_tokens, generated))
     headroom = max(spec.headroom, int(generator.headroom or 0))
     budget = Budget(int(window), max_output, headroom, spec.context_share)
     if budget.input_tokens <= 0:
@@ -136,7 +142,7 @@ def position_experiment(
     model = str(generator.model or generator_cfg.get("model") or "")
     price = _price(model, plan.pricing_dir)
     family = settings.tokenizer_family or (price.tokenizer_family if price is not None else "generic")
-    budget = resolve_budget(settings.budget, generator, generator_cfg, price)
+    budget = resolve_budget(settings.budget, generator, generator_cfg, price, settings.max_tokens)
     counter = GenerationCounter()
     count_request = None
     if settings.count_with_model:
@@ -145,6 +151,8 @@ def position_experiment(
             return count_tokens_cached(generator, request, cache, counter)
 
     request_spec = RequestSpec.from_config(generator_cfg, model, generator.backend)
+    if settings.max_tokens is not None and settings.max_tokens < request_spec.max_tokens:
+        request_spec = replace(request_spec, max_tokens=settings.max_tokens)
     out_dir = out_dir or run_dir / files.POSITION_DIR
     subsample = subsample_ids(settings, asked)
     if settings.time_budget_s is None:

@@ -19,6 +19,7 @@ from evalkit.answering.generation.base import (
     request_key,
     response_namespace,
 )
+from evalkit.answering.generation.loglik import AnswerLoglik, answer_logliks
 from evalkit.cost.budget import SpendGuard
 from evalkit.cost.model import TokenUsage, call_cost
 from evalkit.cost.prices import ModelPrice
@@ -37,12 +38,13 @@ from evalkit.scoring.position_effects import position_effects
 
 ROW_COLUMNS = (
     "question_id", "lang", "answerable", "arm", "placement", "repeat", "seed", "gold_bucket", "gold_offset",
-    "gold_block", "gold_block_bucket", "context_chars", "n_offered", "n_items", "unit_ids", "gold_unit_id", "n_dropped", "prompt_tokens",
+    "gold_block", "gold_block_bucket", "context_chars", "n_offered", "n_items", "unit_ids", "gold_unit_id", "n_dropped",
+    "prompt_tokens",
     "prompt_tokens_estimated", "tokens_needed", "sent",
     "answer", "correct", "exact", "contains", "f1", "refused", "citations_valid", "quotes_valid", "stop_reason",
     "truncated", "overflow", "cached", "input_tokens", "output_tokens", "cache_creation_input_tokens",
     "cache_read_input_tokens", "usage_estimated", "cost_usd", "model", "backend", "chunking", "request_key",
-    "row_key",
+    "row_key", "gold_loglik", "gold_loglik_mean", "gold_loglik_tokens",
 )  # fmt: skip
 """Columns of ``position/rows.parquet``, in order. ``sent``: False for a context that cannot fit (``stop_reason``
 ``does not fit`` / ``prompt too long``); ``overflow``: the prompt did not fit, unsent or refused by the model's window
@@ -52,7 +54,9 @@ the answer cost when generated, NaN when the model is unpriced; ``request_key``:
 ``n_items`` blocks (``only``: a single block); under ``gold_at:*`` they record where the gold actually ended up.
 ``tokens_needed``: the prompt's estimated tokens (what a ``does not fit`` context would have needed).
 ``unit_ids``: the pool units (or whole documents) in the context, in placed order; ``gold_unit_id``: the gold
-among them ('' when none): with the pool they let anyone check that the placement was clean."""
+among them ('' when none): with the pool they let anyone check that the placement was clean. ``gold_loglik``: with
+``position.loglik``, the natural-log likelihood of the question's first gold answer under the row's prompt (NaN: not
+scored: unanswerable, unsent, or a generator without log-probabilities); ``gold_loglik_mean`` per answer token."""
 
 _BOOL_COLUMNS = ("correct", "exact", "contains", "refused", "citations_valid", "quotes_valid")
 
@@ -160,6 +164,9 @@ def rows_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
         frame[column] = frame[column].fillna(0).astype("int64")
     frame["usage_estimated"] = frame["usage_estimated"].astype("boolean").fillna(False).astype(bool)
     frame["f1"] = frame["f1"].astype("float64")
+    for column in ("gold_loglik", "gold_loglik_mean"):
+        frame[column] = frame[column].astype("float64")
+    frame["gold_loglik_tokens"] = frame["gold_loglik_tokens"].fillna(0).astype("int64")
     frame["cost_usd"] = frame["cost_usd"].astype("float64")
     frame["gold_offset"] = frame["gold_offset"].astype("Int64")
     frame["gold_block"] = frame["gold_block"].astype("Int64")
@@ -244,8 +251,10 @@ def run_position(
                 batch=use_batch,
                 workers=plan.settings.workers,
             )
+            scored = _gold_logliks(plan, generator, cache, chunk)
             for (entry, _, key), answer in zip(chunk, answers, strict=True):
-                rows[entry.row_key] = _answer_row(plan, entry, plan.question(entry.question_id), answer, key, refusals)
+                row = _answer_row(plan, entry, plan.question(entry.question_id), answer, key, refusals)
+                rows[entry.row_key] = row | _loglik_columns(scored.get(entry.row_key))
             bar.update(len(chunk))
             flush()
     finally:
@@ -255,6 +264,28 @@ def run_position(
     summary = write_summaries(frame, out_dir, plan.settings.n_resamples, plan.settings.seed)
     write_json(out_dir / "run_stats.json", _run_stats(plan, counter, len(pending), time.perf_counter() - started))
     return summary
+
+
+def _gold_logliks(
+    plan: PositionPlan,
+    generator: Generator,
+    cache: Cache,
+    chunk: Sequence[tuple[PlannedAnswer, GenerationRequest, str]],
+) -> dict[str, AnswerLoglik | None]:
+    """With ``position.loglik``: the first gold answer's log-likelihood under each answerable row's prompt."""
+    if not plan.settings.loglik:
+        return {}
+    wanted = [(entry, request) for entry, request, _ in chunk if plan.question(entry.question_id).answers]
+    pairs = [(request, plan.question(entry.question_id).answers[0]) for entry, request in wanted]
+    values = answer_logliks(generator, pairs, cache)
+    return {entry.row_key: value for (entry, _), value in zip(wanted, values, strict=True)}
+
+
+def _loglik_columns(value: AnswerLoglik | None) -> dict[str, Any]:
+    """``gold_loglik`` (total, natural log), its per-token mean and token count; NaN / 0 when not scored."""
+    if value is None:
+        return {"gold_loglik": math.nan, "gold_loglik_mean": math.nan, "gold_loglik_tokens": 0}
+    return {"gold_loglik": value.total, "gold_loglik_mean": value.mean, "gold_loglik_tokens": value.n_tokens}
 
 
 def write_summaries(rows: pd.DataFrame, out_dir: Path, n_resamples: int, seed: int) -> pd.DataFrame:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from evalkit.answering.context import ContextItem, whole_item, file_items
+from evalkit.answering.context import ContextItem, file_items, whole_item
 from evalkit.answering.position.clean import SkipReason, clean_context
 from evalkit.answering.position.settings import Arm, PositionSettings, StuffScope, SubsetSpec
 from evalkit.records import Document, Question

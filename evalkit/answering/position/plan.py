@@ -6,62 +6,32 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Any
 
 from evalkit.answering.context import (
     DOES_NOT_FIT,
     AssembledContext,
-    Overflow,
     Budget,
     ContextItem,
+    Overflow,
     Placement,
     assemble,
-    render_context,
 )
-from evalkit.answering.generation import prompts_for
-from evalkit.answering.generation.base import (
-    GenerationRequest,
-    build_request,
+from evalkit.answering.generation.base import GenerationRequest
+from evalkit.answering.position.items import arm_items, shuffle_seed
+from evalkit.answering.position.placing import PositionBucket, block_bucket, char_bucket, gold_block_index, place_gold
+from evalkit.answering.position.requests import (
+    CLOSED_BOOK_SYSTEM,
+    RequestSpec,
+    build_position_request,
+    estimate_request_tokens,
+    fixed_text,
 )
+from evalkit.answering.position.settings import CLOSED_BOOK, SHUFFLE, Arm, PositionSettings
 from evalkit.cost.prices import ModelPrice
 from evalkit.cost.tokens import estimate_tokens
 from evalkit.records import Document, Question
 
-from evalkit.answering.position.items import arm_items, shuffle_seed
-from evalkit.answering.position.placing import PositionBucket, block_bucket, char_bucket, gold_block_index, place_gold
-from evalkit.answering.position.settings import CLOSED_BOOK, SHUFFLE, Arm, PositionSettings
-
-
-@dataclass(frozen=True)
-class RequestSpec:
-    """How a context becomes a generation request (from the generator config)."""
-
-    model: str
-    """Model id sent to the provider."""
-    backend: str
-    """Generator backend (``local``, ``anthropic``, ...): the planned time is shown for ``local``."""
-    generator_cfg: Mapping[str, Any]
-    """The ``generator:`` config: prompts and refusal strings per language."""
-    max_tokens: int
-    """Output cap of every request."""
-    stop_sequences: tuple[str, ...] = ()
-    cache_prefix: bool = False
-    """Mark the system prompt and context as a prompt-cache prefix."""
-
-    @classmethod
-    def from_config(cls, generator_cfg: Mapping[str, Any], model: str, backend: str) -> RequestSpec:
-        return cls(
-            model=model,
-            backend=backend,
-            generator_cfg=generator_cfg,
-            max_tokens=int(generator_cfg.get("max_tokens", 256)),
-            stop_sequences=tuple(generator_cfg.get("stop_sequences") or ()),
-            cache_prefix=bool(generator_cfg.get("cache_prefix", False)),
-        )
-
-    def prompts(self, lang: str) -> dict[str, str]:
-        """System prompt and templates for a language (:func:`evalkit.answering.generation.prompts_for`)."""
-        return prompts_for(self.generator_cfg, lang)
+__all__ = ["CLOSED_BOOK_SYSTEM", "PlannedAnswer", "PositionPlan", "QuestionPlanner", "RequestSpec", "plan_position"]
 
 
 @dataclass(frozen=True)
@@ -184,13 +154,6 @@ class PositionPlan:
         return sum(1 for entry in self.to_send if entry.n_dropped)
 
 
-CLOSED_BOOK_SYSTEM = {
-    "en": "Answer the question from your own knowledge. Answer briefly: the answer itself, no preamble.",
-    "zh": "请根据你自己的知识回答问题。回答要简短：只给出答案本身，不要开场白。",
-}
-"""System prompt of the closed-book control (the context prompt would tell the model to refuse)."""
-
-
 @dataclass(frozen=True)
 class QuestionEntries:
     """One question's planned answers and what was skipped."""
@@ -209,44 +172,11 @@ def _overflow(arm: Arm, settings: PositionSettings) -> Overflow:
     return "fill" if settings.stuff.scope == "corpus" else "refuse"
 
 
-def _fixed_text(prompts: Mapping[str, str], question: Question) -> str:
-    """The request text around the context: the context template's frame and the question block."""
-    return prompts["context_template"].format(context="") + prompts["question_template"].format(
-        question=question.question
-    )
-
-
 def request_for(plan: PositionPlan, entry: PlannedAnswer) -> GenerationRequest:
     """The generation request of a planned answer (rebuilt on demand: contexts are not held twice)."""
-    return _request(plan.request_spec, plan.question(entry.question_id), entry.items, entry.arm == CLOSED_BOOK)
-
-
-def _request(
-    spec: RequestSpec, question: Question, items: Sequence[ContextItem], closed_book: bool = False
-) -> GenerationRequest:
-    """The request of one context; closed-book: the question alone under a prompt that allows own knowledge."""
-    prompts = spec.prompts(question.lang)
-    system = prompts["system"]
-    if closed_book:
-        system = CLOSED_BOOK_SYSTEM["zh" if question.lang.lower().startswith("zh") else "en"]
-    return build_request(
-        question.question,
-        render_context(items),
-        model=spec.model,
-        system=system,
-        max_tokens=spec.max_tokens,
-        context_template="" if closed_book else prompts["context_template"],
-        question_template=prompts["question_template"],
-        question_id=question.id,
-        stop_sequences=spec.stop_sequences,
-        cache_prefix=spec.cache_prefix,
+    return build_position_request(
+        plan.request_spec, plan.question(entry.question_id), entry.items, entry.arm == CLOSED_BOOK
     )
-
-
-def estimate_request_tokens(request: GenerationRequest, family: str) -> int:
-    """Local estimate of a request's prompt tokens: system prompt plus every message block."""
-    blocks = [request.system, *(text for _, content in request.messages for text in content)]
-    return sum(estimate_tokens(text, family) for text in blocks)
 
 
 def plan_position(
@@ -345,7 +275,7 @@ class QuestionPlanner:
         self, question: Question, arm: Arm, offered: Sequence[ContextItem], placement: Placement
     ) -> tuple[list[PlannedAnswer], int]:
         prompts = self.request_spec.prompts(question.lang)
-        fixed = _fixed_text(prompts, question)
+        fixed = fixed_text(prompts, question)
         overflow = _overflow(arm, self.settings)
         entries: list[PlannedAnswer] = []
         skipped = 0
@@ -363,7 +293,9 @@ class QuestionPlanner:
                 assembled = place_gold(assembled, placement, seed)
             tokens, estimated = 0, False
             if assembled.fits:
-                request = _request(self.request_spec, question, assembled.items, closed_book=arm.kind == "closed")
+                request = build_position_request(
+                    self.request_spec, question, assembled.items, closed_book=arm.kind == "closed"
+                )
                 counted = self.count_request(request) if self.count_request is not None else None
                 estimated = counted is None
                 tokens = estimate_request_tokens(request, self.tokenizer_family) if counted is None else counted

@@ -12,7 +12,6 @@ from evalkit.answering.context import (
 )
 from evalkit.settings import ConfigError, parse_settings
 
-
 ArmKind = Literal["stuff", "retrieve", "files", "closed"]
 StuffScope = Literal["document", "corpus"]
 CLOSED_BOOK = "closed-book"
@@ -132,6 +131,8 @@ class PositionConfig:
     target_mde: float = field(default=0.10, metadata={"above": 0.0, "max": 1.0})
     pilot_questions: int = field(default=50, metadata={"min": 2})
     max_questions: int | None = field(default=None, metadata={"min": 1})
+    max_tokens: int | None = field(default=None, metadata={"min": 1})
+    loglik: bool = False
 
 
 @dataclass(frozen=True)
@@ -193,6 +194,10 @@ class PositionSettings:
     """Powered: questions of the pilot whose measured discordance sizes the run."""
     max_questions: int | None = None
     """Powered: never plan more questions than this (None: the set)."""
+    max_tokens: int | None = None
+    """Output cap of every answer (below the generator's ``max_tokens``); None: the generator's."""
+    loglik: bool = False
+    """Also score the log-likelihood of the gold answer under every sent prompt (where the generator can)."""
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any] | None, *, seed: int = 0) -> PositionSettings:
@@ -237,7 +242,6 @@ class PositionSettings:
         if arm is not None and not self.is_controlled(arm):
             return self.arm_repeats or self.repeats
         return self.repeats
-
 
 
 _COPIED = frozenset(f.name for f in fields(PositionConfig)) - {"arms", "files_top_k", "placements", "subset", "seed"}
