@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 from evalkit.answering.position.describe import describe
 from evalkit.answering.position.items import choose_subset, pool_items
 from evalkit.answering.position.plan import PositionPlan, QuestionPlanner, RequestSpec, plan_position
+from evalkit.answering.position.powered import describe_size, powered_size
 from evalkit.answering.position.settings import STATUS_JSON, BudgetSpec, PositionSettings
 from evalkit.answering.position.sizing import Sized, candidate_order, fit_budget
 from evalkit.pipeline.position_run import run_position
@@ -155,13 +156,10 @@ def position_experiment(
         request_spec = replace(request_spec, max_tokens=settings.max_tokens)
     out_dir = out_dir or run_dir / files.POSITION_DIR
     subsample = subsample_ids(settings, asked)
-    if settings.time_budget_s is None:
-        questions = choose_subset(asked, settings.subset)
-    else:
-        planner = QuestionPlanner(settings, ranked, documents, request_spec, budget, family, count_request, subsample)
-        sized = size_to_budget(settings, asked, planner)
-        questions = sized.questions
-        log(describe_sizing(settings, sized))
+    planner = QuestionPlanner(settings, ranked, documents, request_spec, budget, family, count_request, subsample)
+    questions, sizing = choose_questions(settings, asked, planner, out_dir)
+    if sizing:
+        log(sizing)
     position_plan = plan_position(
         settings,
         questions,
@@ -191,6 +189,34 @@ def position_experiment(
             judged = judge_position(out_dir, labelset, plan.judge, cache)
             log(f"position: answers judged by {plan.judge.get('model')} (advisory) -> {judged}")
     return out_dir
+
+
+def choose_questions(
+    settings: PositionSettings, asked: Sequence[Question], planner: QuestionPlanner, out_dir: Path
+) -> tuple[tuple[Question, ...], str]:
+    """The questions of this invocation, in labelled-set order, and the sizing line to print ('' for none).
+
+    ``powered``: the pilot, then the size the measured discordance needs (:mod:`~evalkit.answering.position.powered`);
+    with a time budget: as many as it holds; else ``position.subset``.
+    """
+    if settings.preset == "powered":
+        rows_path, plan_path = out_dir / "rows.parquet", out_dir / "plan.json"
+        earlier = pd.read_parquet(rows_path) if rows_path.exists() else None
+        before = len(read_json(plan_path).get("questions", [])) if plan_path.exists() else 0
+        size = powered_size(settings, len(asked), earlier, before, _questions_for)
+        kept = {q.id for q in candidate_order(asked, settings.subset)[: size.n_candidates]}
+        return tuple(q for q in asked if q.id in kept), describe_size(size, settings)
+    if settings.time_budget_s is None:
+        return choose_subset(asked, settings.subset), ""
+    sized = size_to_budget(settings, asked, planner)
+    return sized.questions, describe_sizing(settings, sized)
+
+
+def _questions_for(effect: float, discordance: float, max_n: int) -> int | None:
+    """Questions for 80% exact McNemar power at ``effect`` (alpha 0.05), or None beyond ``max_n`` / unreachable."""
+    from evalkit.scoring.stats.power import questions_for_paired_binary
+
+    return questions_for_paired_binary(effect, discordance, max_n=max_n)
 
 
 def subsample_ids(settings: PositionSettings, asked: Sequence[Question]) -> frozenset[str] | None:
