@@ -25,8 +25,10 @@ from evalkit.scoring.stats import (
     bootstrap_ci,
     discordance_rate,
     holm,
+    mcnemar_power,
     minimum_detectable_effect,
     non_inferior,
+    paired_binary_mde,
     paired_bootstrap,
     paired_permutation_test,
     relative_change,
@@ -397,34 +399,38 @@ def test_with_holm_fills_p_adjusted() -> None:
 # --------------------------------------------------------------------------
 
 
-def test_mde_continuous_hand_calculation() -> None:
-    # (1.959964 + 0.841621) * 0.5 / sqrt(100) = 2.801585 * 0.05 = 0.1400793
-    assert minimum_detectable_effect(100, sd=0.5) == pytest.approx(0.1400793, abs=1e-6)
-    # unpaired: times sqrt(2) -> 0.1981020
-    assert minimum_detectable_effect(100, sd=0.5, paired=False) == pytest.approx(0.1981020, abs=1e-6)
+def test_mde_continuous_is_the_exact_t_test() -> None:
+    # The t test's exact power at the returned effect is 0.8 (noncentral t), and the normal
+    # formula (za + zb) * sd / sqrt(n) = 0.1400793 is a little too small at n = 100.
+    delta = minimum_detectable_effect(100, sd=0.5)
+    noncentral = delta * math.sqrt(100) / 0.5
+    critical = scipy.stats.t.isf(0.025, 99)
+    exact = scipy.stats.nct.sf(critical, 99, noncentral) + scipy.stats.nct.cdf(-critical, 99, noncentral)
+    assert exact == pytest.approx(0.8, abs=1e-5)
+    assert 0.1400793 < delta < 0.1420
+    # Unpaired: two-sample t with df = 2n - 2 and noncentrality delta / (sd sqrt(2 / n)).
+    delta = minimum_detectable_effect(100, sd=0.5, paired=False)
+    noncentral = delta / (0.5 * math.sqrt(2 / 100))
+    critical = scipy.stats.t.isf(0.025, 198)
+    exact = scipy.stats.nct.sf(critical, 198, noncentral) + scipy.stats.nct.cdf(-critical, 198, noncentral)
+    assert exact == pytest.approx(0.8, abs=1e-5)
+    assert minimum_detectable_effect(1, sd=0.5) == math.inf  # no t test on one question
 
 
-def test_mde_paired_binary_hand_calculation() -> None:
-    # Connor (1987), n = 400, psi = 0.2, za = 1.959964, zb = 0.841621:
-    #   za * sqrt(psi * n)                     = 1.959964 * 8.944272       = 17.530451
-    #   zb * sqrt(psi * (n + zb^2 - za^2))     = 0.841621 * sqrt(0.2 * 396.866867)
-    #                                          = 0.841621 * 8.909174       =  7.498150
-    #   n + zb^2                               = 400.708326
-    #   delta = (17.530451 + 7.498150) / 400.708326 = 0.0624609
-    # (the cruder (za + zb) * sqrt(psi / n) = 2.801585 * 0.0223607 = 0.0626453)
+def test_mde_paired_binary_is_exact_mcnemar() -> None:
+    # Connor's normal formula gave 0.0624609 at n = 400, psi = 0.2; exact McNemar power needs a little more.
     delta = minimum_detectable_effect(400, discordance=0.2)
-    assert delta == pytest.approx(0.0624609, abs=1e-6)
-    assert delta < (Z_975 + Z_80) * math.sqrt(0.2 / 400)
-    # It solves Connor's equation sqrt(n) delta = za sqrt(psi) + zb sqrt(psi - delta^2).
-    assert math.sqrt(400) * delta == pytest.approx(Z_975 * math.sqrt(0.2) + Z_80 * math.sqrt(0.2 - delta**2))
+    assert delta == pytest.approx(paired_binary_mde(400, 0.2), abs=0)
+    assert 0.0624609 < delta < 0.2
+    assert mcnemar_power(400, 0.2, delta) >= 0.8 > mcnemar_power(400, 0.2, delta - 1e-4)
     # Default discordance 2 p (1 - p): p = 0.7 -> psi = 0.42.
     assert minimum_detectable_effect(400, baseline_rate=0.7) == pytest.approx(
-        minimum_detectable_effect(400, discordance=0.42)
+        minimum_detectable_effect(400, discordance=0.42), abs=1e-5
     )
-    # Unpaired: (za + zb) * sqrt(2 * 0.5 * 0.5 / 100) = 2.801585 * 0.0707107 = 0.1981020
-    assert minimum_detectable_effect(100, baseline_rate=0.5, paired=False) == pytest.approx(0.1981020, abs=1e-6)
-    # n * psi = 3 < za^2 = 3.84: nothing is detectable.
+    # Not detectable at this size (exact power at delta = psi below 0.8): inf, never a finite value above psi.
     assert minimum_detectable_effect(30, discordance=0.1) == math.inf
+    assert minimum_detectable_effect(25, discordance=0.2) == math.inf  # Connor reported 0.239
+    assert minimum_detectable_effect(15, discordance=0.3) == math.inf  # Connor reported 0.366
 
 
 def test_mde_bad_arguments() -> None:
@@ -436,14 +442,18 @@ def test_mde_bad_arguments() -> None:
         minimum_detectable_effect(100, sd=0.3, power=1.0)
     with pytest.raises(ValueError, match="n must"):
         minimum_detectable_effect(0, sd=0.3)
+    with pytest.raises(ValueError, match="sd must"):
+        minimum_detectable_effect(10, sd=0.0)
     with pytest.raises(ValueError, match="baseline_rate"):
         minimum_detectable_effect(100, baseline_rate=1.5)
-    with pytest.raises(ValueError, match="paired"):
+    with pytest.raises(ValueError, match="unpaired binary"):
         minimum_detectable_effect(100, discordance=0.2, paired=False)
+    with pytest.raises(ValueError, match="unpaired binary"):
+        minimum_detectable_effect(100, baseline_rate=0.5, paired=False)
 
 
 def test_mde_has_the_stated_power() -> None:
-    # At a true effect equal to the MDE, the paired test should reject about 80% of the time.
+    # At a true effect equal to the MDE, the paired bootstrap (the report's test) rejects about 80% of the time.
     rng = np.random.default_rng(51)
     sims = 1000
     delta = minimum_detectable_effect(100, sd=0.5)
@@ -451,16 +461,7 @@ def test_mde_has_the_stated_power() -> None:
         paired_bootstrap(np.zeros(100), rng.normal(delta, 0.5, 100), n_resamples=1000, seed=rng).p_value < 0.05
         for _ in range(sims)
     )
-    assert 0.75 <= hits / sims <= 0.85  # measured 0.787 (normal approximation; the exact t-test power is 0.792)
-    sims = 400
-    psi = 0.2
-    delta = minimum_detectable_effect(400, discordance=psi)
-    hits = 0
-    for _ in range(sims):
-        u = rng.random(400)
-        diffs = np.where(u < (psi + delta) / 2, 1.0, np.where(u < psi, -1.0, 0.0))  # P(+1) - P(-1) = delta
-        hits += paired_bootstrap(np.zeros(400), diffs, n_resamples=1000, seed=rng).p_value < 0.05
-    assert 0.74 <= hits / sims <= 0.86  # measured 0.8325
+    assert 0.76 <= hits / sims <= 0.86  # the t test's exact power is 0.8; the bootstrap's is about the same
 
 
 def test_discordance_rate() -> None:

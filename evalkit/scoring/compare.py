@@ -102,12 +102,18 @@ def mean_interval(values: np.ndarray, settings: Resampling) -> stats.Interval | 
 
 @dataclass(frozen=True)
 class Mde:
-    """Minimum detectable effect of a paired comparison on this set."""
+    """Minimum detectable effect of a paired comparison on this set (80% power, exact)."""
 
     value: float
+    """The effect in the metric's units; ``inf`` when not detectable at this size."""
     n: int
     how: str
-    """The inputs in words, e.g. ``McNemar, discordance 12.3% observed``."""
+    """The inputs in words, e.g. ``exact McNemar power, 12.3% of questions discordant ...``."""
+
+    @property
+    def detectable(self) -> bool:
+        """False when no effect, however large, reaches 80% power on this many questions."""
+        return math.isfinite(self.value)
 
 
 def is_binary(values: np.ndarray) -> bool:
@@ -119,9 +125,12 @@ def is_binary(values: np.ndarray) -> bool:
 def detectable_effect(baseline: np.ndarray, candidate: np.ndarray, level: float) -> Mde | None:
     """Minimum detectable effect (80% power, two-sided at 1 - level) on the questions both define.
 
-    Binary values: the paired McNemar formula with the discordance observed between the two
-    configs (or, when they never disagree, ``2p(1-p)`` from the baseline rate). Continuous
-    values: the standard deviation of the per-question differences.
+    Exact power throughout (``stats.minimum_detectable_effect``); ``value`` is ``inf`` when not
+    detectable at this size. Binary values: the exact McNemar test at the discordance observed
+    between the two configs (or, when they never disagree, ``2p(1-p)`` from the baseline rate).
+    Continuous values: the paired t test at the standard deviation of the per-question
+    differences; when the configs never differ, the two-sample t test at the baseline's own
+    spread. None when no question is shared, or when nothing varies at all (no spread to plan from).
     """
     keep = ~(np.isnan(baseline) | np.isnan(candidate))
     if not keep.any():
@@ -133,18 +142,21 @@ def detectable_effect(baseline: np.ndarray, candidate: np.ndarray, level: float)
         psi = stats.discordance_rate(base, cand)
         if psi > 0:
             value = stats.minimum_detectable_effect(n, discordance=psi, alpha=alpha)
-            return Mde(value, n, f"paired McNemar, {psi:.1%} of questions discordant between the two configs")
+            return Mde(value, n, f"exact McNemar power, {psi:.1%} of questions discordant between the two configs")
         rate = float(base.mean())
         value = stats.minimum_detectable_effect(n, baseline_rate=rate, alpha=alpha)
-        return Mde(value, n, f"paired McNemar, discordance 2p(1-p) from the baseline rate {rate:.1%}")
+        return Mde(value, n, f"exact McNemar power, discordance 2p(1-p) from the baseline rate {rate:.1%}")
     sd = float(np.std(cand - base, ddof=1)) if n > 1 else 0.0
     if sd > 0:
         value = stats.minimum_detectable_effect(n, sd=sd, alpha=alpha)
-        return Mde(value, n, f"paired, standard deviation of the differences {sd:.3f}")
+        return Mde(value, n, f"paired t test, standard deviation of the differences {sd:.3f}")
     # The two configs never differ: plan with the baseline's own spread, as if a change were independent.
     spread = float(np.std(base, ddof=1)) if n > 1 else 0.0
+    if spread <= 0:
+        return None
     value = stats.minimum_detectable_effect(n, sd=spread, alpha=alpha, paired=False)
-    return Mde(value, n, f"the configs never differ; planned from the baseline's standard deviation {spread:.3f}")
+    how = f"the configs never differ; two-sample t test at the baseline's standard deviation {spread:.3f}"
+    return Mde(value, n, how)
 
 
 # Non-inferiority within a margin ------------------------------------------------

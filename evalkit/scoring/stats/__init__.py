@@ -12,6 +12,10 @@ Conventions shared by every function:
 - Randomness comes only from the ``seed`` argument: an ``int`` (the same
   seed gives the same result) or a ``numpy.random.Generator``, which is
   advanced. No global random state is touched.
+- No interval has width zero: where a bootstrap has no spread to show, a
+  score (Wilson) interval takes over and ``Interval.method`` says so.
+- Power is exact (binomial over discordant pairs, noncentral t); an effect no
+  test at this size can detect is ``None`` ("not detectable at this size").
 - Bootstrap resamples are drawn in blocks of at most
   ``resample.BLOCK_ELEMENTS`` indices, so memory stays bounded for large
   sets and many resamples.
@@ -19,13 +23,18 @@ Conventions shared by every function:
 Modules: :mod:`.records` (result records), :mod:`.inputs` (missing values,
 checks, seeds), :mod:`.resample` (bootstrap and sign-flip machinery),
 :mod:`.intervals` (intervals of a mean), :mod:`.paired` (paired comparisons),
-:mod:`.planning` (Holm, minimum detectable effect, non-inferiority). The
+:mod:`.clustered` (intervals with the question as the unit: clustered
+accuracy, paired differences, flip rates; never of width zero),
+:mod:`.power` (exact power, minimum detectable effects and sizes: exact
+McNemar, paired t), :mod:`.planning` (Holm, the minimum detectable effect
+as the report states it, non-inferiority). The
 comparison of a config with the baseline, as the report and the gate make it,
 is :mod:`evalkit.scoring.compare`.
 """
 
 from __future__ import annotations
 
+from evalkit.scoring.stats.clustered import clustered_share_ci, flip_rate_ci, paired_difference_ci
 from evalkit.scoring.stats.inputs import FloatArray, Seed
 from evalkit.scoring.stats.intervals import CIMethod, bootstrap_ci, wilson_ci
 from evalkit.scoring.stats.paired import PValueTest, paired_bootstrap, paired_permutation_test, relative_change
@@ -36,6 +45,16 @@ from evalkit.scoring.stats.planning import (
     non_inferior,
     with_holm,
     within_noise,
+)
+from evalkit.scoring.stats.power import (
+    mcnemar_exact_p,
+    mcnemar_power,
+    paired_binary_mde,
+    paired_mean_mde,
+    paired_mean_power,
+    questions_for_paired_binary,
+    questions_for_paired_mean,
+    share_mde,
 )
 from evalkit.scoring.stats.records import Interval, PairedComparison, RatioInterval
 
@@ -48,13 +67,24 @@ __all__ = [
     "RatioInterval",
     "Seed",
     "bootstrap_ci",
+    "clustered_share_ci",
     "discordance_rate",
+    "flip_rate_ci",
     "holm",
+    "mcnemar_exact_p",
+    "mcnemar_power",
     "minimum_detectable_effect",
     "non_inferior",
+    "paired_binary_mde",
     "paired_bootstrap",
+    "paired_difference_ci",
+    "paired_mean_mde",
+    "paired_mean_power",
     "paired_permutation_test",
+    "questions_for_paired_binary",
+    "questions_for_paired_mean",
     "relative_change",
+    "share_mde",
     "wilson_ci",
     "with_holm",
     "within_noise",

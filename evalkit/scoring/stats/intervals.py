@@ -13,7 +13,7 @@ from evalkit.scoring.stats.inputs import Seed, check_level, check_resamples, cle
 from evalkit.scoring.stats.records import Interval
 from evalkit.scoring.stats.resample import bca_bounds, percentile_bounds, resampled_means
 
-__all__ = ["CIMethod", "bootstrap_ci", "wilson_ci"]
+__all__ = ["CIMethod", "bootstrap_ci", "wilson_bounds", "wilson_ci"]
 
 CIMethod = Literal["percentile", "bca"]
 
@@ -76,11 +76,22 @@ def wilson_ci(values: ArrayLike, level: float = 0.95) -> Interval:
     kept, n_missing = clean(values)
     if not np.isin(kept, (0.0, 1.0)).all():
         raise ValueError("wilson_ci needs binary values (0 or 1)")
-    n = kept.size
     p = float(kept.mean())
+    low, high = wilson_bounds(p, kept.size, level)
+    return Interval(p, low, high, kept.size, level, "wilson", n_missing)
+
+
+def wilson_bounds(share: float, n: int, level: float) -> tuple[float, float]:
+    """Wilson score bounds for an observed share of n (the formula in ``wilson_ci``).
+
+    ``share`` may be any value in [0, 1] (a mean of per-question shares, as the fallbacks of the
+    clustered intervals use it). The width is positive for every n >= 1 and share, including 0
+    and 1: the half-width is at least ``z**2 / (2 n (1 + z**2 / n))``.
+    """
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
     z = float(ndtri(0.5 + level / 2.0))
     denom = 1.0 + z * z / n
-    centre = (p + z * z / (2.0 * n)) / denom
-    half = z / denom * math.sqrt(p * (1.0 - p) / n + z * z / (4.0 * n * n))
-    low, high = max(0.0, centre - half), min(1.0, centre + half)
-    return Interval(p, low, high, n, level, "wilson", n_missing)
+    centre = (share + z * z / (2.0 * n)) / denom
+    half = z / denom * math.sqrt(share * (1.0 - share) / n + z * z / (4.0 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)

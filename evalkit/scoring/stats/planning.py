@@ -8,9 +8,9 @@ from dataclasses import replace
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import ndtri
 
 from evalkit.scoring.stats.inputs import clean_pairs
+from evalkit.scoring.stats.power import paired_binary_mde, paired_mean_mde, two_sample_mean_mde
 from evalkit.scoring.stats.records import PairedComparison
 
 __all__ = [
@@ -74,34 +74,27 @@ def minimum_detectable_effect(
     paired: bool = True,
     discordance: float | None = None,
 ) -> float:
-    """Smallest true difference a two-sided level-``alpha`` test on n questions
-    detects with probability ``power`` (normal approximation).
+    """Smallest true difference a two-sided level-``alpha`` test on n questions detects with ``power``.
 
-    With ``za = Phi^-1(1 - alpha/2)`` and ``zb = Phi^-1(power)``:
+    Computed from exact power, never a normal approximation; ``inf`` means "not detectable at
+    this size" (no effect, however large, reaches the power):
 
-    - Continuous metric (``sd`` given). Paired, ``sd`` is the standard
-      deviation of the per-question differences:
-      ``(za + zb) * sd / sqrt(n)``. Unpaired, ``sd`` is the per-arm
-      standard deviation and n the size of each arm:
-      ``(za + zb) * sd * sqrt(2 / n)``.
-    - Binary metric, paired (McNemar; Connor 1987). With discordant-pair
-      rate ``psi`` (share of questions where exactly one config succeeds;
-      ``discordance``, e.g. from ``discordance_rate`` on pilot data, else
-      ``2 p (1 - p)`` with ``p = baseline_rate``, which assumes the two
-      configs fail independently and so overstates psi for similar
-      configs), the effect ``delta = p10 - p01`` solves
-      ``sqrt(n) * delta = za * sqrt(psi) + zb * sqrt(psi - delta**2)``::
-
-          delta = (za sqrt(psi n) + zb sqrt(psi (n + zb**2 - za**2))) / (n + zb**2)
-
-      which is a little below the cruder ``(za + zb) * sqrt(psi / n)``.
-      Returns ``inf`` when ``n * psi < za**2``: even a candidate that wins
-      every discordant pair could not reach significance.
-    - Binary metric, unpaired: ``(za + zb) * sqrt(2 p (1 - p) / n)``.
+    - Binary metric, paired: the exact McNemar test (``power.paired_binary_mde``) at the
+      discordance ``psi`` (share of questions where exactly one config succeeds; ``discordance``,
+      e.g. from ``discordance_rate`` on pilot data, else ``2 p (1 - p)`` with ``p =
+      baseline_rate``, which assumes the two configs fail independently and so overstates psi for
+      similar configs). ``inf`` whenever exact power at ``delta = psi`` is below ``power``, so the
+      result is never above psi.
+    - Continuous metric (``sd`` given), paired: ``sd`` is the standard deviation of the
+      per-question differences; the one-sample t test's exact power (noncentral t,
+      ``power.paired_mean_mde``). Unpaired: ``sd`` is the per-arm standard deviation and n the
+      size of each arm; the two-sample t test's (``power.two_sample_mean_mde``). ``inf`` for
+      n < 2 (no t test exists).
+    - Binary metric, unpaired: not supported (no exact test is implemented for it); ValueError.
 
     Raises:
-        ValueError: n < 1, alpha outside (0, 1), power outside [0.5, 1),
-            neither or both of a rate and ``sd``, values out of range.
+        ValueError: n < 1, alpha outside (0, 1), power outside [0.5, 1), neither or both of a rate
+            and ``sd``, ``sd`` not positive, values out of range, an unpaired binary metric.
     """
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
@@ -112,35 +105,26 @@ def minimum_detectable_effect(
     binary = baseline_rate is not None or discordance is not None
     if binary == (sd is not None):
         raise ValueError("give sd (continuous metric) or baseline_rate/discordance (binary)")
-    za = float(ndtri(1.0 - alpha / 2.0))
-    zb = float(ndtri(power))
     if sd is not None:
-        if sd < 0:
-            raise ValueError(f"sd must be non-negative, got {sd}")
-        scale = 1.0 if paired else math.sqrt(2.0)
-        return (za + zb) * sd * scale / math.sqrt(n)
+        if not (math.isfinite(sd) and sd > 0):
+            raise ValueError(f"sd must be finite and positive (a spread of 0 gives nothing to plan from), got {sd}")
+        mde = paired_mean_mde if paired else two_sample_mean_mde
+        return _or_inf(mde(n, sd, alpha=alpha, power=power))
     if baseline_rate is not None and not 0.0 <= baseline_rate <= 1.0:
         raise ValueError(f"baseline_rate must lie in [0, 1], got {baseline_rate}")
+    if not paired:
+        raise ValueError("an unpaired binary MDE is not supported: compare the configs on the same (paired) questions")
     if discordance is not None:
-        if not paired:
-            raise ValueError("discordance only applies to a paired comparison")
         if not 0.0 <= discordance <= 1.0:
             raise ValueError(f"discordance must lie in [0, 1], got {discordance}")
-        return _mcnemar_mde(n, discordance, za, zb)
-    if baseline_rate is None:
-        raise ValueError("a binary MDE needs baseline_rate or discordance")
-    independent = 2.0 * baseline_rate * (1.0 - baseline_rate)
-    if paired:
-        return _mcnemar_mde(n, independent, za, zb)
-    return (za + zb) * math.sqrt(independent / n)
+        psi = discordance
+    else:
+        psi = 2.0 * baseline_rate * (1.0 - baseline_rate)  # type: ignore[operator]
+    return _or_inf(paired_binary_mde(n, psi, alpha=alpha, power=power))
 
 
-def _mcnemar_mde(n: int, psi: float, za: float, zb: float) -> float:
-    """Connor's (1987) paired-binary MDE, solved in closed form; see minimum_detectable_effect."""
-    if n * psi < za * za:
-        return math.inf
-    root = math.sqrt(psi * (n + zb * zb - za * za))
-    return (za * math.sqrt(psi * n) + zb * root) / (n + zb * zb)
+def _or_inf(value: float | None) -> float:
+    return math.inf if value is None else value
 
 
 def non_inferior(comparison: PairedComparison, margin: float, higher_is_better: bool = True) -> bool:

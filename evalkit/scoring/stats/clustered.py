@@ -1,0 +1,196 @@
+"""Intervals for shares where the question is the unit: clustered accuracy, paired differences, flip rates (pure).
+
+A question asked several times (shuffles of the chunk order, repeats) gives
+answers that are not independent: the unit is the question. Each function
+here reduces a question's answers to one share, resamples questions, and
+never returns an interval of width zero: where the bootstrap has no spread to
+show (every question agrees, or one question), an analytic score interval on
+the count of questions takes over, and the result's ``method`` says which.
+
+Small sets: the percentile bootstrap is too narrow at n = 10 (its spread is
+the plug-in ``sd/sqrt(n)`` and its quantiles are normal ones), so the bootstrap
+intervals here are Hesterberg's (2015) *expanded* percentile intervals: the
+quantile levels are ``alpha'/2`` and ``1 - alpha'/2`` with
+``alpha' = 2 Phi(-sqrt(n / (n - 1)) t_{1 - alpha/2, n - 1})``, which corrects
+both at once and tends to the plain percentile interval as n grows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.special import ndtr
+from scipy.stats import t as student_t
+
+from evalkit.scoring.stats.inputs import FloatArray, Seed, check_level, check_resamples, clean_pairs, rng_from
+from evalkit.scoring.stats.intervals import wilson_bounds, wilson_ci
+from evalkit.scoring.stats.records import Interval
+from evalkit.scoring.stats.resample import resampled_means
+
+__all__ = ["clustered_share_ci", "expanded_level", "flip_rate_ci", "paired_difference_ci", "question_shares"]
+
+
+def expanded_level(level: float, n: int) -> float:
+    """The percentile level Hesterberg's expanded bootstrap interval uses for n questions (n >= 2)."""
+    alpha = 1.0 - level
+    t = float(student_t.isf(alpha / 2.0, n - 1))
+    return 1.0 - 2.0 * float(ndtr(-math.sqrt(n / (n - 1.0)) * t))
+
+
+def _expanded_bounds(boot: FloatArray, level: float, n: int) -> tuple[float, float]:
+    wide = expanded_level(level, n)
+    low, high = np.quantile(boot, [(1.0 - wide) / 2.0, (1.0 + wide) / 2.0])
+    return float(low), float(high)
+
+
+def question_shares(correct: Sequence[ArrayLike] | ArrayLike) -> tuple[FloatArray, int]:
+    """Each question's share of correct answers, and how many questions had no answer at all.
+
+    ``correct`` holds one sequence of 0/1 (or bool) answers per question, of any lengths, or a
+    2-D array with one row per question. NaN answers are dropped; a question left with none is
+    dropped and counted.
+
+    Raises:
+        ValueError: no question with an answer, values other than 0, 1 and NaN.
+    """
+    rows = list(correct) if not isinstance(correct, np.ndarray) or correct.ndim != 1 else [correct]
+    shares: list[float] = []
+    n_missing = 0
+    for row in rows:
+        answers = np.atleast_1d(np.asarray(row, dtype=np.float64))
+        if answers.ndim != 1:
+            raise ValueError("each question's answers must be one-dimensional")
+        answers = answers[~np.isnan(answers)]
+        if not np.isin(answers, (0.0, 1.0)).all():
+            raise ValueError("answers must be 0 or 1 (or bool); NaN marks a missing answer")
+        if answers.size == 0:
+            n_missing += 1
+            continue
+        shares.append(float(answers.mean()))
+    if not shares:
+        raise ValueError(f"no question has an answer ({n_missing} questions without one)")
+    return np.array(shares, dtype=np.float64), n_missing
+
+
+def clustered_share_ci(
+    correct: Sequence[ArrayLike] | ArrayLike,
+    level: float = 0.95,
+    seed: Seed = 0,
+    n_resamples: int = 2000,
+) -> Interval:
+    """Accuracy when each question has several answers: the question is the unit.
+
+    The estimate is the mean over questions of each question's share of correct answers (a
+    question counts once however often it was asked). The interval is the expanded percentile
+    bootstrap (module docstring) over questions of that mean. When every question has the same
+    share (all right, all wrong, or one question) the bootstrap would have width zero; then the
+    interval is Wilson's (``wilson_bounds``) with the observed mean share over the number of
+    questions, i.e. as if each question were one answer (method ``wilson-questions``), which is
+    never of width zero. Every question with a single answer and 0/1 values is the same as
+    ``wilson_ci`` in that fallback.
+
+    Raises:
+        ValueError: see ``question_shares``; bad level or resample count.
+    """
+    check_level(level)
+    check_resamples(n_resamples)
+    shares, n_missing = question_shares(correct)
+    return _share_interval(shares, level, n_resamples, seed, n_missing)
+
+
+def _share_interval(shares: FloatArray, level: float, n_resamples: int, seed: Seed, n_missing: int) -> Interval:
+    mean, n = float(shares.mean()), int(shares.size)
+    if n < 2 or np.ptp(shares) == 0:
+        low, high = wilson_bounds(min(1.0, max(0.0, mean)), n, level)
+        return Interval(mean, low, high, n, level, "wilson-questions", n_missing)
+    boot = resampled_means(shares[np.newaxis, :], n_resamples, rng_from(seed))[0]
+    low, high = _expanded_bounds(boot, level, n)
+    if high <= low:  # every resample drew the same mean (only possible with very few resamples)
+        low, high = wilson_bounds(min(1.0, max(0.0, mean)), n, level)
+        return Interval(mean, low, high, n, level, "wilson-questions", n_missing)
+    return Interval(mean, low, high, n, level, "cluster-bootstrap", n_missing)
+
+
+def flip_rate_ci(flipped: Sequence[bool] | ArrayLike, level: float = 0.95) -> Interval:
+    """Share of questions whose correctness changes with chunk order (one flag per question), Wilson."""
+    return wilson_ci(np.asarray(flipped, dtype=np.float64), level=level)
+
+
+def paired_difference_ci(
+    baseline: ArrayLike,
+    candidate: ArrayLike,
+    level: float = 0.95,
+    seed: Seed = 0,
+    n_resamples: int = 2000,
+) -> Interval:
+    """Interval for ``mean(candidate) - mean(baseline)`` over the same questions, one value per question.
+
+    - Both 0/1: Newcombe's (1998) hybrid score interval for a difference of paired proportions
+      (his method 10, as Fagerland, Lydersen and Laake, *Statistical Analysis of Contingency
+      Tables*, ch. 8, give it): Wilson intervals for each side's accuracy, joined with
+      ``L = d - sqrt((p_c - l_c)**2 - 2 phi (p_c - l_c)(u_b - p_b) + (u_b - p_b)**2)`` and
+      ``U = d + sqrt((p_b - l_b)**2 - 2 phi (p_b - l_b)(u_c - p_c) + (u_c - p_c)**2)``, where
+      ``phi`` is the pairs' correlation from ``A = both * neither - wins * losses``: ``(A - n/2)``
+      over the root of the margins' product when ``A > n/2``, 0 when ``0 <= A <= n/2``, A over
+      it when negative, 0 when a margin is empty. Never of width zero (``phi < 1``), also with
+      no discordant question.
+    - Per-question shares in [0, 1] (accuracy over shuffles): the expanded percentile bootstrap
+      over questions of the mean difference (method ``cluster-bootstrap``). When every question
+      has the same difference (or there is one question), the interval is the difference of the
+      two sides' Wilson intervals on the question count (``wilson_bounds`` at level
+      ``(1 + level) / 2`` each, so by Bonferroni both cover together with at least ``level``):
+      ``[low_c - high_b, high_c - low_b]`` (method ``wilson-difference``).
+
+    Pairs with a NaN on either side are dropped and counted.
+
+    Raises:
+        ValueError: length mismatch, no complete pairs, values outside [0, 1], bad level.
+    """
+    check_level(level)
+    check_resamples(n_resamples)
+    base, cand, n_missing = clean_pairs(baseline, candidate)
+    if ((base < 0) | (base > 1) | (cand < 0) | (cand > 1)).any():
+        raise ValueError("paired_difference_ci needs values in [0, 1] (0/1 outcomes or per-question shares)")
+    if np.isin(base, (0.0, 1.0)).all() and np.isin(cand, (0.0, 1.0)).all():
+        return _newcombe(base, cand, level, n_missing)
+    diffs = cand - base
+    delta, n = float(diffs.mean()), int(diffs.size)
+    if n >= 2 and np.ptp(diffs) > 0:
+        boot = resampled_means(diffs[np.newaxis, :], n_resamples, rng_from(seed))[0]
+        low, high = _expanded_bounds(boot, level, n)
+        if high > low:
+            return Interval(delta, low, high, n, level, "cluster-bootstrap", n_missing)
+    each = (1.0 + level) / 2.0
+    low_b, high_b = wilson_bounds(float(base.mean()), n, each)
+    low_c, high_c = wilson_bounds(float(cand.mean()), n, each)
+    return Interval(delta, low_c - high_b, high_c - low_b, n, level, "wilson-difference", n_missing)
+
+
+def _newcombe(base: FloatArray, cand: FloatArray, level: float, n_missing: int) -> Interval:
+    """Newcombe's method 10 on the 2x2 table of (candidate, baseline) outcomes; see paired_difference_ci."""
+    n = int(base.size)
+    both = float(np.sum((cand == 1) & (base == 1)))
+    wins = float(np.sum((cand == 1) & (base == 0)))
+    losses = float(np.sum((cand == 0) & (base == 1)))
+    neither = n - both - wins - losses
+    p_cand, p_base = (both + wins) / n, (both + losses) / n
+    delta = p_cand - p_base
+    low_c, high_c = wilson_bounds(p_cand, n, level)
+    low_b, high_b = wilson_bounds(p_base, n, level)
+    margins = (both + wins) * (losses + neither) * (both + losses) * (wins + neither)
+    cross = both * neither - wins * losses
+    # Newcombe's phi: a positive association is shrunk by n/2 (and cut at 0), so phi < 1 and the
+    # interval keeps a positive width even when no question is discordant.
+    shrunk = cross - n / 2.0 if cross > n / 2.0 else (cross if cross < 0 else 0.0)
+    phi = shrunk / math.sqrt(margins) if margins > 0 else 0.0
+    below = _combined(p_cand - low_c, high_b - p_base, phi)
+    above = _combined(high_c - p_cand, p_base - low_b, phi)
+    return Interval(delta, max(-1.0, delta - below), min(1.0, delta + above), n, level, "newcombe", n_missing)
+
+
+def _combined(first: float, second: float, phi: float) -> float:
+    """``sqrt(a**2 - 2 phi a b + b**2)``: two Wilson distances joined with the pairs' correlation."""
+    return math.sqrt(max(0.0, first * first - 2.0 * phi * first * second + second * second))
