@@ -17,7 +17,7 @@ from evalkit.answering.position.placing import block_bucket, char_bucket, place_
 from evalkit.answering.position.settings import PositionSettings, SubsetSpec
 from evalkit.answering.position.sizing import candidate_order, fit_budget, planned_seconds
 from evalkit.records import Question
-from evalkit.scoring.position_effects import mcnemar_exact, paired_effect, planned_mde
+from evalkit.scoring.position_effects import NOT_DETECTABLE, paired_effect
 from evalkit.sweep import sweep
 from tests.conftest import REPO
 
@@ -142,9 +142,7 @@ def test_budget_order_is_stratified_and_prefixes_nest() -> None:
     assert large.questions[: len(small.questions)] == small.questions
 
 
-def test_paired_effect_and_mcnemar_by_hand() -> None:
-    assert mcnemar_exact(5, 0) == pytest.approx(2 / 32)
-    assert mcnemar_exact(0, 0) == 1.0
+def test_paired_effect_by_hand_never_claims_what_it_cannot_detect() -> None:
     rows = []
     for q in range(6):  # head right on all six questions, mid right on one
         rows.append({"question_id": f"q{q}", "repeat": 0, "placement": "gold_at:head", "correct": 1.0})
@@ -153,8 +151,21 @@ def test_paired_effect_and_mcnemar_by_hand() -> None:
     assert effect is not None
     assert (effect["mcnemar_wins"], effect["mcnemar_losses"]) == (5, 0)
     assert effect["delta"] == pytest.approx(5 / 6) and effect["n_questions"] == 6
-    assert effect["mcnemar_p"] == pytest.approx(0.0625)
-    assert planned_mde(6, 0.5) is None or planned_mde(6, 0.5) > 0.5  # six questions detect only huge effects
+    assert effect["mcnemar_p"] == pytest.approx(2 / 32) and effect["discordance"] == pytest.approx(5 / 6)
+    # Six questions: exact power at delta = psi is below 0.8, so no finite MDE is claimed.
+    assert effect["mde"] is None and effect["mde_status"] == NOT_DETECTABLE
+    assert effect["delta_high"] > effect["delta_low"]
+
+
+def test_shuffles_collapse_within_a_question() -> None:
+    """Two shuffles of one question are one unit: a question right at head on both and wrong at mid on one
+    is a single win, not two pairs."""
+    rows = []
+    for repeat in (0, 1):
+        rows.append({"question_id": "q0", "repeat": repeat, "placement": "gold_at:head", "correct": 1.0})
+        rows.append({"question_id": "q0", "repeat": repeat, "placement": "gold_at:mid", "correct": float(repeat)})
+    effect = paired_effect(pd.DataFrame(rows), "gold_at:head", "gold_at:mid", 200, 0)
+    assert effect is not None and (effect["mcnemar_wins"], effect["mcnemar_losses"], effect["n_questions"]) == (1, 0, 1)
 
 
 # --------------------------------------------------------------------------- the real local model, briefly

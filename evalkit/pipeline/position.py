@@ -39,9 +39,11 @@ from evalkit.answering.position.items import choose_subset, pool_items
 from evalkit.answering.position.plan import PositionPlan, QuestionPlanner, RequestSpec, plan_position
 from evalkit.answering.position.powered import describe_size, powered_size
 from evalkit.answering.position.settings import STATUS_JSON, BudgetSpec, PositionSettings
-from evalkit.answering.position.sizing import Sized, candidate_order, fit_budget
+from evalkit.answering.position.sizing import Sized, candidate_order, fit_budget, planned_seconds
+from evalkit.pipeline.position_notes import POWERED_COMMAND, detectable_lines, smoke_note
 from evalkit.pipeline.position_run import run_position
 from evalkit.records import Question
+from evalkit.scoring.answers import contains_match
 
 
 def choose_chunking(plan: SweepPlan, available: Sequence[str]) -> str:
@@ -151,29 +153,17 @@ def position_experiment(
         def count_request(request: GenerationRequest) -> int | None:
             return count_tokens_cached(generator, request, cache, counter)
 
-    request_spec = RequestSpec.from_config(generator_cfg, model, generator.backend)
-    if settings.max_tokens is not None and settings.max_tokens < request_spec.max_tokens:
-        request_spec = replace(request_spec, max_tokens=settings.max_tokens)
+    request_spec = _request_spec(settings, generator_cfg, model, generator.backend)
     out_dir = out_dir or run_dir / files.POSITION_DIR
     subsample = subsample_ids(settings, asked)
-    planner = QuestionPlanner(settings, ranked, documents, request_spec, budget, family, count_request, subsample)
+    planner = QuestionPlanner(
+        settings, ranked, documents, request_spec, budget, family, count_request, subsample, contains_match
+    )
     questions, sizing = choose_questions(settings, asked, planner, out_dir)
     if sizing:
         log(sizing)
-    position_plan = plan_position(
-        settings,
-        questions,
-        ranked,
-        documents,
-        request_spec,
-        budget,
-        chunking=chunking,
-        tokenizer_family=family,
-        count_request=count_request,
-        price=price,
-        subsample=subsample,
-    )
-    text = describe(position_plan)
+    position_plan = _plan_with(planner, questions, chunking, price)
+    text = "\n".join([describe(position_plan), *detectable_lines(position_plan)])
     log(text)
     write_json(out_dir / "plan.json", _plan_record(position_plan, text))
     if settings.dry_run:
@@ -182,13 +172,44 @@ def position_experiment(
         write_status(out_dir, "empty", "position.time_budget_s fits no question at the planning speeds", "")
     else:
         run_position(position_plan, generator, cache, out_dir, plan.options.progress, counter=counter, spend=spend)
-        write_status(out_dir, "ran", f"{len(questions)} questions, {len(position_plan.to_send)} answers", "")
+        note = _smoke(position_plan, out_dir, log)
+        write_status(out_dir, "ran", f"{len(questions)} questions, {len(position_plan.to_send)} answers", "", note)
         if plan.judge:  # +judge=claude: advisory ragas scores beside evalkit's own
             from evalkit.pipeline.position_judging import judge_position
 
             judged = judge_position(out_dir, labelset, plan.judge, cache)
             log(f"position: answers judged by {plan.judge.get('model')} (advisory) -> {judged}")
     return out_dir
+
+
+def _request_spec(
+    settings: PositionSettings, generator_cfg: Mapping[str, Any], model: str, backend: str
+) -> RequestSpec:
+    """The generator's request settings, with ``position.max_tokens`` capping the answer length."""
+    spec = RequestSpec.from_config(generator_cfg, model, backend)
+    if settings.max_tokens is not None and settings.max_tokens < spec.max_tokens:
+        spec = replace(spec, max_tokens=settings.max_tokens)
+    return spec
+
+
+def _plan_with(
+    planner: QuestionPlanner, questions: Sequence[Question], chunking: str, price: ModelPrice | None
+) -> PositionPlan:
+    """The whole plan of ``questions`` with the planner's settings, pools, budget and counters."""
+    return plan_position(
+        planner.settings,
+        questions,
+        planner.ranked,
+        planner.documents,
+        planner.request_spec,
+        planner.budget,
+        chunking=chunking,
+        tokenizer_family=planner.tokenizer_family,
+        count_request=planner.count_request,
+        price=price,
+        subsample=planner.subsample,
+        answer_in=planner.answer_in,
+    )
 
 
 def choose_questions(
@@ -262,12 +283,30 @@ def skipped_unclean(plan: PositionPlan) -> dict[str, dict[str, int]]:
     return counts
 
 
-def write_status(out_dir: Path, state: str, why: str, command: str) -> Path:
-    """``position/status.json``: ``state`` (ran, off, dry_run, empty, failed), why, and the command that runs it."""
-    command = command or "python -m evalkit.sweep position.time_budget_s=1800  # a larger experiment"
+def write_status(out_dir: Path, state: str, why: str, command: str, smoke: str = "") -> Path:
+    """``position/status.json``: ``state`` (ran, off, dry_run, empty, failed), why, the command that runs it, and
+    ``smoke``: for a smoke run, what it cannot detect and the powered run's command with its time ('' otherwise)."""
+    command = command or f"{POWERED_COMMAND}  # sized to detect a 10-point position effect"
     path = out_dir / STATUS_JSON
-    write_json(path, {"state": state, "ran": state == "ran", "why": why, "command": command})
+    write_json(path, {"state": state, "ran": state == "ran", "why": why, "command": command, "smoke": smoke})
     return path
+
+
+def _smoke(plan: PositionPlan, out_dir: Path, log: Callable[[str], None]) -> str:
+    """A smoke run's note (printed, and kept in status.json for the report); '' for any other preset."""
+    if plan.settings.preset != "smoke":
+        return ""
+    note = smoke_note(plan, seconds_per_question(plan, read_json(out_dir / "run_stats.json")))
+    log(note)
+    return note
+
+
+def seconds_per_question(plan: PositionPlan, run_stats: Mapping[str, Any]) -> float:
+    """Seconds one question took in this run (measured when every answer was generated here, else planned)."""
+    n = max(len(plan.questions), 1)
+    if run_stats.get("requests_sent", 0) >= plan.n_distinct and run_stats.get("seconds"):
+        return float(run_stats["seconds"]) / n
+    return planned_seconds(plan.prompt_tokens, plan.n_distinct, plan.settings) / n
 
 
 def _plan_record(plan: PositionPlan, text: str) -> dict[str, Any]:

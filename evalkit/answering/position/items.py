@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from evalkit.answering.context import ContextItem, file_items, whole_item
-from evalkit.answering.position.clean import SkipReason, clean_context
+from evalkit.answering.position.clean import AnswerIn, SkipReason, clean_context
 from evalkit.answering.position.settings import Arm, PositionSettings, StuffScope, SubsetSpec
 from evalkit.records import Document, Question
 
@@ -147,11 +147,13 @@ def arm_items(
     ranked: Sequence[ContextItem],
     documents: Mapping[str, Document],
     settings: PositionSettings,
+    answer_in: AnswerIn | None = None,
 ) -> tuple[tuple[ContextItem, ...], SkipReason]:
     """The items ``arm`` offers the context for ``question`` (``ranked``: its pool, best first), or why none.
 
     Retrieval arms are clean (:func:`~evalkit.answering.position.clean.clean_context`) unless ``position.clean``
-    is false; ``stuff`` items are scored by their order so the budget drops the last documents first.
+    is false (``answer_in``, required then, matches gold answers in text as scoring does); ``stuff`` items are
+    scored by their order so the budget drops the last documents first.
     """
     if arm.kind == "closed":
         return (), ""
@@ -162,6 +164,8 @@ def arm_items(
     if arm.kind == "retrieve":
         if not settings.clean:
             return tuple(ranked[: arm.k]), ""
-        picked = clean_context(question, ranked, arm.k)
+        if answer_in is None:
+            raise ValueError("clean placements need answer_in (evalkit.scoring.answers.contains_match)")
+        picked = clean_context(question, ranked, arm.k, answer_in)
         return picked.items, picked.reason
     return file_items(ranked[: arm.k], documents, gold_doc_ids(question)), ""

@@ -17,6 +17,7 @@ from evalkit.answering.context import (
     assemble,
 )
 from evalkit.answering.generation.base import GenerationRequest
+from evalkit.answering.position.clean import AnswerIn
 from evalkit.answering.position.items import arm_items, shuffle_seed
 from evalkit.answering.position.placing import PositionBucket, block_bucket, char_bucket, gold_block_index, place_gold
 from evalkit.answering.position.requests import (
@@ -192,6 +193,7 @@ def plan_position(
     count_request: Callable[[GenerationRequest], int | None] | None = None,
     price: ModelPrice | None = None,
     subsample: frozenset[str] | None = None,
+    answer_in: AnswerIn | None = None,
 ) -> PositionPlan:
     """Assemble every (question, arm, placement, repeat) context under ``budget``; send nothing.
 
@@ -200,10 +202,11 @@ def plan_position(
     (deliberately high). Planned prompt tokens of the requests that fit come
     from ``count_request`` (the model's own counter) when given and it
     answers, else from the estimate, and are labelled accordingly. ``subsample``: the questions the
-    ``position.subsample_arms`` are asked on (None: every question).
+    ``position.subsample_arms`` are asked on (None: every question); ``answer_in``: gold answer in a text as
+    answer scoring matches it (clean placements need it).
     """
     planner = QuestionPlanner(
-        settings, ranked, documents, request_spec, budget, tokenizer_family, count_request, subsample
+        settings, ranked, documents, request_spec, budget, tokenizer_family, count_request, subsample, answer_in
     )
     entries: list[PlannedAnswer] = []
     unclean: list[tuple[str, str, str]] = []
@@ -241,6 +244,8 @@ class QuestionPlanner:
     count_request: Callable[[GenerationRequest], int | None] | None = None
     subsample: frozenset[str] | None = None
     """Questions the subsample arms are asked on; None: every question."""
+    answer_in: AnswerIn | None = None
+    """Gold answer in a text, as answer scoring matches it (clean placements need it)."""
 
     @cached_property
     def _count(self) -> Callable[[str], int]:
@@ -256,7 +261,7 @@ class QuestionPlanner:
             if self.settings.on_subsample(arm) and self.subsample is not None and question.id not in self.subsample:
                 continue
             ranked = self.ranked.get(question.id, ())
-            offered, reason = arm_items(arm, question, ranked, self.documents, self.settings)
+            offered, reason = arm_items(arm, question, ranked, self.documents, self.settings, self.answer_in)
             if reason:
                 unclean.append((arm.name, reason))  # never placed dirty: counted and shown instead
                 continue
