@@ -132,3 +132,26 @@ def test_powered_places_retrieve_10_on_a_subsample_and_scores_the_loglik(
     answered = placed[placed["answerable"] & placed["sent"]]
     assert answered["gold_loglik"].notna().all() and (answered["gold_loglik"] < 0).all()
     assert assert_every_placement_clean(run_dir, labelset) > 0
+
+
+def test_powered_grows_from_its_cache_and_resends_nothing(tmp_path: Path, small_demo: Path) -> None:
+    """A second invocation re-plans from the pilot's discordance, adds questions, and sends only the new ones."""
+    extra = ("position.pilot_questions=5", "position.max_questions=12", "position.subsample_size=2")
+    first_dir = preset_run(tmp_path, small_demo, "position=powered", *extra)
+    out = first_dir / "position"
+    first = pd.read_parquet(out / "rows.parquet")
+    first_plan = json.loads((out / "plan.json").read_text())
+    assert len(first_plan["questions"]) == 5 and "pilot" in first_plan["sizing"]
+    second_dir = preset_run(tmp_path, small_demo, "position=powered", *extra)
+    assert second_dir == first_dir, "the same config resumes the same run folder"
+    second = pd.read_parquet(out / "rows.parquet")
+    plan = json.loads((out / "plan.json").read_text())
+    stats = json.loads((out / "run_stats.json").read_text())
+    assert len(plan["questions"]) > 5 and set(first_plan["questions"]) < set(plan["questions"])
+    assert "discordance" in plan["sizing"]
+    kept = second.set_index("row_key").loc[first["row_key"], "request_key"]
+    assert (kept.to_numpy() == first["request_key"].to_numpy()).all(), "every earlier answer kept"
+    new = second[~second["row_key"].isin(first["row_key"]) & second["sent"]]
+    assert stats["answers_pending_at_start"] == len(new)
+    fresh = set(new["request_key"]) - set(first["request_key"])
+    assert stats["requests_sent"] == len(fresh), "zero re-sent requests for already-answered questions"

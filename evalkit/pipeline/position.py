@@ -162,7 +162,7 @@ def position_experiment(
     questions, sizing = choose_questions(settings, asked, planner, out_dir)
     if sizing:
         log(sizing)
-    position_plan = _plan_with(planner, questions, chunking, price)
+    position_plan = replace(_plan_with(planner, questions, chunking, price), sizing=sizing)
     text = "\n".join([describe(position_plan), *detectable_lines(position_plan)])
     log(text)
     write_json(out_dir / "plan.json", _plan_record(position_plan, text))
@@ -336,6 +336,7 @@ def _plan_record(plan: PositionPlan, text: str) -> dict[str, Any]:
         "over_budget": plan.n_over_budget,
         "skipped_no_gold": plan.skipped_no_gold,
         "preset": plan.settings.preset,
+        "sizing": plan.sizing,
         "clean": plan.settings.clean,
         "stuff_scope": plan.settings.stuff.scope,
         "skipped_unclean": skipped_unclean(plan),

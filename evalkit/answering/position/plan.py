@@ -109,6 +109,8 @@ class PositionPlan:
     """Deterministic-placement contexts skipped because they held no gold item to place."""
     price: ModelPrice | None = None
     """The model's price (conf/pricing), or None when unpriced."""
+    sizing: str = ""
+    """How the question count was chosen (time budget, powered pilot or re-plan), as printed; '' for a fixed subset."""
     unclean: tuple[tuple[str, str, str], ...] = ()
     """(question id, arm, reason) of every question skipped on a controlled arm for want of a clean placement."""
 

@@ -84,7 +84,7 @@ def powered_size(
     cap = min(available, settings.max_questions or available)
     n_measured, psi = measured_discordance(rows)
     placed_share = 1.0 if not candidates_before else max(n_measured / candidates_before, 0.05)
-    if psi is None or n_measured < min(settings.pilot_questions, cap):
+    if psi is None or candidates_before < min(settings.pilot_questions, cap):
         pilot = min(settings.pilot_questions, cap)
         return PoweredSize(pilot, True, n_measured, psi, None, placed_share, available)
     needed = questions_for(settings.target_mde, psi, available) if psi > 0 else None
