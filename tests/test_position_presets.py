@@ -155,3 +155,18 @@ def test_powered_grows_from_its_cache_and_resends_nothing(tmp_path: Path, small_
     assert stats["answers_pending_at_start"] == len(new)
     fresh = set(new["request_key"]) - set(first["request_key"])
     assert stats["requests_sent"] == len(fresh), "zero re-sent requests for already-answered questions"
+
+
+def test_report_states_the_flip_rule_skips_and_the_smoke_label(protocol_run: Path, smoke_run: Path) -> None:
+    from evalkit.report import Objective, write_report
+
+    page = write_report(protocol_run, objective=Objective(n_resamples=200), progress=False).read_text()
+    assert "Flip rate (share of questions whose correctness changes with order, Wilson 95%)" in page
+    assert "closed-book control beside them" in page and "closed-book" in page
+    smoke = write_report(smoke_run, objective=Objective(n_resamples=200), progress=False).read_text()
+    status = json.loads((smoke_run / "position" / "status.json").read_text())
+    assert status["smoke"].startswith("position: SMOKE RUN") and "position=powered" in status["smoke"]
+    assert "SMOKE RUN" in smoke and "smallest detectable effect" in smoke
+    plan = json.loads((smoke_run / "position" / "plan.json").read_text())
+    if plan["unclean"]:
+        assert "skipped for want of a clean placement" in smoke
