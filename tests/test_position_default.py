@@ -171,8 +171,9 @@ def test_shuffles_collapse_within_a_question() -> None:
 # --------------------------------------------------------------------------- the real local model, briefly
 
 
-def test_real_local_model_on_two_questions(tmp_path: Path, small_demo: Path) -> None:
-    """The 0.5B model answers two questions at gold head (one shuffle): real generations, scored and summarised."""
+def test_real_local_model_smoke_on_two_questions(tmp_path: Path, small_demo: Path) -> None:
+    """The smoke preset with the real 0.5B model on two questions (gold at head, the closed-book control): real
+    generations, clean contexts, scored and summarised, and the smoke note with the powered command."""
     pytest.importorskip("xllamacpp")
     run_dir = run(
         [
@@ -180,17 +181,17 @@ def test_real_local_model_on_two_questions(tmp_path: Path, small_demo: Path) -> 
             f"labelset.path={small_demo}",
             f"reports_dir={tmp_path}",
             "generator=local",
-            "generator.max_tokens=48",
-            "position.arms=[retrieve-5]",
-            "position.controlled_arms=[retrieve-5]",
+            "position=smoke",
             "position.placements=[gold_at:head]",
-            "position.repeats=1",
             "position.time_budget_s=null",
             "position.subset.size=2",
             "position.subset.unanswerable=0",
         ]
     )
     rows = pd.read_parquet(run_dir / "position" / "rows.parquet")
-    assert len(rows) == 2 and rows["sent"].all() and (rows["backend"] == "local").all()
-    assert (rows["output_tokens"] > 0).all() and rows["correct"].notna().all()
-    assert json.loads((run_dir / "position" / "status.json").read_text())["state"] == "ran"
+    assert set(rows["arm"]) <= {"retrieve-5", "closed-book"} and rows["sent"].all()
+    assert (rows["backend"] == "local").all() and (rows["output_tokens"] > 0).all()
+    assert (rows["output_tokens"] <= 48).all(), "smoke caps answers at 48 tokens"
+    assert rows["correct"].notna().all() and (rows["arm"] == "closed-book").sum() == 2
+    status = json.loads((run_dir / "position" / "status.json").read_text())
+    assert status["state"] == "ran" and "SMOKE RUN" in status["smoke"] and "position=powered" in status["smoke"]
