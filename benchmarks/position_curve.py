@@ -10,7 +10,9 @@ changes between the k + 1 prompts of a question is where the gold sits.
 Answers come from the local generator (``conf/generator/local.yaml``, the
 0.5B model by default) through evalkit's response cache, are scored as the
 sweep scores them, and the curve is accuracy by position with a Wilson 95%
-interval per position (N answers each), plus seconds per call.
+interval per position (N answers each), plus seconds per call, and the paired first-vs-middle and
+last-vs-middle comparisons per k with the sweep's statistics (``paired.csv``: exact McNemar, Newcombe
+interval, discordance, exact MDE or "not detectable at this size").
 
     PYTHONPATH=. python benchmarks/position_curve.py --n 2 --ks 9 19 --out reports/position_curve
 
@@ -41,7 +43,7 @@ from evalkit.labels.read import LabelSet, load_labelset
 from evalkit.records import Question
 from evalkit.retrieval.bm25 import BM25Index
 from evalkit.scoring.answers import DEFAULT_REFUSALS, score_answer
-from evalkit.scoring.stats import wilson_ci
+from evalkit.scoring.stats import mcnemar_exact_p, paired_binary_mde, paired_difference_ci, wilson_ci
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "labelsets"
@@ -147,6 +149,9 @@ def main(argv: list[str] | None = None) -> None:
     frame.to_csv(args.out / "calls.csv", index=False)
     curve = curve_table(frame)
     curve.to_csv(args.out / "curve.csv", index=False)
+    paired = paired_table(frame)
+    paired.to_csv(args.out / "paired.csv", index=False)
+    print(paired.to_string(index=False))
     plot(curve, args.out / "curve.png", args.n)
     fresh = frame[~frame["cached"]]
     print(curve.to_string(index=False))
@@ -165,6 +170,31 @@ def curve_table(frame: pd.DataFrame) -> pd.DataFrame:
             {"k": k, "position": position, "n": len(values), "accuracy": interval.mean,
              "low": interval.low, "high": interval.high, "mean_seconds": group["seconds"].mean()}
         )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def paired_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """First vs middle and last vs middle per k, the question as the unit (one answer per question and position):
+    exact McNemar p, Newcombe 95% interval of the difference, discordance psi, and the exact McNemar MDE at 80%
+    power (None: not detectable at this size, exact power at delta = psi below 0.8), as the sweep reports them."""
+    rows = []
+    for k, group in frame.groupby("k", sort=True):
+        wide = group.pivot_table(index="question_id", columns="position", values="correct", aggfunc="mean")
+        middle = k // 2
+        for name, position in (("first", 0), ("last", k)):
+            pairs = wide[[middle, position]].dropna()
+            if pairs.empty:
+                continue
+            base, cand = pairs[middle].to_numpy(float), pairs[position].to_numpy(float)
+            wins, losses = int((cand > base).sum()), int((cand < base).sum())
+            psi = (wins + losses) / len(pairs)
+            interval = paired_difference_ci(base, cand)
+            mde = paired_binary_mde(len(pairs), psi)
+            rows.append(
+                {"k": k, "comparison": f"{name} vs middle", "n": len(pairs), "delta": float(cand.mean() - base.mean()),
+                 "low": interval.low, "high": interval.high, "mcnemar_p": mcnemar_exact_p(wins, losses),
+                 "discordance": psi, "mde": "not detectable at this size" if mde is None else round(mde, 3)}
+            )  # fmt: skip
     return pd.DataFrame(rows)
 
 

@@ -112,6 +112,7 @@ def experiment(tmp_path: Path, small_demo: Path, keys: None) -> Iterator[_Experi
                 f"generator.base_url={planner.url}",
                 f"position.subset.size={SUBSET}",
                 "position.dry_run=true",  # the sweep only plans; the experiment runs below
+                "position.max_tokens=null",  # the loopback model answers at length; smoke caps at 48
             ]
         )
         from evalkit.sweep import sweep

@@ -18,7 +18,7 @@ from omegaconf import OmegaConf
 
 from evalkit.answering.context import DOES_NOT_FIT, Budget, parse_placement, render_context
 from evalkit.answering.position.describe import describe
-from evalkit.answering.position.items import choose_subset, pool_items, scope_documents
+from evalkit.answering.position.items import choose_subset, gold_doc_ids, pool_items, scope_documents
 from evalkit.answering.position.plan import RequestSpec, plan_position
 from evalkit.answering.position.settings import BudgetSpec, PositionSettings, SubsetSpec, parse_arm
 from evalkit.cache import Cache
@@ -31,6 +31,7 @@ from evalkit.pipeline.position import position_experiment, resolve_budget, swept
 from evalkit.pipeline.position_run import run_position
 from evalkit.retrieval.embedding.local import EMBEDDERS
 from evalkit.run.folder import RunFolder
+from evalkit.scoring.answers import contains_match
 from evalkit.scoring.position import summarise_position
 from evalkit.sweep import sweep
 from tests.conftest import REPO
@@ -187,8 +188,8 @@ def test_summary_has_intervals_flip_rate_and_counts(experiment: tuple) -> None:
     assert (scored["accuracy_low"] <= scored["accuracy"]).all() and (
         scored["accuracy"] <= scored["accuracy_high"]
     ).all()
-    spread = scored[scored["ci_method"] == "percentile"]
-    assert len(spread) and (spread["accuracy_high"] > spread["accuracy_low"]).all()
+    assert (scored["accuracy_high"] > scored["accuracy_low"]).all(), "never an interval of width zero"
+    assert set(scored["ci_method"]) <= {"cluster-bootstrap", "wilson-questions"}
     overall = summary[(summary["gold_bucket"] == "all") & (summary["placement"] == "shuffle")].set_index("arm")
     assert overall["flip_rate"].notna().all() and overall["flip_rate"].max() > 0
     assert set(summary["gold_bucket"]) >= {"head", "mid", "tail", "all"}
@@ -226,7 +227,10 @@ def test_batches_when_the_generator_has_them(swept: tuple, labelset: LabelSet, s
 
 def test_provider_overflow_is_counted_not_scored(swept: tuple, labelset: LabelSet, server: LostInTheMiddle) -> None:
     run_dir, cfg = swept
-    config = plain(cfg, arms=["stuff", "retrieve-5"], placements=["shuffle"], repeats=1, count_with_model=False)
+    config = plain(
+        cfg, arms=["stuff", "retrieve-5"], placements=["shuffle"], repeats=1, count_with_model=False,
+        stuff={"scope": "corpus"},
+    )  # fmt: skip
     server.context_limit = 2_000  # toy tokens: a stuffed corpus comes back HTTP 400 "prompt is too long"
     try:
         with Cache(run_dir.parent / "overflow-cache.sqlite") as cache:
@@ -248,7 +252,7 @@ def test_spending_cap_stops_before_the_crossing_answers(
     swept: tuple, labelset: LabelSet, server: LostInTheMiddle
 ) -> None:
     run_dir, cfg = swept
-    config = plain(cfg, arms=["retrieve-5"], placements=["shuffle"], repeats=2, flush_every=4)
+    config = plain(cfg, arms=["retrieve-5"], placements=["shuffle"], repeats=2, flush_every=4, max_tokens=None)
     out = run_dir.parent / "capped"
     before = server.counts["messages"]
     with Cache(run_dir.parent / "capped-cache.sqlite") as cache:
@@ -276,19 +280,24 @@ def _plan(
     generator_cfg = dict(OmegaConf.to_container(compose_config(["generator=anthropic"]).generator, resolve=True))
     spec = RequestSpec.from_config(generator_cfg, "claude-sonnet-5", backend)
     questions = choose_subset(labelset.questions, settings.subset)
-    return plan_position(settings, questions, ranked, documents, spec, budget, chunking=chunking)
+    return plan_position(
+        settings, questions, ranked, documents, spec, budget, chunking=chunking, answer_in=contains_match
+    )
 
 
 def test_stuff_over_budget_does_not_fit_and_is_never_truncated(swept: tuple, labelset: LabelSet) -> None:
     settings = PositionSettings(repeats=2, subset=SubsetSpec(size=4))
-    plan = _plan(labelset, swept[0], settings, Budget(8192, 256, 256, 0.1))
-    stuffed = [e for e in plan.entries if e.arm == "stuff"]
-    corpus = render_context(scope_documents(plan.questions[0], plan.documents))
-    assert stuffed and all(not e.fits and e.reason == DOES_NOT_FIT for e in stuffed)
-    assert all(len(e.items) == len(plan.documents) and e.n_dropped == 0 for e in stuffed)
-    assert all(e.context_chars == len(corpus) and e.prompt_tokens == 0 for e in stuffed)
+    plan = _plan(labelset, swept[0], settings, Budget(1400, 256, 256, 0.1))
+    stuffed = [e for e in plan.entries if e.arm == "stuff" and not e.fits]
+    assert stuffed and all(e.reason == DOES_NOT_FIT and e.prompt_tokens == 0 for e in stuffed)
+    for entry in stuffed:  # the gold's whole documents, never cut
+        question = plan.question(entry.question_id)
+        wanted = gold_doc_ids(question) or (entry.items[0].doc_id,)
+        assert sorted(i.doc_id for i in entry.items) == sorted(wanted) and entry.n_dropped == 0
+        assert entry.context_chars == len(render_context(entry.items))
+        assert all(i.text == plan.documents[i.doc_id].text for i in entry.items)
     over = [e for e in plan.to_send if e.n_dropped]
-    assert over and all(e.arm != "stuff" for e in over)  # an 819-token share drops whole retrieved items
+    assert over and all(e.arm != "stuff" for e in over)  # a 88-token share drops whole retrieved items
     assert plan.count(DOES_NOT_FIT) == len(stuffed) and plan.n_over_budget == len(over)
     # The unsent rows are counted in the summary, never scored.
     with Cache(swept[0].parent / "unsent.sqlite") as cache:
@@ -331,7 +340,7 @@ def test_repeats_shuffle_deterministically_with_the_seed(swept: tuple, labelset:
 
     first, again, other = orders(0), orders(0), orders(1)
     assert first == again and first != other
-    assert set(first) == set(other) and len(first) == 6 * 3
+    assert set(first) == set(other) and len(first) % 3 == 0 and len(first) >= 3 * 4  # clean: a few skipped
     by_question: dict[str, set[tuple[str, ...]]] = {}
     for key, order in first.items():
         by_question.setdefault(key.split("|")[0], set()).add(order)

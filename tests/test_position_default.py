@@ -17,7 +17,7 @@ from evalkit.answering.position.placing import block_bucket, char_bucket, place_
 from evalkit.answering.position.settings import PositionSettings, SubsetSpec
 from evalkit.answering.position.sizing import candidate_order, fit_budget, planned_seconds
 from evalkit.records import Question
-from evalkit.scoring.position_effects import mcnemar_exact, paired_effect, planned_mde
+from evalkit.scoring.position_effects import NOT_DETECTABLE, paired_effect
 from evalkit.sweep import sweep
 from tests.conftest import REPO
 
@@ -35,7 +35,7 @@ def fake_run(tmp_path_factory: pytest.TempPathFactory, small_demo: Path) -> Path
     return run([*ONE_CHUNKING, f"labelset.path={small_demo}", f"reports_dir={root}", "generator=fake"])
 
 
-def test_default_sweep_runs_the_position_experiment(fake_run: Path) -> None:
+def test_default_sweep_runs_the_smoke_experiment(fake_run: Path) -> None:
     out = fake_run / "position"
     status = json.loads((out / "status.json").read_text())
     assert status["state"] == "ran" and status["ran"]
@@ -43,13 +43,17 @@ def test_default_sweep_runs_the_position_experiment(fake_run: Path) -> None:
     blocks = pd.read_parquet(out / "summary_blocks.parquet")
     assert set(summary["bucket_by"]) == {"chars"} and set(blocks["bucket_by"]) == {"blocks"}
     assert {"gold_at:head", "gold_at:mid", "gold_at:tail"} <= set(summary["placement"])
-    assert {"retrieve-5", "retrieve-10", "stuff"} <= set(summary["arm"])
+    assert set(summary["arm"]) == {"retrieve-5", "closed-book"}, "smoke: retrieve-5 placed, and the control"
     effects = json.loads((out / "effects.json").read_text())
     assert {e["candidate"] for e in effects["effects"]} == {"gold_at:head", "gold_at:tail"}
     assert all(e["baseline"] == "gold_at:mid" for e in effects["effects"])
     assert effects["arms"] and effects["landed"]
     plan = json.loads((out / "plan.json").read_text())
     assert plan["chunking"] == "recursive-s512-o64", "the baseline chunking's pool"
+    assert plan["preset"] == "smoke" and plan["repeats"] == 1 and plan["clean"]
+    rows = pd.read_parquet(out / "rows.parquet")
+    assert (rows["repeat"] == 0).all(), "one shuffle per placement"
+    assert set(rows["question_id"]) == set(rows.loc[rows["arm"] == "closed-book", "question_id"]), "a control each"
 
 
 def test_controlled_placements_record_where_the_gold_landed(fake_run: Path) -> None:
@@ -65,8 +69,8 @@ def test_controlled_placements_record_where_the_gold_landed(fake_run: Path) -> N
     # Paired: head, mid and tail of one (question, repeat) hold the same items.
     for _, group in controlled.groupby(["question_id", "repeat"]):
         assert group["n_items"].nunique() == 1 and group["seed"].nunique() == 1
-    stuff = rows[rows["arm"] == "stuff"]
-    assert (~stuff["sent"] & (stuff["tokens_needed"] > 7000)).all(), "the whole demo corpus does not fit 8k"
+    closed = rows[rows["arm"] == "closed-book"]
+    assert (closed["n_items"] == 0).all() and (closed["gold_bucket"] == "none").all() and closed["sent"].all()
 
 
 def test_position_off_writes_why_and_the_command(tmp_path: Path, small_demo: Path) -> None:
@@ -138,9 +142,7 @@ def test_budget_order_is_stratified_and_prefixes_nest() -> None:
     assert large.questions[: len(small.questions)] == small.questions
 
 
-def test_paired_effect_and_mcnemar_by_hand() -> None:
-    assert mcnemar_exact(5, 0) == pytest.approx(2 / 32)
-    assert mcnemar_exact(0, 0) == 1.0
+def test_paired_effect_by_hand_never_claims_what_it_cannot_detect() -> None:
     rows = []
     for q in range(6):  # head right on all six questions, mid right on one
         rows.append({"question_id": f"q{q}", "repeat": 0, "placement": "gold_at:head", "correct": 1.0})
@@ -149,15 +151,29 @@ def test_paired_effect_and_mcnemar_by_hand() -> None:
     assert effect is not None
     assert (effect["mcnemar_wins"], effect["mcnemar_losses"]) == (5, 0)
     assert effect["delta"] == pytest.approx(5 / 6) and effect["n_questions"] == 6
-    assert effect["mcnemar_p"] == pytest.approx(0.0625)
-    assert planned_mde(6, 0.5) is None or planned_mde(6, 0.5) > 0.5  # six questions detect only huge effects
+    assert effect["mcnemar_p"] == pytest.approx(2 / 32) and effect["discordance"] == pytest.approx(5 / 6)
+    # Six questions: exact power at delta = psi is below 0.8, so no finite MDE is claimed.
+    assert effect["mde"] is None and effect["mde_status"] == NOT_DETECTABLE
+    assert effect["delta_high"] > effect["delta_low"]
+
+
+def test_shuffles_collapse_within_a_question() -> None:
+    """Two shuffles of one question are one unit: a question right at head on both and wrong at mid on one
+    is a single win, not two pairs."""
+    rows = []
+    for repeat in (0, 1):
+        rows.append({"question_id": "q0", "repeat": repeat, "placement": "gold_at:head", "correct": 1.0})
+        rows.append({"question_id": "q0", "repeat": repeat, "placement": "gold_at:mid", "correct": float(repeat)})
+    effect = paired_effect(pd.DataFrame(rows), "gold_at:head", "gold_at:mid", 200, 0)
+    assert effect is not None and (effect["mcnemar_wins"], effect["mcnemar_losses"], effect["n_questions"]) == (1, 0, 1)
 
 
 # --------------------------------------------------------------------------- the real local model, briefly
 
 
-def test_real_local_model_on_two_questions(tmp_path: Path, small_demo: Path) -> None:
-    """The 0.5B model answers two questions at gold head (one shuffle): real generations, scored and summarised."""
+def test_real_local_model_smoke_on_two_questions(tmp_path: Path, small_demo: Path) -> None:
+    """The smoke preset with the real 0.5B model on two questions (gold at head, the closed-book control): real
+    generations, clean contexts, scored and summarised, and the smoke note with the powered command."""
     pytest.importorskip("xllamacpp")
     run_dir = run(
         [
@@ -165,16 +181,17 @@ def test_real_local_model_on_two_questions(tmp_path: Path, small_demo: Path) -> 
             f"labelset.path={small_demo}",
             f"reports_dir={tmp_path}",
             "generator=local",
-            "generator.max_tokens=48",
-            "position.arms=[retrieve-5]",
+            "position=smoke",
             "position.placements=[gold_at:head]",
-            "position.repeats=1",
             "position.time_budget_s=null",
             "position.subset.size=2",
             "position.subset.unanswerable=0",
         ]
     )
     rows = pd.read_parquet(run_dir / "position" / "rows.parquet")
-    assert len(rows) == 2 and rows["sent"].all() and (rows["backend"] == "local").all()
-    assert (rows["output_tokens"] > 0).all() and rows["correct"].notna().all()
-    assert json.loads((run_dir / "position" / "status.json").read_text())["state"] == "ran"
+    assert set(rows["arm"]) <= {"retrieve-5", "closed-book"} and rows["sent"].all()
+    assert (rows["backend"] == "local").all() and (rows["output_tokens"] > 0).all()
+    assert (rows["output_tokens"] <= 48).all(), "smoke caps answers at 48 tokens"
+    assert rows["correct"].notna().all() and (rows["arm"] == "closed-book").sum() == 2
+    status = json.loads((run_dir / "position" / "status.json").read_text())
+    assert status["state"] == "ran" and "SMOKE RUN" in status["smoke"] and "position=powered" in status["smoke"]

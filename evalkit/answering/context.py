@@ -78,8 +78,9 @@ __all__ = [
     "stuff_items",
 ]
 
-Overflow = Literal["drop", "refuse"]
-"""Over budget, retrieval arms drop the lowest-scored items; the ``stuff`` arm refuses (reports ``DOES_NOT_FIT``)."""
+Overflow = Literal["drop", "refuse", "fill"]
+"""``drop``: the lowest-scored items go until the context fits its share; ``refuse``: all or nothing;
+``fill``: as many of the best-scored as the whole input window holds (the ``stuff`` arm over a corpus)."""
 # PROMPT_TOO_LONG and DOES_NOT_FIT live in evalkit.records: scoring reads them without importing answering.
 
 
@@ -277,13 +278,13 @@ def file_items(
         raise KeyError(f"retrieved chunks name documents not in the corpus: {missing}")
     gold = gold_chunks if gold_doc_ids is None else set(gold_doc_ids)
     return tuple(
-        _whole(documents[doc_id], score=chunk.score, is_gold=doc_id in gold) for doc_id, chunk in first.items()
+        whole_item(documents[doc_id], score=chunk.score, is_gold=doc_id in gold) for doc_id, chunk in first.items()
     )
 
 
 def stuff_items(documents: Iterable[Document], gold_doc_ids: Collection[str] = ()) -> tuple[ContextItem, ...]:
     """The ``stuff`` arm: every document in scope, whole, in the given order, all scored 0.0."""
-    return tuple(_whole(doc, score=0.0, is_gold=doc.doc_id in gold_doc_ids) for doc in documents)
+    return tuple(whole_item(doc, score=0.0, is_gold=doc.doc_id in gold_doc_ids) for doc in documents)
 
 
 def stuff_context(
@@ -301,7 +302,7 @@ def stuff_context(
     return assemble(system_prompt, question, items, budget, count_tokens, placement, seed, overflow="refuse")
 
 
-def _whole(doc: Document, *, score: float, is_gold: bool) -> ContextItem:
+def whole_item(doc: Document, *, score: float, is_gold: bool) -> ContextItem:
     return ContextItem(
         unit_id=doc.doc_id,
         doc_id=doc.doc_id,

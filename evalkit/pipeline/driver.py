@@ -13,7 +13,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from evalkit.answering.position.settings import OUT_DIR as POSITION_DIR
 from evalkit.cache import Cache
 from evalkit.cost.budget import SpendGuard
 from evalkit.labels.read import LabelSet
@@ -32,6 +31,7 @@ from evalkit.retrieval.embedding.local import EMBEDDERS
 from evalkit.retrieval.rerank.base import Reranker
 from evalkit.retrieval.rerank.factory import make_reranker
 from evalkit.run import files
+from evalkit.run.files import POSITION_DIR
 from evalkit.run.folder import read_json
 from evalkit.run.lock import run_lock
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,10 +35,13 @@ if TYPE_CHECKING:
 from evalkit.answering.position.describe import describe
 from evalkit.answering.position.items import choose_subset, pool_items
 from evalkit.answering.position.plan import PositionPlan, QuestionPlanner, RequestSpec, plan_position
-from evalkit.answering.position.settings import OUT_DIR, STATUS_JSON, BudgetSpec, PositionSettings
-from evalkit.answering.position.sizing import Sized, candidate_order, fit_budget
+from evalkit.answering.position.powered import describe_size, powered_size
+from evalkit.answering.position.settings import STATUS_JSON, BudgetSpec, PositionSettings
+from evalkit.answering.position.sizing import Sized, candidate_order, fit_budget, planned_seconds
+from evalkit.pipeline.position_notes import POWERED_COMMAND, detectable_lines, smoke_note
 from evalkit.pipeline.position_run import run_position
 from evalkit.records import Question
+from evalkit.scoring.answers import contains_match
 
 
 def choose_chunking(plan: SweepPlan, available: Sequence[str]) -> str:
@@ -74,13 +78,18 @@ def swept_chunkings(run_dir: Path) -> list[str]:
 
 
 def resolve_budget(
-    spec: BudgetSpec, generator: Generator, generator_cfg: Mapping[str, Any], price: ModelPrice | None
+    spec: BudgetSpec,
+    generator: Generator,
+    generator_cfg: Mapping[str, Any],
+    price: ModelPrice | None,
+    max_tokens: int | None = None,
 ) -> Budget:
     """The :class:`Budget` of every prompt: configured values, else the generator's, else the price table's."""
     window = spec.window or generator.window or (price.context_window if price is not None else None)
     if not window:
         raise ConfigError("position.budget.window: the generator has no window; set position.budget.window")
-    max_output: int = spec.max_output or generator_cfg.get("max_tokens", 256)  # validated when the plan was read
+    generated = int(generator_cfg.get("max_tokens", 256))  # validated when the plan was read
+    max_output = spec.max_output or (generated if max_tokens is None else min(max_tokens, generated))
     headroom = max(spec.headroom, int(generator.headroom or 0))
     budget = Budget(int(window), max_output, headroom, spec.context_share)
     if budget.input_tokens <= 0:
@@ -135,7 +144,7 @@ def position_experiment(
     price = _price(model, plan.pricing_dir)
     family = settings.tokenizer_family or (price.tokenizer_family if price is not None else "generic")
     generator_cfg = generator_settings.as_config()
-    budget = resolve_budget(settings.budget, generator, generator_cfg, price)
+    budget = resolve_budget(settings.budget, generator, generator_cfg, price, settings.max_tokens)
     counter = GenerationCounter()
     count_request = None
     if settings.count_with_model:
@@ -143,28 +152,17 @@ def position_experiment(
         def count_request(request: GenerationRequest) -> int | None:
             return count_tokens_cached(generator, request, cache, counter)
 
-    request_spec = RequestSpec.from_config(generator_cfg, model, generator.backend)
-    out_dir = out_dir or run_dir / OUT_DIR
-    if settings.time_budget_s is None:
-        questions = choose_subset(asked, settings.subset)
-    else:
-        planner = QuestionPlanner(settings, ranked, documents, request_spec, budget, family, count_request)
-        sized = size_to_budget(settings, asked, planner)
-        questions = sized.questions
-        log(describe_sizing(settings, sized))
-    position_plan = plan_position(
-        settings,
-        questions,
-        ranked,
-        documents,
-        request_spec,
-        budget,
-        chunking=chunking,
-        tokenizer_family=family,
-        count_request=count_request,
-        price=price,
+    request_spec = _request_spec(settings, generator_cfg, model, generator.backend)
+    out_dir = out_dir or run_dir / files.POSITION_DIR
+    subsample = subsample_ids(settings, asked)
+    planner = QuestionPlanner(
+        settings, ranked, documents, request_spec, budget, family, count_request, subsample, contains_match
     )
-    text = describe(position_plan)
+    questions, sizing = choose_questions(settings, asked, planner, out_dir)
+    if sizing:
+        log(sizing)
+    position_plan = replace(_plan_with(planner, questions, chunking, price), sizing=sizing)
+    text = "\n".join([describe(position_plan), *detectable_lines(position_plan)])
     log(text)
     write_json(out_dir / "plan.json", _plan_record(position_plan, text))
     if settings.dry_run:
@@ -173,7 +171,8 @@ def position_experiment(
         write_status(out_dir, "empty", "position.time_budget_s fits no question at the planning speeds", "")
     else:
         run_position(position_plan, generator, cache, out_dir, plan.options.progress, counter=counter, spend=spend)
-        write_status(out_dir, "ran", f"{len(questions)} questions, {len(position_plan.to_send)} answers", "")
+        note = _smoke(position_plan, out_dir, log)
+        write_status(out_dir, "ran", f"{len(questions)} questions, {len(position_plan.to_send)} answers", "", note)
         if plan.judge:  # +judge=claude: advisory ragas scores beside evalkit's own
             from evalkit.pipeline.position_judging import judge_position
 
@@ -182,12 +181,77 @@ def position_experiment(
     return out_dir
 
 
+def _request_spec(
+    settings: PositionSettings, generator_cfg: Mapping[str, Any], model: str, backend: str
+) -> RequestSpec:
+    """The generator's request settings, with ``position.max_tokens`` capping the answer length."""
+    spec = RequestSpec.from_config(generator_cfg, model, backend)
+    if settings.max_tokens is not None and settings.max_tokens < spec.max_tokens:
+        spec = replace(spec, max_tokens=settings.max_tokens)
+    return spec
+
+
+def _plan_with(
+    planner: QuestionPlanner, questions: Sequence[Question], chunking: str, price: ModelPrice | None
+) -> PositionPlan:
+    """The whole plan of ``questions`` with the planner's settings, pools, budget and counters."""
+    return plan_position(
+        planner.settings,
+        questions,
+        planner.ranked,
+        planner.documents,
+        planner.request_spec,
+        planner.budget,
+        chunking=chunking,
+        tokenizer_family=planner.tokenizer_family,
+        count_request=planner.count_request,
+        price=price,
+        subsample=planner.subsample,
+        answer_in=planner.answer_in,
+    )
+
+
+def choose_questions(
+    settings: PositionSettings, asked: Sequence[Question], planner: QuestionPlanner, out_dir: Path
+) -> tuple[tuple[Question, ...], str]:
+    """The questions of this invocation, in labelled-set order, and the sizing line to print ('' for none).
+
+    ``powered``: the pilot, then the size the measured discordance needs (:mod:`~evalkit.answering.position.powered`);
+    with a time budget: as many as it holds; else ``position.subset``.
+    """
+    if settings.preset == "powered":
+        rows_path, plan_path = out_dir / "rows.parquet", out_dir / "plan.json"
+        earlier = pd.read_parquet(rows_path) if rows_path.exists() else None
+        before = len(read_json(plan_path).get("questions", [])) if plan_path.exists() else 0
+        size = powered_size(settings, len(asked), earlier, before, _questions_for)
+        kept = {q.id for q in candidate_order(asked, settings.subset)[: size.n_candidates]}
+        return tuple(q for q in asked if q.id in kept), describe_size(size, settings)
+    if settings.time_budget_s is None:
+        return choose_subset(asked, settings.subset), ""
+    sized = size_to_budget(settings, asked, planner)
+    return sized.questions, describe_sizing(settings, sized)
+
+
+def _questions_for(effect: float, discordance: float, max_n: int) -> int | None:
+    """Questions for 80% exact McNemar power at ``effect`` (alpha 0.05), or None beyond ``max_n`` / unreachable."""
+    from evalkit.scoring.stats.power import questions_for_paired_binary
+
+    return questions_for_paired_binary(effect, discordance, max_n=max_n)
+
+
+def subsample_ids(settings: PositionSettings, asked: Sequence[Question]) -> frozenset[str] | None:
+    """The questions ``position.subsample_arms`` are asked on: the first ``subsample_size`` of the seeded,
+    stratified order, so growing the run never changes which questions the subsample holds."""
+    if settings.subsample_size is None or not settings.subsample_arms:
+        return None
+    return frozenset(q.id for q in candidate_order(asked, settings.subset)[: settings.subsample_size])
+
+
 def size_to_budget(settings: PositionSettings, asked: Sequence[Question], planner: QuestionPlanner) -> Sized:
     """The questions that fit ``position.time_budget_s``, planned one at a time in the seeded stratified order."""
 
     def cost_of(question: Question) -> tuple[int, int]:
-        entries, _ = planner.plan(question)
-        distinct = {e.context_key: e.prompt_tokens for e in entries if e.fits}
+        distinct = {e.context_key: e.prompt_tokens for e in planner.plan(question).entries if e.fits}
         return sum(distinct.values()), len(distinct)
 
     sized = fit_budget(candidate_order(asked, settings.subset), cost_of, settings)
@@ -209,12 +273,39 @@ def describe_sizing(settings: PositionSettings, sized: Sized) -> str:
     )
 
 
-def write_status(out_dir: Path, state: str, why: str, command: str) -> Path:
-    """``position/status.json``: ``state`` (ran, off, dry_run, empty, failed), why, and the command that runs it."""
-    command = command or "python -m evalkit.sweep position.time_budget_s=1800  # a larger experiment"
+def skipped_unclean(plan: PositionPlan) -> dict[str, dict[str, int]]:
+    """Questions skipped for want of a clean placement, by arm and reason."""
+    counts: dict[str, dict[str, int]] = {}
+    for _, arm, reason in plan.unclean:
+        counts.setdefault(arm, {}).setdefault(reason, 0)
+        counts[arm][reason] += 1
+    return counts
+
+
+def write_status(out_dir: Path, state: str, why: str, command: str, smoke: str = "") -> Path:
+    """``position/status.json``: ``state`` (ran, off, dry_run, empty, failed), why, the command that runs it, and
+    ``smoke``: for a smoke run, what it cannot detect and the powered run's command with its time ('' otherwise)."""
+    command = command or f"{POWERED_COMMAND}  # sized to detect a 10-point position effect"
     path = out_dir / STATUS_JSON
-    write_json(path, {"state": state, "ran": state == "ran", "why": why, "command": command})
+    write_json(path, {"state": state, "ran": state == "ran", "why": why, "command": command, "smoke": smoke})
     return path
+
+
+def _smoke(plan: PositionPlan, out_dir: Path, log: Callable[[str], None]) -> str:
+    """A smoke run's note (printed, and kept in status.json for the report); '' for any other preset."""
+    if plan.settings.preset != "smoke":
+        return ""
+    note = smoke_note(plan, seconds_per_question(plan, read_json(out_dir / "run_stats.json")))
+    log(note)
+    return note
+
+
+def seconds_per_question(plan: PositionPlan, run_stats: Mapping[str, Any]) -> float:
+    """Seconds one question took in this run (measured when every answer was generated here, else planned)."""
+    n = max(len(plan.questions), 1)
+    if run_stats.get("requests_sent", 0) >= plan.n_distinct and run_stats.get("seconds"):
+        return float(run_stats["seconds"]) / n
+    return planned_seconds(plan.prompt_tokens, plan.n_distinct, plan.settings) / n
 
 
 def _plan_record(plan: PositionPlan, text: str) -> dict[str, Any]:
@@ -243,5 +334,11 @@ def _plan_record(plan: PositionPlan, text: str) -> dict[str, Any]:
         "prompt_too_long": plan.count(PROMPT_TOO_LONG),
         "over_budget": plan.n_over_budget,
         "skipped_no_gold": plan.skipped_no_gold,
+        "preset": plan.settings.preset,
+        "sizing": plan.sizing,
+        "clean": plan.settings.clean,
+        "stuff_scope": plan.settings.stuff.scope,
+        "skipped_unclean": skipped_unclean(plan),
+        "unclean": [{"question_id": q, "arm": a, "reason": r} for q, a, r in plan.unclean],
         "description": text,
     }

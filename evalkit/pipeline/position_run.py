@@ -12,13 +12,15 @@ import pandas as pd
 
 from evalkit.answering.generation.base import Generator
 from evalkit.answering.generation.batches import generate_many
-from evalkit.answering.generation.cached import request_key, response_namespace
+from evalkit.answering.generation.cached import request_key
+from evalkit.answering.generation.loglik import AnswerLoglik, answer_logliks
 from evalkit.answering.generation.request import UNCACHED_STOPS, GenerationRequest
 from evalkit.answering.generation.tally import GenerationCounter
 from evalkit.cost.budget import SpendGuard
 from evalkit.cost.model import TokenUsage, call_cost
 from evalkit.cost.prices import ModelPrice
 from evalkit.records import Answer, Question
+from evalkit.run.files import BATCHES_JSON
 from evalkit.run.folder import write_json, write_table
 from evalkit.run.progress import bar as progress_bar
 from evalkit.scoring.answers import DEFAULT_REFUSALS, score_answer
@@ -33,12 +35,13 @@ from evalkit.scoring.position_effects import position_effects
 
 ROW_COLUMNS = (
     "question_id", "lang", "answerable", "arm", "placement", "repeat", "seed", "gold_bucket", "gold_offset",
-    "gold_block", "gold_block_bucket", "context_chars", "n_offered", "n_items", "n_dropped", "prompt_tokens",
+    "gold_block", "gold_block_bucket", "context_chars", "n_offered", "n_items", "unit_ids", "gold_unit_id", "n_dropped",
+    "prompt_tokens",
     "prompt_tokens_estimated", "tokens_needed", "sent",
     "answer", "correct", "exact", "contains", "f1", "refused", "citations_valid", "quotes_valid", "stop_reason",
     "truncated", "overflow", "cached", "input_tokens", "output_tokens", "cache_creation_input_tokens",
     "cache_read_input_tokens", "usage_estimated", "cost_usd", "model", "backend", "chunking", "request_key",
-    "row_key",
+    "row_key", "gold_loglik", "gold_loglik_mean", "gold_loglik_tokens",
 )  # fmt: skip
 """Columns of ``position/rows.parquet``, in order. ``sent``: False for a context that cannot fit (``stop_reason``
 ``does not fit`` / ``prompt too long``); ``overflow``: the prompt did not fit, unsent or refused by the model's window
@@ -46,7 +49,11 @@ ROW_COLUMNS = (
 the answer cost when generated, NaN when the model is unpriced; ``request_key``: the response cache key.
 ``gold_bucket`` is by the gold block's character midpoint, ``gold_block_bucket`` by its index ``gold_block`` among the
 ``n_items`` blocks (``only``: a single block); under ``gold_at:*`` they record where the gold actually ended up.
-``tokens_needed``: the prompt's estimated tokens (what a ``does not fit`` context would have needed)."""
+``tokens_needed``: the prompt's estimated tokens (what a ``does not fit`` context would have needed).
+``unit_ids``: the pool units (or whole documents) in the context, in placed order; ``gold_unit_id``: the gold
+among them ('' when none): with the pool they let anyone check that the placement was clean. ``gold_loglik``: with
+``position.loglik``, the natural-log likelihood of the question's first gold answer under the row's prompt (NaN: not
+scored: unanswerable, unsent, or a generator without log-probabilities); ``gold_loglik_mean`` per answer token."""
 
 _BOOL_COLUMNS = ("correct", "exact", "contains", "refused", "citations_valid", "quotes_valid")
 
@@ -68,6 +75,8 @@ def _base_row(plan: PositionPlan, entry: PlannedAnswer) -> dict[str, Any]:
         "context_chars": entry.context_chars,
         "n_offered": entry.n_offered,
         "n_items": len(entry.items),
+        "unit_ids": [item.unit_id for item in entry.items],
+        "gold_unit_id": next((item.unit_id for item in entry.items if item.is_gold), ""),
         "n_dropped": entry.n_dropped,
         "prompt_tokens": entry.prompt_tokens,
         "prompt_tokens_estimated": entry.tokens_estimated,
@@ -152,6 +161,9 @@ def rows_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
         frame[column] = frame[column].fillna(0).astype("int64")
     frame["usage_estimated"] = frame["usage_estimated"].astype("boolean").fillna(False).astype(bool)
     frame["f1"] = frame["f1"].astype("float64")
+    for column in ("gold_loglik", "gold_loglik_mean"):
+        frame[column] = frame[column].astype("float64")
+    frame["gold_loglik_tokens"] = frame["gold_loglik_tokens"].fillna(0).astype("int64")
     frame["cost_usd"] = frame["cost_usd"].astype("float64")
     frame["gold_offset"] = frame["gold_offset"].astype("Int64")
     frame["gold_block"] = frame["gold_block"].astype("Int64")
@@ -226,8 +238,8 @@ def run_position(
     try:
         for offset in range(0, len(pending), step):
             chunk = pending[offset : offset + step]
-            if spend is not None:
-                _charge(plan, generator, cache, chunk, spend, batch=use_batch)
+            # The budget is charged inside generate_many, before anything is sent (a whole batch at once);
+            # batch ids go to the run folder, so a killed run resumes polling instead of resubmitting.
             answers = generate_many(
                 generator,
                 [request for _, request, _ in chunk],
@@ -235,9 +247,14 @@ def run_position(
                 counter,
                 batch=use_batch,
                 workers=plan.settings.workers,
+                journal=out_dir / BATCHES_JSON,
+                spend=spend if plan.price is not None else None,
+                price=plan.price,
             )
+            scored = _gold_logliks(plan, generator, cache, chunk)
             for (entry, _, key), answer in zip(chunk, answers, strict=True):
-                rows[entry.row_key] = _answer_row(plan, entry, plan.question(entry.question_id), answer, key, refusals)
+                row = _answer_row(plan, entry, plan.question(entry.question_id), answer, key, refusals)
+                rows[entry.row_key] = row | _loglik_columns(scored.get(entry.row_key))
             bar.update(len(chunk))
             flush()
     finally:
@@ -249,6 +266,28 @@ def run_position(
     return summary
 
 
+def _gold_logliks(
+    plan: PositionPlan,
+    generator: Generator,
+    cache: Cache,
+    chunk: Sequence[tuple[PlannedAnswer, GenerationRequest, str]],
+) -> dict[str, AnswerLoglik | None]:
+    """With ``position.loglik``: the first gold answer's log-likelihood under each answerable row's prompt."""
+    if not plan.settings.loglik:
+        return {}
+    wanted = [(entry, request) for entry, request, _ in chunk if plan.question(entry.question_id).answers]
+    pairs = [(request, plan.question(entry.question_id).answers[0]) for entry, request in wanted]
+    values = answer_logliks(generator, pairs, cache)
+    return {entry.row_key: value for (entry, _), value in zip(wanted, values, strict=True)}
+
+
+def _loglik_columns(value: AnswerLoglik | None) -> dict[str, Any]:
+    """``gold_loglik`` (total, natural log), its per-token mean and token count; NaN / 0 when not scored."""
+    if value is None:
+        return {"gold_loglik": math.nan, "gold_loglik_mean": math.nan, "gold_loglik_tokens": 0}
+    return {"gold_loglik": value.total, "gold_loglik_mean": value.mean, "gold_loglik_tokens": value.n_tokens}
+
+
 def write_summaries(rows: pd.DataFrame, out_dir: Path, n_resamples: int, seed: int) -> pd.DataFrame:
     """summary.parquet (by character bucket), summary_blocks.parquet (by block bucket) and effects.json."""
     summary = summarise_position(rows, n_resamples=n_resamples, seed=seed, bucket_by="chars")
@@ -257,27 +296,6 @@ def write_summaries(rows: pd.DataFrame, out_dir: Path, n_resamples: int, seed: i
     write_table(out_dir / SUMMARY_BLOCKS, by_block, csv=True)
     write_json(out_dir / EFFECTS_JSON, position_effects(rows, n_resamples=n_resamples, seed=seed))
     return summary
-
-
-def _charge(
-    plan: PositionPlan,
-    generator: Generator,
-    cache: Cache,
-    chunk: Sequence[tuple[PlannedAnswer, GenerationRequest, str]],
-    spend: SpendGuard,
-    *,
-    batch: bool,
-) -> None:
-    """Charge ``spend`` once for the chunk's distinct uncached requests; raises before any of them is sent."""
-    if plan.price is None:
-        return
-    stored = cache.get_many(response_namespace(generator), [key for _, _, key in chunk])
-    fresh = {key: (entry, request) for entry, request, key in chunk if key not in stored}
-    usd = sum(
-        call_cost(TokenUsage(entry.prompt_tokens, request.max_tokens, estimated=True), plan.price, batch=batch).usd
-        for entry, request in fresh.values()
-    )
-    spend.charge(usd, f"generate: {len(fresh)} position answers")
 
 
 def _run_stats(plan: PositionPlan, counter: GenerationCounter, pending: int, seconds: float) -> dict[str, Any]:

@@ -106,3 +106,6 @@ POSITION_EFFECTS = f"{POSITION_DIR}/effects.json"
 flip rates, and per arm accuracy, tokens, does-not-fit counts, refusals and citation correctness."""
 POSITION_STATUS = f"{POSITION_DIR}/status.json"
 """Whether the position experiment ran and, when not, why and the command that runs it."""
+BATCHES_JSON = "batches.json"
+"""In the position folder: every Message Batch submitted for the run (id, custom ids, request keys, state),
+so a killed run resumes polling the same batches instead of resubmitting them."""

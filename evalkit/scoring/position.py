@@ -10,7 +10,7 @@ import pandas as pd
 
 from evalkit.records import DOES_NOT_FIT, PROMPT_TOO_LONG
 from evalkit.scoring.answers import flip_rate
-from evalkit.scoring.stats import bootstrap_ci
+from evalkit.scoring.stats import clustered_share_ci
 
 POSITION_BUCKETS: tuple[str, ...] = ("only", "head", "mid", "tail", "none")
 """Where the gold sat (``only``: a single-block context; ``none``: no gold in it); ``all`` follows in the summary."""
@@ -18,20 +18,19 @@ BUCKET_COLUMNS = {"chars": "gold_bucket", "blocks": "gold_block_bucket"}
 """``bucket_by`` -> the rows column: the gold block's character midpoint, or its index among the blocks."""
 
 
-def _question_shares(cell: pd.DataFrame) -> np.ndarray:
-    """Each question's share of correct answers among the cell's scored rows."""
+def _question_answers(cell: pd.DataFrame) -> list[np.ndarray]:
+    """Each question's scored answers (0/1) in the cell, one array per question."""
     scored = cell[cell["correct"].notna()]
-    if scored.empty:
-        return np.zeros(0)
-    return scored.assign(c=scored["correct"].astype(float)).groupby("question_id", sort=True)["c"].mean().to_numpy()
+    return [g["correct"].astype(float).to_numpy() for _, g in scored.groupby("question_id", sort=True)]
 
 
 def _cell(cell: pd.DataFrame, n_resamples: int, seed: int) -> dict[str, Any]:
-    """Accuracy (question-weighted, bootstrap interval over questions) and counts of one cell."""
-    shares = _question_shares(cell)
+    """Accuracy (question-weighted, question-clustered interval never of width zero) and counts of one cell."""
+    answers = _question_answers(cell)
+    shares = np.array([a.mean() for a in answers])
     scored = cell[cell["correct"].notna()]
     if shares.size:
-        interval = bootstrap_ci(shares, n_resamples=n_resamples, seed=seed)
+        interval = clustered_share_ci(answers, n_resamples=n_resamples, seed=seed)
         accuracy = {"accuracy": interval.mean, "accuracy_low": interval.low, "accuracy_high": interval.high}
         accuracy["ci_method"] = interval.method
     else:
@@ -82,9 +81,10 @@ def summarise_position(
     ``gold_block_bucket``); the ``bucket_by`` column says which.
 
     ``accuracy``: mean over questions of each question's share of correct
-    answers in the cell, with a 95% bootstrap interval over questions
-    (``evalkit.scoring.stats.bootstrap_ci``); rows not sent (does not fit) and
-    overflow/error answers are not scored and not in it. ``flip_rate`` (on the
+    answers in the cell, with a 95% interval over questions
+    (:func:`evalkit.scoring.stats.clustered_share_ci`: the expanded percentile bootstrap over
+    questions, Wilson on the question count where every question agrees; never of width zero);
+    rows not sent (does not fit) and overflow/error answers are not scored and not in it. ``flip_rate`` (on the
     ``all`` row; NaN for a single repeat) is the share of questions whose
     correctness changes across repeats. Counts and tokens are per cell:
     ``n_does_not_fit`` stuffed contexts over the budget and ``n_prompt_too_long``

@@ -1,17 +1,26 @@
 """The position experiment's findings as numbers a report can state (pure, no I/O).
 
-- **Position effect, paired.** On each controlled arm, gold at head and at
-  tail against gold at mid, on the same questions with the same shuffles of
-  the other items: the exact McNemar test on the (question, shuffle) pairs
-  (discordant pairs only; shuffles of one question are not independent, so
-  the paired bootstrap over questions is the interval to read) and a paired
-  bootstrap of the per-question accuracy difference, with the smallest effect
-  the comparison could detect at its size (80% power, two-sided alpha 0.05).
+- **Position effect, paired, the question as the unit.** On each controlled
+  arm, gold at head and at tail against gold at mid, on the same questions with
+  the same other chunks. Shuffles are collapsed within a question first (its
+  share of correct answers per placement), so a question counts once however
+  often it was asked. A question is a win when its candidate share beats its
+  baseline share, a loss when the reverse: the exact McNemar (sign) test on the
+  questions (:func:`evalkit.scoring.stats.mcnemar_exact_p`), the paired
+  difference with :func:`evalkit.scoring.stats.paired_difference_ci` (Newcombe
+  for 0/1, a question bootstrap for shares; never of width zero), and the
+  smallest effect the exact McNemar test detects at 80% power at this size and
+  the measured discordance (:func:`evalkit.scoring.stats.paired_binary_mde`):
+  ``None`` with ``mde_status`` "not detectable at this size" whenever exact
+  power at delta = psi is below 0.8 (no finite MDE above the discordance).
+- **The gold answer's log-likelihood**, where the generator scores it: the
+  paired per-question difference (candidate - baseline, natural log), its
+  interval, and the t-based MDE (:func:`evalkit.scoring.stats.paired_mean_mde`).
+- **Flip rate** per arm and placement: the share of questions whose correctness
+  changes with the order, with a Wilson interval (:func:`evalkit.scoring.stats.flip_rate_ci`).
 - **Where the gold ended up** under each controlled placement, by block and
-  by character.
-- **Arms**: accuracy, prompt tokens and what did not fit, per arm.
-- **Refusals** on unanswerable questions (the right answer) and on answerable
-  ones (a miss); **citation correctness** of answered answerable rows.
+  by character; **arms** (with the closed-book control beside them, nothing
+  subtracted); **refusals** and **citation correctness**.
 """
 
 from __future__ import annotations
@@ -21,14 +30,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest
 
 from evalkit.records import DOES_NOT_FIT
 from evalkit.scoring import stats
-from evalkit.scoring.compare import detectable_effect
 
 HEAD, MID, TAIL = "gold_at:head", "gold_at:mid", "gold_at:tail"
 ALPHA, POWER = 0.05, 0.8
+NOT_DETECTABLE = "not detectable at this size"
+"""``mde_status`` when exact power at delta = psi is below 0.8: no effect of any size reaches 80% power."""
 
 
 def _scored(rows: pd.DataFrame) -> pd.DataFrame:
@@ -36,77 +45,84 @@ def _scored(rows: pd.DataFrame) -> pd.DataFrame:
     return scored.assign(correct=scored["correct"].astype(bool).astype(float))
 
 
-def _finite(value: float) -> float | None:
+def _finite(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
 
 
-def mcnemar_exact(wins: int, losses: int) -> float:
-    """Two-sided exact McNemar p-value from the discordant pairs (binomial, p = 1/2); 1.0 with none."""
-    n = wins + losses
-    return 1.0 if n == 0 else float(binomtest(wins, n, 0.5, alternative="two-sided").pvalue)
+def _interval(interval: stats.Interval) -> dict[str, Any]:
+    return {"low": interval.low, "high": interval.high, "method": interval.method}
+
+
+def _wide(arm_rows: pd.DataFrame, column: str, candidate: str, baseline: str) -> pd.DataFrame | None:
+    """Per question, the mean of ``column`` over its shuffles at each of the two placements (both present)."""
+    kept = arm_rows[arm_rows["placement"].isin((candidate, baseline)) & arm_rows[column].notna()]
+    if kept.empty:
+        return None
+    wide = kept.groupby(["question_id", "placement"])[column].mean().unstack("placement")
+    if candidate not in wide.columns or baseline not in wide.columns:
+        return None
+    paired = wide[[baseline, candidate]].dropna()
+    return None if paired.empty else paired
 
 
 def paired_effect(
     arm_rows: pd.DataFrame, candidate: str, baseline: str, n_resamples: int, seed: int
 ) -> dict[str, Any] | None:
-    """``candidate`` placement against ``baseline`` on one arm's scored rows; None when no pair exists."""
-    keyed = arm_rows.set_index(["question_id", "repeat", "placement"])["correct"]
-    wide = keyed.unstack("placement")
-    if candidate not in wide.columns or baseline not in wide.columns:
+    """``candidate`` placement against ``baseline`` on one arm's scored rows; None when no question has both."""
+    pairs = _wide(arm_rows, "correct", candidate, baseline)
+    if pairs is None:
         return None
-    pairs = wide[[baseline, candidate]].dropna()
-    if pairs.empty:
-        return None
-    wins = int(((pairs[candidate] == 1) & (pairs[baseline] == 0)).sum())
-    losses = int(((pairs[candidate] == 0) & (pairs[baseline] == 1)).sum())
-    shares = pairs.groupby(level="question_id").mean()
-    base, cand = shares[baseline].to_numpy(), shares[candidate].to_numpy()
-    comparison = stats.paired_bootstrap(base, cand, level=1 - ALPHA, n_resamples=n_resamples, seed=seed)
-    mde, how = _mde(base, cand)
-    mcnemar_p = mcnemar_exact(wins, losses)
-    # Both tests must agree, on at least two questions: a bootstrap over one or two questions is degenerate.
-    significant = len(shares) >= 2 and mcnemar_p < ALPHA and not comparison.delta_low <= 0.0 <= comparison.delta_high
+    base, cand = pairs[baseline].to_numpy(), pairs[candidate].to_numpy()
+    wins, losses = int((cand > base).sum()), int((cand < base).sum())
+    n = len(pairs)
+    discordance = (wins + losses) / n
+    interval = stats.paired_difference_ci(base, cand, level=1 - ALPHA, seed=seed, n_resamples=n_resamples)
+    mcnemar_p = stats.mcnemar_exact_p(wins, losses)
+    mde = stats.paired_binary_mde(n, discordance, alpha=ALPHA, power=POWER)
+    significant = mcnemar_p < ALPHA and not interval.low <= 0.0 <= interval.high
     return {
         "candidate": candidate,
         "baseline": baseline,
-        "n_questions": len(shares),
-        "n_pairs": len(pairs),
+        "n_questions": n,
+        "n_pairs": int(arm_rows["placement"].isin((candidate, baseline)).sum()),
         "candidate_accuracy": float(cand.mean()),
         "baseline_accuracy": float(base.mean()),
-        "delta": comparison.delta,
-        "delta_low": comparison.delta_low,
-        "delta_high": comparison.delta_high,
-        "bootstrap_p": comparison.p_value,
+        "delta": float(cand.mean() - base.mean()),
+        "delta_low": interval.low,
+        "delta_high": interval.high,
+        "delta_method": interval.method,
         "mcnemar_wins": wins,
         "mcnemar_losses": losses,
         "mcnemar_p": mcnemar_p,
+        "discordance": discordance,
+        "power_at_discordance": stats.mcnemar_power(n, discordance, discordance, ALPHA) if discordance else 0.0,
         "mde": _finite(mde),
-        "mde_unbounded": math.isinf(mde),
-        "mde_how": how,
+        "mde_status": "exact McNemar, 80% power" if mde is not None else NOT_DETECTABLE,
         "within_noise": not significant,
+        **_loglik_effect(arm_rows, candidate, baseline, n_resamples, seed),
     }
 
 
-def _mde(base: np.ndarray, cand: np.ndarray) -> tuple[float, str]:
-    """MDE of the comparison (inf: no effect could reach significance at this size), and how it was found.
-
-    The observed spread when the two placements ever differ; else, and whenever that gives no positive
-    value (one question, or identical answers), the planned paired McNemar MDE at the baseline accuracy.
-    """
-    observed = detectable_effect(base, cand, 1 - ALPHA)
-    if observed is not None and observed.value > 0 and not math.isnan(observed.value) and len(base) >= 2:
-        return observed.value, observed.how
-    rate = min(max(float(base.mean()), 0.05), 0.95)  # a rate of 0 or 1 would claim no discordance at all
-    value = stats.minimum_detectable_effect(len(base), baseline_rate=rate, alpha=ALPHA, power=POWER)
-    return value, f"planned paired McNemar at baseline accuracy {rate:.0%}, {len(base)} questions"
-
-
-def planned_mde(n_questions: int, accuracy: float) -> float | None:
-    """MDE of a paired binary comparison of n questions, assuming independent failures at ``accuracy``."""
-    if n_questions < 1 or not 0.0 <= accuracy <= 1.0 or math.isnan(accuracy):
-        return None
-    rate = min(max(accuracy, 0.05), 0.95)  # a rate of 0 or 1 would claim no discordance at all
-    return _finite(stats.minimum_detectable_effect(n_questions, baseline_rate=rate, alpha=ALPHA, power=POWER))
+def _loglik_effect(arm_rows: pd.DataFrame, candidate: str, baseline: str, n_resamples: int, seed: int) -> dict:
+    """The gold answer's log-likelihood, candidate - baseline per question: mean, interval, t-based MDE."""
+    empty = {"loglik_questions": 0, "loglik_delta": None, "loglik_low": None, "loglik_high": None}
+    if "gold_loglik" not in arm_rows:
+        return empty | {"loglik_mde": None}
+    pairs = _wide(arm_rows, "gold_loglik", candidate, baseline)
+    if pairs is None:
+        return empty | {"loglik_mde": None}
+    diffs = (pairs[candidate] - pairs[baseline]).to_numpy()
+    sd = float(np.std(diffs, ddof=1)) if diffs.size >= 2 else math.nan
+    mde = stats.paired_mean_mde(diffs.size, sd, alpha=ALPHA, power=POWER) if math.isfinite(sd) and sd > 0 else None
+    interval = stats.bootstrap_ci(diffs, level=1 - ALPHA, n_resamples=n_resamples, seed=seed)
+    return {
+        "loglik_questions": int(diffs.size),
+        "loglik_delta": float(diffs.mean()),
+        "loglik_low": interval.low if interval.high > interval.low else None,
+        "loglik_high": interval.high if interval.high > interval.low else None,
+        "loglik_sd": _finite(sd),
+        "loglik_mde": _finite(mde),
+    }
 
 
 def landed(rows: pd.DataFrame) -> list[dict[str, Any]]:
@@ -134,9 +150,15 @@ def arm_table(rows: pd.DataFrame) -> list[dict[str, Any]]:
         unanswerable = scored[~scored["answerable"].astype(bool)]
         unsent = group[group["stop_reason"] == DOES_NOT_FIT]
         shares = answerable.groupby("question_id")["correct"].mean()
+        interval = None
+        if not shares.empty:
+            per_question = [g.to_numpy() for _, g in answerable.groupby("question_id")["correct"]]
+            interval = stats.clustered_share_ci(per_question)
         out.append(
             {
                 "arm": str(arm),
+                "accuracy_low": None if interval is None else interval.low,
+                "accuracy_high": None if interval is None else interval.high,
                 "n_rows": len(group),
                 "n_answers": len(scored),
                 "n_questions": int(scored["question_id"].nunique()),
@@ -156,10 +178,14 @@ def arm_table(rows: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def _flip(group: pd.DataFrame) -> float | None:
+def flip_rate(group: pd.DataFrame) -> dict[str, Any] | None:
+    """Share of questions (asked at least twice) whose correctness changes with the order, Wilson interval."""
     by_question = group.groupby("question_id")["correct"].agg(["min", "max", "size"])
     repeated = by_question[by_question["size"] > 1]
-    return None if repeated.empty else float((repeated["max"] > repeated["min"]).mean())
+    if repeated.empty:
+        return None
+    interval = stats.flip_rate_ci((repeated["max"] > repeated["min"]).to_numpy(), level=1 - ALPHA)
+    return {"flip_rate": interval.mean, "flip_low": interval.low, "flip_high": interval.high, "n": len(repeated)}
 
 
 def position_effects(rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
@@ -167,30 +193,26 @@ def position_effects(rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0)
     scored = _scored(rows)
     controlled = sorted(set(scored.loc[scored["placement"].astype(str).str.startswith("gold_at:"), "arm"]))
     effects: list[dict[str, Any]] = []
-    flips: list[dict[str, Any]] = []
     for arm in controlled:
         arm_rows = scored[(scored["arm"] == arm) & scored["answerable"].astype(bool)]
         for candidate in (HEAD, TAIL):
             effect = paired_effect(arm_rows, candidate, MID, n_resamples, seed)
             if effect is not None:
                 effects.append({"arm": arm} | effect)
-        mid = arm_rows[arm_rows["placement"] == MID]
-        n = int(mid["question_id"].nunique())
-        accuracy = float(mid.groupby("question_id")["correct"].mean().mean()) if n else math.nan
-        flips += [{"arm": arm, "placement": "planned", "mde_planned": planned_mde(n, accuracy), "n_questions": n}]
+    flips = []
     for (arm, placement), group in scored.groupby(["arm", "placement"], sort=False):
-        flips.append({"arm": str(arm), "placement": str(placement), "flip_rate": _flip(group)})
+        flipped = flip_rate(group)
+        if flipped is not None:
+            flips.append({"arm": str(arm), "placement": str(placement)} | flipped)
     # The experiment detects an effect when every comparison it reports could: the largest MDE is its MDE.
-    mdes = [math.inf if e["mde_unbounded"] or e["mde"] is None else e["mde"] for e in effects]
+    detectable = bool(effects) and all(e["mde"] is not None for e in effects)
     return {
         "alpha": ALPHA,
         "power": POWER,
         "effects": effects,
-        "mde": _finite(max(mdes)) if mdes else None,
-        "mde_unbounded": bool(mdes) and math.isinf(max(mdes)),
-        "mde_note": "null with mde_unbounded: at this size no position effect, however large, could be detected",
-        "planned": [f for f in flips if f["placement"] == "planned"],
-        "flip_rates": [f for f in flips if f["placement"] != "planned"],
+        "mde": max(e["mde"] for e in effects) if detectable else None,
+        "mde_status": "exact McNemar, 80% power" if detectable else NOT_DETECTABLE,
+        "flip_rates": flips,
         "landed": landed(rows),
         "arms": arm_table(rows),
         "n_questions": int(rows["question_id"].nunique()),

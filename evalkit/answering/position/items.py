@@ -11,12 +11,9 @@ from typing import Any
 
 import pandas as pd
 
-from evalkit.answering.context import (
-    ContextItem,
-    file_items,
-    stuff_items,
-)
-from evalkit.answering.position.settings import Arm, SubsetSpec
+from evalkit.answering.context import ContextItem, file_items, whole_item
+from evalkit.answering.position.clean import AnswerIn, SkipReason, clean_context
+from evalkit.answering.position.settings import Arm, PositionSettings, StuffScope, SubsetSpec
 from evalkit.records import Document, Question
 
 
@@ -125,12 +122,50 @@ def scope_documents(question: Question, documents: Mapping[str, Document]) -> tu
     return tuple(documents[doc_id] for doc_id in dict.fromkeys(named))
 
 
+def stuffed_documents(
+    question: Question, ranked: Sequence[ContextItem], documents: Mapping[str, Document], scope: StuffScope
+) -> tuple[Document, ...]:
+    """Documents the ``stuff`` arm offers, the gold's first.
+
+    ``document``: the gold's whole document(s); a question without evidence
+    (unanswerable) gets the document of its best-ranked pool unit, what a
+    retriever would have stuffed. ``corpus``: those first, then the documents in
+    scope (:func:`scope_documents`) in the order the pool ranks them, then the
+    rest; the budget keeps as many as the window holds.
+    """
+    first = gold_doc_ids(question) or tuple(dict.fromkeys(item.doc_id for item in ranked[:1]))
+    if scope == "document":
+        return tuple(documents[doc_id] for doc_id in first if doc_id in documents)
+    in_scope = {doc.doc_id: doc for doc in scope_documents(question, documents)}
+    order = [*first, *(item.doc_id for item in ranked), *in_scope]
+    return tuple(in_scope[doc_id] for doc_id in dict.fromkeys(order) if doc_id in in_scope)
+
+
 def arm_items(
-    arm: Arm, question: Question, ranked: Sequence[ContextItem], documents: Mapping[str, Document]
-) -> tuple[ContextItem, ...]:
-    """The items ``arm`` offers the context for ``question`` (``ranked``: its pool, best first)."""
+    arm: Arm,
+    question: Question,
+    ranked: Sequence[ContextItem],
+    documents: Mapping[str, Document],
+    settings: PositionSettings,
+    answer_in: AnswerIn | None = None,
+) -> tuple[tuple[ContextItem, ...], SkipReason]:
+    """The items ``arm`` offers the context for ``question`` (``ranked``: its pool, best first), or why none.
+
+    Retrieval arms are clean (:func:`~evalkit.answering.position.clean.clean_context`) unless ``position.clean``
+    is false (``answer_in``, required then, matches gold answers in text as scoring does); ``stuff`` items are
+    scored by their order so the budget drops the last documents first.
+    """
+    if arm.kind == "closed":
+        return (), ""
     if arm.kind == "stuff":
-        return stuff_items(scope_documents(question, documents), gold_doc_ids(question))
+        docs = stuffed_documents(question, ranked, documents, settings.stuff.scope)
+        gold = set(gold_doc_ids(question))
+        return tuple(whole_item(doc, score=-float(i), is_gold=doc.doc_id in gold) for i, doc in enumerate(docs)), ""
     if arm.kind == "retrieve":
-        return tuple(ranked[: arm.k])
-    return file_items(ranked[: arm.k], documents, gold_doc_ids(question))
+        if not settings.clean:
+            return tuple(ranked[: arm.k]), ""
+        if answer_in is None:
+            raise ValueError("clean placements need answer_in (evalkit.scoring.answers.contains_match)")
+        picked = clean_context(question, ranked, arm.k, answer_in)
+        return picked.items, picked.reason
+    return file_items(ranked[: arm.k], documents, gold_doc_ids(question)), ""

@@ -4,58 +4,35 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Any
 
 from evalkit.answering.context import (
+    DOES_NOT_FIT,
     AssembledContext,
     Budget,
     ContextItem,
+    Overflow,
     Placement,
     assemble,
-    render_context,
 )
-from evalkit.answering.generation import prompts_for
-from evalkit.answering.generation.request import GenerationRequest, build_request
+from evalkit.answering.generation.request import GenerationRequest
+from evalkit.answering.position.clean import AnswerIn
 from evalkit.answering.position.items import arm_items, shuffle_seed
 from evalkit.answering.position.placing import PositionBucket, block_bucket, char_bucket, gold_block_index, place_gold
-from evalkit.answering.position.settings import SHUFFLE, Arm, PositionSettings
+from evalkit.answering.position.requests import (
+    CLOSED_BOOK_SYSTEM,
+    RequestSpec,
+    build_position_request,
+    estimate_request_tokens,
+    fixed_text,
+)
+from evalkit.answering.position.settings import CLOSED_BOOK, SHUFFLE, Arm, PositionSettings
 from evalkit.cost.prices import ModelPrice
 from evalkit.cost.tokens import estimate_tokens
 from evalkit.records import Document, Question
 
-
-@dataclass(frozen=True)
-class RequestSpec:
-    """How a context becomes a generation request (from the generator config)."""
-
-    model: str
-    """Model id sent to the provider."""
-    backend: str
-    """Generator backend (``local``, ``anthropic``, ...): the planned time is shown for ``local``."""
-    generator_cfg: Mapping[str, Any]
-    """The ``generator:`` config: prompts and refusal strings per language."""
-    max_tokens: int
-    """Output cap of every request."""
-    stop_sequences: tuple[str, ...] = ()
-    cache_prefix: bool = False
-    """Mark the system prompt and context as a prompt-cache prefix."""
-
-    @classmethod
-    def from_config(cls, generator_cfg: Mapping[str, Any], model: str, backend: str) -> RequestSpec:
-        return cls(
-            model=model,
-            backend=backend,
-            generator_cfg=generator_cfg,
-            max_tokens=int(generator_cfg.get("max_tokens", 256)),
-            stop_sequences=tuple(generator_cfg.get("stop_sequences") or ()),
-            cache_prefix=bool(generator_cfg.get("cache_prefix", False)),
-        )
-
-    def prompts(self, lang: str) -> dict[str, str]:
-        """System prompt and templates for a language (:func:`evalkit.answering.generation.prompts_for`)."""
-        return prompts_for(self.generator_cfg, lang)
+__all__ = ["CLOSED_BOOK_SYSTEM", "PlannedAnswer", "PositionPlan", "QuestionPlanner", "RequestSpec", "plan_position"]
 
 
 @dataclass(frozen=True)
@@ -132,6 +109,10 @@ class PositionPlan:
     """Deterministic-placement contexts skipped because they held no gold item to place."""
     price: ModelPrice | None = None
     """The model's price (conf/pricing), or None when unpriced."""
+    sizing: str = ""
+    """How the question count was chosen (time budget, powered pilot or re-plan), as printed; '' for a fixed subset."""
+    unclean: tuple[tuple[str, str, str], ...] = ()
+    """(question id, arm, reason) of every question skipped on a controlled arm for want of a clean placement."""
 
     def question(self, question_id: str) -> Question:
         """A question of the subset by id."""
@@ -176,38 +157,29 @@ class PositionPlan:
         return sum(1 for entry in self.to_send if entry.n_dropped)
 
 
-def _fixed_text(prompts: Mapping[str, str], question: Question) -> str:
-    """The request text around the context: the context template's frame and the question block."""
-    return prompts["context_template"].format(context="") + prompts["question_template"].format(
-        question=question.question
-    )
+@dataclass(frozen=True)
+class QuestionEntries:
+    """One question's planned answers and what was skipped."""
+
+    entries: tuple[PlannedAnswer, ...]
+    skipped_no_gold: int
+    """gold_at contexts skipped for holding no gold item."""
+    unclean: tuple[tuple[str, str], ...]
+    """(arm, reason) of each controlled arm the question has no clean placement on."""
+
+
+def _overflow(arm: Arm, settings: PositionSettings) -> Overflow:
+    """Retrieval drops the lowest-scored items; stuff is all or nothing, or fills the window over a corpus."""
+    if arm.kind != "stuff":
+        return "drop"
+    return "fill" if settings.stuff.scope == "corpus" else "refuse"
 
 
 def request_for(plan: PositionPlan, entry: PlannedAnswer) -> GenerationRequest:
     """The generation request of a planned answer (rebuilt on demand: contexts are not held twice)."""
-    return _request(plan.request_spec, plan.question(entry.question_id), entry.items)
-
-
-def _request(spec: RequestSpec, question: Question, items: Sequence[ContextItem]) -> GenerationRequest:
-    prompts = spec.prompts(question.lang)
-    return build_request(
-        question.question,
-        render_context(items),
-        model=spec.model,
-        system=prompts["system"],
-        max_tokens=spec.max_tokens,
-        context_template=prompts["context_template"],
-        question_template=prompts["question_template"],
-        question_id=question.id,
-        stop_sequences=spec.stop_sequences,
-        cache_prefix=spec.cache_prefix,
+    return build_position_request(
+        plan.request_spec, plan.question(entry.question_id), entry.items, entry.arm == CLOSED_BOOK
     )
-
-
-def estimate_request_tokens(request: GenerationRequest, family: str) -> int:
-    """Local estimate of a request's prompt tokens: system prompt plus every message block."""
-    blocks = [request.system, *(text for _, content in request.messages for text in content)]
-    return sum(estimate_tokens(text, family) for text in blocks)
 
 
 def plan_position(
@@ -222,6 +194,8 @@ def plan_position(
     tokenizer_family: str = "generic",
     count_request: Callable[[GenerationRequest], int | None] | None = None,
     price: ModelPrice | None = None,
+    subsample: frozenset[str] | None = None,
+    answer_in: AnswerIn | None = None,
 ) -> PositionPlan:
     """Assemble every (question, arm, placement, repeat) context under ``budget``; send nothing.
 
@@ -229,15 +203,21 @@ def plan_position(
     Contexts are budgeted with the local estimate of ``tokenizer_family``
     (deliberately high). Planned prompt tokens of the requests that fit come
     from ``count_request`` (the model's own counter) when given and it
-    answers, else from the estimate, and are labelled accordingly.
+    answers, else from the estimate, and are labelled accordingly. ``subsample``: the questions the
+    ``position.subsample_arms`` are asked on (None: every question); ``answer_in``: gold answer in a text as
+    answer scoring matches it (clean placements need it).
     """
-    planner = QuestionPlanner(settings, ranked, documents, request_spec, budget, tokenizer_family, count_request)
+    planner = QuestionPlanner(
+        settings, ranked, documents, request_spec, budget, tokenizer_family, count_request, subsample, answer_in
+    )
     entries: list[PlannedAnswer] = []
+    unclean: list[tuple[str, str, str]] = []
     skipped = 0
     for question in questions:
-        planned, n_skipped = planner.plan(question)
-        entries.extend(planned)
-        skipped += n_skipped
+        planned = planner.plan(question)
+        entries.extend(planned.entries)
+        skipped += planned.skipped_no_gold
+        unclean.extend((question.id, arm, reason) for arm, reason in planned.unclean)
     return PositionPlan(
         settings=settings,
         chunking=chunking,
@@ -249,6 +229,7 @@ def plan_position(
         entries=tuple(entries),
         skipped_no_gold=skipped,
         price=price,
+        unclean=tuple(unclean),
     )
 
 
@@ -263,35 +244,46 @@ class QuestionPlanner:
     budget: Budget
     tokenizer_family: str = "generic"
     count_request: Callable[[GenerationRequest], int | None] | None = None
+    subsample: frozenset[str] | None = None
+    """Questions the subsample arms are asked on; None: every question."""
+    answer_in: AnswerIn | None = None
+    """Gold answer in a text, as answer scoring matches it (clean placements need it)."""
 
     @cached_property
     def _count(self) -> Callable[[str], int]:
         family = self.tokenizer_family
         return functools.lru_cache(maxsize=256)(lambda text: estimate_tokens(text, family))
 
-    def plan(self, question: Question) -> tuple[list[PlannedAnswer], int]:
-        """The question's entries, and how many gold_at contexts were skipped for holding no gold."""
+    def plan(self, question: Question) -> QuestionEntries:
+        """The question's entries, the gold_at contexts skipped for holding no gold, and the unclean arms."""
         entries: list[PlannedAnswer] = []
+        unclean: list[tuple[str, str]] = []
         skipped = 0
         for arm in self.settings.arms:
-            offered = arm_items(arm, question, self.ranked.get(question.id, ()), self.documents)
+            if self.settings.on_subsample(arm) and self.subsample is not None and question.id not in self.subsample:
+                continue
+            ranked = self.ranked.get(question.id, ())
+            offered, reason = arm_items(arm, question, ranked, self.documents, self.settings, self.answer_in)
+            if reason:
+                unclean.append((arm.name, reason))  # never placed dirty: counted and shown instead
+                continue
             mine = []
             for placement in self.settings.placements_for(arm):
                 planned, n_skipped = self._placement(question, arm, offered, placement)
                 mine.extend(planned)
                 skipped += n_skipped
             if not mine and self.settings.is_controlled(arm):
-                # No gold to place (unanswerable, or not retrieved): shuffles still measure refusals and accuracy.
+                # No gold to place (unanswerable): shuffles of clean distractors still measure refusals.
                 mine, _ = self._placement(question, arm, offered, SHUFFLE)
             entries.extend(mine)
-        return entries, skipped
+        return QuestionEntries(tuple(entries), skipped, tuple(unclean))
 
     def _placement(
         self, question: Question, arm: Arm, offered: Sequence[ContextItem], placement: Placement
     ) -> tuple[list[PlannedAnswer], int]:
         prompts = self.request_spec.prompts(question.lang)
-        fixed = _fixed_text(prompts, question)
-        overflow = "refuse" if arm.kind == "stuff" else "drop"
+        fixed = fixed_text(prompts, question)
+        overflow = _overflow(arm, self.settings)
         entries: list[PlannedAnswer] = []
         skipped = 0
         for repeat in range(self.settings.repeats_for(placement, arm)):
@@ -299,6 +291,8 @@ class QuestionPlanner:
             assembled = assemble(
                 prompts["system"], fixed, offered, self.budget, self._count, placement, seed, overflow=overflow
             )
+            if arm.kind == "stuff" and question.answerable and assembled.gold_bucket == "none":
+                assembled = replace(assembled, fits=False, reason=DOES_NOT_FIT)  # the gold document alone is too long
             if placement.policy == "gold_at":
                 if assembled.gold_bucket == "none":
                     skipped += 1  # nothing to place: the prompt would only repeat another placement's
@@ -306,7 +300,9 @@ class QuestionPlanner:
                 assembled = place_gold(assembled, placement, seed)
             tokens, estimated = 0, False
             if assembled.fits:
-                request = _request(self.request_spec, question, assembled.items)
+                request = build_position_request(
+                    self.request_spec, question, assembled.items, closed_book=arm.kind == "closed"
+                )
                 counted = self.count_request(request) if self.count_request is not None else None
                 estimated = counted is None
                 tokens = estimate_request_tokens(request, self.tokenizer_family) if counted is None else counted

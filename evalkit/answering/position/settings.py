@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from evalkit.answering.context import (
     Placement,
     parse_placement,
 )
-from evalkit.settings import ConfigError, check_keys, config_int
+from evalkit.settings import ConfigError, parse_settings
 
-ArmKind = Literal["stuff", "retrieve", "files"]
-OUT_DIR = "position"
-"""Subfolder of the run folder the experiment writes to."""
+ArmKind = Literal["stuff", "retrieve", "files", "closed"]
+StuffScope = Literal["document", "corpus"]
+CLOSED_BOOK = "closed-book"
+"""The control arm: the question alone, no context (what the model knows without reading)."""
 SUMMARY = "summary.parquet"
 """Accuracy per (arm, placement, gold bucket by character midpoint), ``bucket_by`` = ``chars``."""
 SUMMARY_BLOCKS = "summary_blocks.parquet"
@@ -46,25 +46,27 @@ def parse_arm(name: str, files_top_k: int = 5) -> Arm:
     kind, _, k_text = str(name).partition("-")
     if kind == "stuff" and not k_text:
         return Arm("stuff", "stuff")
+    if name == CLOSED_BOOK:
+        return Arm(CLOSED_BOOK, "closed")
     if kind in ("retrieve", "files"):
         if not k_text and kind == "files":
             return Arm("files", "files", files_top_k)
         if k_text.isdigit() and int(k_text) >= 1:
             return Arm(str(name), kind, int(k_text))  # type: ignore[arg-type]  # checked above
-    raise ConfigError(f"position.arms: {name!r} is not stuff, retrieve-<k>, files or files-<k> (k >= 1)")
+    raise ConfigError(f"position.arms: {name!r} is not stuff, retrieve-<k>, files, files-<k> (k >= 1) or closed-book")
 
 
 @dataclass(frozen=True)
 class SubsetSpec:
     """Which questions the experiment asks."""
 
-    size: int | None = 12
+    size: int | None = field(default=12, metadata={"min": 1})
     """Questions in the subset; None: every question of the sweep."""
-    unanswerable: int = 2
+    unanswerable: int = field(default=2, metadata={"min": 0})
     """Unanswerable questions included (as many as exist, up to this), the rest answerable."""
-    seed: int = 0
-    """Seed of the stratified draw (by ``lang`` within answerable and within unanswerable)."""
-    unanswerable_share: float = 0.2
+    seed: int | None = field(default=None, metadata={"min": 0})
+    """Seed of the stratified draw (by ``lang`` within answerable and within unanswerable); None: position.seed."""
+    unanswerable_share: float = field(default=0.2, metadata={"min": 0.0, "max": 0.99})
     """With a time budget: the share of unanswerable questions as the subset grows (``unanswerable`` is then unused)."""
 
 
@@ -72,14 +74,64 @@ class SubsetSpec:
 class BudgetSpec:
     """Token budget of one prompt; None fields come from the generator."""
 
-    window: int | None = None
+    window: int | None = field(default=None, metadata={"min": 1})
     """Context window; None: the generator's (llama.cpp ``n_ctx``, Claude's window), else the price table's."""
-    max_output: int | None = None
+    max_output: int | None = field(default=None, metadata={"min": 1})
     """Reserved for the answer; None: the generator config's ``max_tokens``."""
-    headroom: int = 256
+    headroom: int = field(default=256, metadata={"min": 0})
     """Reserved for chat templates and counting error (at least the generator's own ``headroom``)."""
-    context_share: float = 0.5
+    context_share: float = field(default=0.5, metadata={"above": 0.0, "max": 1.0})
     """Retrieved items (retrieve and files arms) take at most this share of the window."""
+
+
+@dataclass(frozen=True)
+class StuffSpec:
+    """What the ``stuff`` arm puts in the context."""
+
+    scope: StuffScope = "document"
+    """``document``: the gold's whole document (the seed's "stuff the whole document"); ``corpus``: the gold's
+    documents first, then as many other documents as the window holds (whole, never cut), with the token count."""
+
+
+_POSITIVE = {"above": 0.0}
+_PRESETS = ("custom", "smoke", "powered", "protocol")
+
+
+@dataclass(frozen=True)
+class PositionConfig:
+    """The ``position:`` block as written (every key checked by :func:`evalkit.settings.parse_settings`)."""
+
+    preset: str = field(default="custom", metadata={"choices": _PRESETS})
+    arms: tuple[str, ...] = field(default=DEFAULT_ARMS, metadata={"scalar_ok": True})
+    files_top_k: int = field(default=5, metadata={"min": 1})
+    repeats: int = field(default=5, metadata={"min": 1})
+    placements: tuple[str, ...] = field(default=DEFAULT_PLACEMENTS, metadata={"scalar_ok": True})
+    controlled_arms: tuple[str, ...] | None = field(default=("retrieve-10",), metadata={"scalar_ok": True})
+    arm_repeats: int | None = field(default=None, metadata={"min": 1})
+    time_budget_s: float | None = field(default=None, metadata=_POSITIVE)
+    subset: SubsetSpec = SubsetSpec()
+    chunking: str | None = None
+    budget: BudgetSpec = BudgetSpec()
+    stuff: StuffSpec = StuffSpec()
+    refusals: tuple[str, ...] = field(default=(), metadata={"scalar_ok": True, "allow_empty": True})
+    seed: int | None = field(default=None, metadata={"min": 0})
+    tokenizer_family: str | None = None
+    count_with_model: bool = True
+    prompt_tokens_per_s: float = field(default=150.0, metadata=_POSITIVE)
+    output_tokens_per_s: float = field(default=31.0, metadata=_POSITIVE)
+    expected_output_tokens: int = field(default=32, metadata={"min": 0})
+    workers: int = field(default=1, metadata={"min": 1})
+    flush_every: int = field(default=8, metadata={"min": 1})
+    n_resamples: int = field(default=2000, metadata={"min": 1})
+    dry_run: bool = False
+    clean: bool = True
+    subsample_arms: tuple[str, ...] = field(default=(), metadata={"scalar_ok": True, "allow_empty": True})
+    subsample_size: int | None = field(default=None, metadata={"min": 1})
+    target_mde: float = field(default=0.10, metadata={"above": 0.0, "max": 1.0})
+    pilot_questions: int = field(default=50, metadata={"min": 2})
+    max_questions: int | None = field(default=None, metadata={"min": 1})
+    max_tokens: int | None = field(default=None, metadata={"min": 1})
+    loglik: bool = False
 
 
 @dataclass(frozen=True)
@@ -126,83 +178,56 @@ class PositionSettings:
     """Bootstrap resamples of each interval."""
     dry_run: bool = False
     """Plan and print, send nothing."""
+    preset: str = "custom"
+    """``smoke`` (the Quickstart's: labelled as such, says what it cannot detect), ``powered``, ``protocol``."""
+    stuff: StuffSpec = StuffSpec()
+    clean: bool = True
+    """Controlled retrieval contexts are clean (:mod:`evalkit.answering.position.clean`); false: the pool's top k."""
+    subsample_arms: tuple[str, ...] = ()
+    """Arms asked on the first ``subsample_size`` questions only (powered: retrieve-10 and stuff)."""
+    subsample_size: int | None = None
+    """Questions of the subsample arms; None: every question."""
+    target_mde: float = 0.10
+    """Powered: the paired head-vs-mid effect (share of questions) the run is sized to detect at 80% power."""
+    pilot_questions: int = 50
+    """Powered: questions of the pilot whose measured discordance sizes the run."""
+    max_questions: int | None = None
+    """Powered: never plan more questions than this (None: the set)."""
+    max_tokens: int | None = None
+    """Output cap of every answer (below the generator's ``max_tokens``); None: the generator's."""
+    loglik: bool = False
+    """Also score the log-likelihood of the gold answer under every sent prompt (where the generator can)."""
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any] | None, *, seed: int = 0) -> PositionSettings:
-        """Read the ``position:`` block (unknown keys are errors); ``seed`` is the sweep's, used when unset."""
-        cfg = dict(cfg or {})
-        known = {
-            "arms", "files_top_k", "repeats", "placements", "controlled_arms", "subset", "chunking", "budget",
-            "refusals", "seed", "tokenizer_family", "count_with_model", "prompt_tokens_per_s",
-            "output_tokens_per_s", "expected_output_tokens", "workers", "flush_every", "n_resamples", "dry_run",
-            "arm_repeats", "time_budget_s",
-        }  # fmt: skip
-        check_keys(cfg, known, "position")
-        files_k = config_int(cfg.get("files_top_k", 5), "position.files_top_k", 1)
-        arms = tuple(parse_arm(a, files_k) for a in _list(cfg.get("arms", DEFAULT_ARMS), "position.arms"))
-        if not arms or len({a.name for a in arms}) != len(arms):
-            raise ConfigError("position.arms: give at least one arm, each once")
+        """Read the ``position:`` block strictly (:func:`evalkit.settings.parse_settings`); ``seed``: the sweep's."""
+        raw = parse_settings(PositionConfig, cfg, "position")
+        arms = tuple(parse_arm(a, raw.files_top_k) for a in raw.arms)
+        if len({a.name for a in arms}) != len(arms):
+            raise ConfigError("position.arms: give each arm once")
         try:
-            placements = tuple(parse_placement(str(p)) for p in _list(cfg.get("placements", DEFAULT_PLACEMENTS), ""))
+            placements = tuple(parse_placement(p) for p in raw.placements)
         except ValueError as exc:
             raise ConfigError(f"position.placements: {exc}") from exc
-        if not placements or len({p.name for p in placements}) != len(placements):
-            raise ConfigError("position.placements: give at least one placement, each once")
-        controlled = cfg.get("controlled_arms", ("retrieve-10",))
-        controlled_arms = None if controlled is None else tuple(str(a) for a in _list(controlled, ""))
+        if len({p.name for p in placements}) != len(placements):
+            raise ConfigError("position.placements: give each placement once")
         names = {a.name for a in arms}
-        deterministic = any(p.policy != "shuffle" for p in placements)
-        if deterministic and controlled_arms is not None and not set(controlled_arms) <= names:
-            missing = ", ".join(sorted(set(controlled_arms) - names))
-            raise ConfigError(f"position.controlled_arms: {missing} not among position.arms")
-        subset_cfg = dict(cfg.get("subset") or {})
-        check_keys(subset_cfg, {"size", "unanswerable", "unanswerable_share", "seed"}, "position.subset")
-        size = subset_cfg.get("size", 12)
-        budget_cfg = dict(cfg.get("budget") or {})
-        check_keys(budget_cfg, {"window", "max_output", "headroom", "context_share"}, "position.budget")
-        window, max_output = budget_cfg.get("window"), budget_cfg.get("max_output")
-        share = float(budget_cfg.get("context_share", 0.5))
-        if not 0.0 < share <= 1.0:
-            raise ConfigError(f"position.budget.context_share: {share} must lie in (0, 1]")
-        family = cfg.get("tokenizer_family")
-        run_seed = config_int(cfg.get("seed", seed), "position.seed", 0)
-        arm_repeats, budget_s = cfg.get("arm_repeats"), cfg.get("time_budget_s")
-        return cls(
-            arms=arms,
-            repeats=config_int(cfg.get("repeats", 5), "position.repeats", 1),
-            placements=placements,
-            controlled_arms=controlled_arms,
-            subset=SubsetSpec(
-                size=None if size is None else config_int(size, "position.subset.size", 1),
-                unanswerable=config_int(subset_cfg.get("unanswerable", 2), "position.subset.unanswerable", 0),
-                seed=config_int(subset_cfg.get("seed", run_seed), "position.subset.seed", 0),
-                unanswerable_share=_share(subset_cfg.get("unanswerable_share", 0.2)),
-            ),
-            chunking=None if cfg.get("chunking") is None else str(cfg["chunking"]),
-            budget=BudgetSpec(
-                window=None if window is None else config_int(window, "position.budget.window", 1),
-                max_output=None if max_output is None else config_int(max_output, "position.budget.max_output", 1),
-                headroom=config_int(budget_cfg.get("headroom", 256), "position.budget.headroom", 0),
-                context_share=share,
-            ),
-            refusals=tuple(str(r) for r in _list(cfg.get("refusals") or (), "position.refusals")),
-            seed=run_seed,
-            tokenizer_family=None if family is None else str(family),
-            count_with_model=bool(cfg.get("count_with_model", True)),
-            prompt_tokens_per_s=_positive(cfg.get("prompt_tokens_per_s", 150.0), "position.prompt_tokens_per_s"),
-            output_tokens_per_s=_positive(cfg.get("output_tokens_per_s", 31.0), "position.output_tokens_per_s"),
-            expected_output_tokens=config_int(
-                cfg.get("expected_output_tokens", 32), "position.expected_output_tokens", 0
-            ),
-            workers=config_int(cfg.get("workers", 1), "position.workers", 1),
-            flush_every=config_int(cfg.get("flush_every", 8), "position.flush_every", 1),
-            n_resamples=config_int(cfg.get("n_resamples", 2000), "position.n_resamples", 1),
-            dry_run=bool(cfg.get("dry_run", False)),
-            arm_repeats=None if arm_repeats is None else config_int(arm_repeats, "position.arm_repeats", 1),
-            time_budget_s=None if budget_s is None else _positive(budget_s, "position.time_budget_s"),
-        )
+        for key, listed in (("controlled_arms", raw.controlled_arms), ("subsample_arms", raw.subsample_arms)):
+            if listed is not None and not set(listed) <= names:
+                missing = ", ".join(sorted(set(listed) - names))
+                raise ConfigError(f"position.{key}: {missing} not among position.arms")
+        run_seed = seed if raw.seed is None else raw.seed
+        subset = raw.subset if raw.subset.seed is not None else replace(raw.subset, seed=run_seed)
+        values = {f.name: getattr(raw, f.name) for f in fields(PositionConfig) if f.name in _COPIED}
+        return cls(arms=arms, placements=placements, subset=subset, seed=run_seed, **values)
+
+    def on_subsample(self, arm: Arm) -> bool:
+        """The arm is asked on the subsample only."""
+        return self.subsample_size is not None and arm.name in self.subsample_arms
 
     def is_controlled(self, arm: Arm) -> bool:
+        if arm.kind == "closed":
+            return False  # no context: nothing to place
         return self.controlled_arms is None or arm.name in self.controlled_arms
 
     def placements_for(self, arm: Arm) -> tuple[Placement, ...]:
@@ -211,34 +236,12 @@ class PositionSettings:
 
     def repeats_for(self, placement: Placement, arm: Arm | None = None) -> int:
         """Shuffles of a placement on ``arm``: ``score`` runs once (a repeat would resend the same prompt)."""
-        if placement.policy == "score":
+        if placement.policy == "score" or (arm is not None and arm.kind == "closed"):
             return 1
         if arm is not None and not self.is_controlled(arm):
             return self.arm_repeats or self.repeats
         return self.repeats
 
 
-def _list(value: Any, key: str) -> list[Any]:
-    if isinstance(value, str):
-        return [value]
-    try:
-        return list(value)
-    except TypeError as exc:
-        raise ConfigError(f"{key}: expected a list, got {value!r}") from exc
-
-
-def _share(value: Any) -> float:
-    share = _positive(value, "position.subset.unanswerable_share") if value else 0.0
-    if share >= 1.0:
-        raise ConfigError(f"position.subset.unanswerable_share: {share} must lie in [0, 1)")
-    return share
-
-
-def _positive(value: Any, key: str) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{key}: {value!r} is not a number") from exc
-    if not number > 0 or math.isinf(number):
-        raise ConfigError(f"{key}: {number} must be a positive number")
-    return number
+_COPIED = frozenset(f.name for f in fields(PositionConfig)) - {"arms", "files_top_k", "placements", "subset", "seed"}
+"""Config keys copied as parsed onto :class:`PositionSettings`."""
