@@ -21,7 +21,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from evalkit.confdir import conf_dir
 from evalkit.labels.read import load_labelset
-from evalkit.overrides import composition_error, syntax_error
+from evalkit.overrides import composition_error, hydra_mode, syntax_error
 from evalkit.pipeline.config import read_config
 from evalkit.pipeline.driver import execute
 from evalkit.pipeline.errors import CALL_ERRORS, SETUP_ERRORS, BudgetExceeded, LabelsetError
@@ -170,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     sys.argv = [sys.argv[0], *source.argv]
     os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
-        if multirun:
+        if multirun or hydra_mode(source.argv):  # Hydra's own modes (completion, --cfg) need its own main
             hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name=source.config_name)(_task)()
         else:
             run_once(source, _task)

@@ -42,7 +42,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "cost/": ("records.py",),
     "run/": ("records.py",),
     "retrieval/": ("records.py", "cache.py", "settings.py", "retry.py", "cost/", "run/"),
-    "answering/": ("records.py", "cache.py", "settings.py", "retry.py", "cost/"),
+    "answering/": ("records.py", "cache.py", "settings.py", "retry.py", "chunking/", "cost/"),
     "scoring/": ("records.py", "cost/"),
     "tracking/": ("records.py", "run/"),
     # the only orchestrator

@@ -56,7 +56,7 @@ def test_every_problem_is_reported_once_with_file_line_and_field(tiny_set: Path)
     assert "questions.jsonl:1: field 'evidence[0]': stale label: question 'q-en'" in text
     assert "questions.jsonl:2: field 'evidence[0]': question 'q-zh' cites unknown doc 'missing-doc'" in text
     assert "questions.jsonl:3: invalid JSON" in text
-    assert "questions.jsonl:4: field 'id': duplicate id 'q-en' (first on line 1)" in text
+    assert "questions.jsonl:4: field 'id': duplicate id 'q-en' (first on line 1; ids that differ only in" in text
     assert "questions.jsonl:5: field 'question': missing or empty" in text
     assert "questions.jsonl:5: field 'evidence_mode'" in text
     assert all("\n" not in p for p in problems)

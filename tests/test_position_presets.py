@@ -158,12 +158,12 @@ def test_powered_grows_from_its_cache_and_resends_nothing(tmp_path: Path, small_
 
 
 def test_report_states_the_flip_rule_skips_and_the_smoke_label(protocol_run: Path, smoke_run: Path) -> None:
-    from evalkit.report import Objective, write_report
+    from evalkit.report import Statistics, write_report
 
-    page = write_report(protocol_run, objective=Objective(n_resamples=200), progress=False).read_text()
+    page = write_report(protocol_run, statistics=Statistics(n_resamples=200), progress=False).read_text()
     assert "Flip rate (share of questions whose correctness changes with order, Wilson 95%)" in page
     assert "closed-book control beside them" in page and "closed-book" in page
-    smoke = write_report(smoke_run, objective=Objective(n_resamples=200), progress=False).read_text()
+    smoke = write_report(smoke_run, statistics=Statistics(n_resamples=200), progress=False).read_text()
     status = json.loads((smoke_run / "position" / "status.json").read_text())
     assert status["smoke"].startswith("position: SMOKE RUN") and "position=powered" in status["smoke"]
     assert "SMOKE RUN" in smoke and "smallest detectable effect" in smoke

@@ -140,16 +140,6 @@ def test_ray_equals_local_hybrid_with_embeddings_fanned_out(
     assert stats_local["texts_embedded"] == stats_ray["texts_embedded"]
 
 
-@pytest.mark.skipif(in_other_core_child(), reason="this is the child run under the other core type")
-def test_ray_equals_local_hybrid_under_another_openblas_core_type(tmp_path: Path) -> None:
-    """The hybrid ray == local test again, in a child whose cluster, workers and driver use another core type."""
-    test = "tests/test_ray.py::test_ray_equals_local_hybrid_with_embeddings_fanned_out[fake]"
-    command = [sys.executable, "-m", "pytest", test, "-n0", "-p", "no:cacheprovider", f"--basetemp={tmp_path / 't'}"]
-    done = subprocess.run(command, cwd=REPO, env=other_core_env(), capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert "1 passed" in done.stdout
-
-
 @pytest.mark.parametrize("name", [pytest.param("squad2-en", marks=pytest.mark.slow), "cmrc2018-zh"])
 def test_ray_equals_local_on_the_shared_sets_bm25(tmp_path: Path, cluster: Cluster, name: str) -> None:
     if not (SHARED_SETS / name).exists():
@@ -298,3 +288,18 @@ def test_without_ray_executor_ray_is_one_line_and_exit_2(tmp_path: Path) -> None
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and 'pip install -e ".[ray]"' in lines[0], done.stderr
     assert {p.name for p in tmp_path.iterdir()} <= {".hydra"}, "no run folder, no unit store: nothing was started"
+
+
+# Keep this test last (see its docstring).
+@pytest.mark.skipif(in_other_core_child(), reason="this is the child run under the other core type")
+def test_ray_equals_local_hybrid_under_another_openblas_core_type(tmp_path: Path) -> None:
+    """The hybrid ray == local test again, in a child whose cluster, workers and driver use another core type.
+
+    Last in the file on purpose: the child's cluster stops with ``ray stop --force``, which ends every Ray
+    process on the machine, this module's cluster included, so no test of this module may run after it.
+    """
+    test = "tests/test_ray.py::test_ray_equals_local_hybrid_with_embeddings_fanned_out[fake]"
+    command = [sys.executable, "-m", "pytest", test, "-n0", "-p", "no:cacheprovider", f"--basetemp={tmp_path / 't'}"]
+    done = subprocess.run(command, cwd=REPO, env=other_core_env(), capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "1 passed" in done.stdout
