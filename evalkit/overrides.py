@@ -28,6 +28,8 @@ _FLAGS_WITHOUT_CHECK = ("-h", "--help", "--hydra-help", "--info", "-i", "--cfg",
 def hydra_mode(argv: Sequence[str]) -> bool:
     """Whether ``argv`` asks Hydra for one of its own modes (completion, --cfg, --info): they print, not run."""
     return any(a in _FLAGS_WITHOUT_CHECK for a in argv)
+
+
 _SYNTAX_EXAMPLE = "e.g. top_k=[1,3,5] or retriever=hybrid"
 
 
