@@ -135,8 +135,14 @@ def test_powered_places_retrieve_10_on_a_subsample_and_scores_the_loglik(
 
 
 def test_powered_grows_from_its_cache_and_resends_nothing(tmp_path: Path, small_demo: Path) -> None:
-    """A second invocation re-plans from the pilot's discordance, adds questions, and sends only the new ones."""
-    extra = ("position.pilot_questions=5", "position.max_questions=12", "position.subsample_size=2")
+    """A second invocation re-plans from the pilot's discordance, adds questions, and sends only the new ones
+    (``position.rounds=1``: each invocation plans once, as a killed or capped run resumes)."""
+    extra = (
+        "position.pilot_questions=5",
+        "position.max_questions=12",
+        "position.subsample_size=2",
+        "position.rounds=1",
+    )
     first_dir = preset_run(tmp_path, small_demo, "position=powered", *extra)
     out = first_dir / "position"
     first = pd.read_parquet(out / "rows.parquet")
@@ -155,6 +161,18 @@ def test_powered_grows_from_its_cache_and_resends_nothing(tmp_path: Path, small_
     assert stats["answers_pending_at_start"] == len(new)
     fresh = set(new["request_key"]) - set(first["request_key"])
     assert stats["requests_sent"] == len(fresh), "zero re-sent requests for already-answered questions"
+
+
+def test_powered_re_plans_within_one_invocation(tmp_path: Path, small_demo: Path) -> None:
+    """The pilot, then a re-plan on its measured discordance in the same invocation; nothing is sent twice."""
+    extra = ("position.pilot_questions=5", "position.max_questions=12", "position.subsample_size=2")
+    out = preset_run(tmp_path, small_demo, "position=powered", *extra) / "position"
+    plan = json.loads((out / "plan.json").read_text())
+    rows = pd.read_parquet(out / "rows.parquet")
+    assert len(plan["questions"]) > 5 and "discordance" in plan["sizing"]
+    assert rows["question_id"].nunique() == len(plan["questions"])
+    stats = json.loads((out / "run_stats.json").read_text())
+    assert stats["requests_sent"] == rows.loc[rows["sent"], "request_key"].nunique(), "each request sent once"
 
 
 def test_report_states_the_flip_rule_skips_and_the_smoke_label(protocol_run: Path, smoke_run: Path) -> None:

@@ -37,8 +37,8 @@ from evalkit.answering.position.items import choose_subset, pool_items
 from evalkit.answering.position.plan import PositionPlan, QuestionPlanner, RequestSpec, plan_position
 from evalkit.answering.position.powered import describe_size, powered_size
 from evalkit.answering.position.settings import STATUS_JSON, BudgetSpec, PositionSettings
-from evalkit.answering.position.sizing import Sized, candidate_order, fit_budget, planned_seconds
-from evalkit.pipeline.position_notes import POWERED_COMMAND, detectable_lines, smoke_note
+from evalkit.answering.position.sizing import Sized, candidate_order, fit_budget, planned_seconds, subsample_ids
+from evalkit.pipeline.position_notes import POWERED_COMMAND, detectable_lines, outlook, smoke_run_note
 from evalkit.pipeline.position_run import run_position
 from evalkit.records import Question
 from evalkit.scoring.answers import contains_match
@@ -158,27 +158,80 @@ def position_experiment(
     planner = QuestionPlanner(
         settings, ranked, documents, request_spec, budget, family, count_request, subsample, contains_match
     )
-    questions, sizing = choose_questions(settings, asked, planner, out_dir)
+    questions, sizing, pilot = choose_questions(settings, asked, planner, out_dir)
+    rounds: list[dict[str, Any]] = []
+    for _ in range(settings.rounds if settings.preset == "powered" else 1):
+        position_plan = _announce(planner, questions, chunking, price, sizing, pilot, out_dir, log)
+        if settings.dry_run:
+            write_status(out_dir, "dry_run", "a dry run plans the experiment and sends nothing", "")
+            return out_dir
+        if not questions:
+            write_status(out_dir, "empty", "position.time_budget_s fits no question at the planning speeds", "")
+            return out_dir
+        run_position(position_plan, generator, cache, out_dir, plan.options.progress, counter=counter, spend=spend)
+        rounds.append(_round_record(position_plan, out_dir))
+        if settings.preset != "powered":
+            break
+        # powered: re-measure the discordance on every answer so far and grow until the size stops growing
+        grown, sizing, pilot = choose_questions(settings, asked, planner, out_dir)
+        if len(grown) <= len(questions):
+            log(sizing)
+            break
+        questions = grown
+    _keep_rounds(out_dir, rounds)
+    note = smoke_run_note(position_plan, planner, asked, chunking, price, out_dir, log)
+    write_status(out_dir, "ran", f"{len(questions)} questions, {len(position_plan.to_send)} answers", "", note)
+    if plan.judge:  # +judge=claude: advisory ragas scores beside evalkit's own
+        from evalkit.pipeline.position_judging import judge_position
+
+        judged = judge_position(out_dir, labelset, plan.judge, cache)
+        log(f"position: answers judged by {plan.judge.model} (advisory) -> {judged}")
+    return out_dir
+
+
+def _round_record(position_plan: PositionPlan, out_dir: Path) -> dict[str, Any]:
+    """One round of this invocation: its questions, planned and measured seconds, requests sent (cumulative)."""
+    stats = read_json(out_dir / "run_stats.json")
+    planned = planned_seconds(position_plan.prompt_tokens, position_plan.n_distinct, position_plan.settings)
+    return {
+        "questions": len(position_plan.questions),
+        "sizing": position_plan.sizing,
+        "planned_seconds": round(planned, 1),
+        "seconds": stats.get("seconds"),
+        "answers_pending_at_start": stats.get("answers_pending_at_start"),
+        "requests_sent_so_far": stats.get("requests_sent"),
+    }
+
+
+def _keep_rounds(out_dir: Path, rounds: list[dict[str, Any]]) -> None:
+    """run_stats.json describes the last round; the invocation's rounds and their total time go beside it."""
+    stats = read_json(out_dir / "run_stats.json")
+    stats["rounds"] = rounds
+    stats["seconds_all_rounds"] = round(sum(float(r["seconds"] or 0) for r in rounds), 3)
+    write_json(out_dir / "run_stats.json", stats)
+
+
+def _announce(
+    planner: QuestionPlanner,
+    questions: Sequence[Question],
+    chunking: str,
+    price: ModelPrice | None,
+    sizing: str,
+    pilot: bool,
+    out_dir: Path,
+    log: Callable[[str], None],
+) -> PositionPlan:
+    """Plan ``questions``, print the plan (and for a powered pilot the road to its target), keep it in plan.json."""
     if sizing:
         log(sizing)
     position_plan = replace(_plan_with(planner, questions, chunking, price), sizing=sizing)
-    text = "\n".join([describe(position_plan), *detectable_lines(position_plan)])
+    lines = [describe(position_plan), *detectable_lines(position_plan)]
+    if pilot:
+        lines.append(f"  {outlook(position_plan)}")
+    text = "\n".join(lines)
     log(text)
     write_json(out_dir / "plan.json", _plan_record(position_plan, text))
-    if settings.dry_run:
-        write_status(out_dir, "dry_run", "a dry run plans the experiment and sends nothing", "")
-    elif not questions:
-        write_status(out_dir, "empty", "position.time_budget_s fits no question at the planning speeds", "")
-    else:
-        run_position(position_plan, generator, cache, out_dir, plan.options.progress, counter=counter, spend=spend)
-        note = _smoke(position_plan, out_dir, log)
-        write_status(out_dir, "ran", f"{len(questions)} questions, {len(position_plan.to_send)} answers", "", note)
-        if plan.judge:  # +judge=claude: advisory ragas scores beside evalkit's own
-            from evalkit.pipeline.position_judging import judge_position
-
-            judged = judge_position(out_dir, labelset, plan.judge, cache)
-            log(f"position: answers judged by {plan.judge.model} (advisory) -> {judged}")
-    return out_dir
+    return position_plan
 
 
 def _request_spec(
@@ -213,8 +266,9 @@ def _plan_with(
 
 def choose_questions(
     settings: PositionSettings, asked: Sequence[Question], planner: QuestionPlanner, out_dir: Path
-) -> tuple[tuple[Question, ...], str]:
-    """The questions of this invocation, in labelled-set order, and the sizing line to print ('' for none).
+) -> tuple[tuple[Question, ...], str, bool]:
+    """The questions of this round, in labelled-set order, the sizing line to print ('' for none), and whether
+    they are a powered run's pilot (no discordance measured yet).
 
     ``powered``: the pilot, then the size the measured discordance needs (:mod:`~evalkit.answering.position.powered`);
     with a time budget: as many as it holds; else ``position.subset``.
@@ -225,11 +279,11 @@ def choose_questions(
         before = len(read_json(plan_path).get("questions", [])) if plan_path.exists() else 0
         size = powered_size(settings, len(asked), earlier, before, _questions_for)
         kept = {q.id for q in candidate_order(asked, settings.subset)[: size.n_candidates]}
-        return tuple(q for q in asked if q.id in kept), describe_size(size, settings)
+        return tuple(q for q in asked if q.id in kept), describe_size(size, settings), size.pilot
     if settings.time_budget_s is None:
-        return choose_subset(asked, settings.subset), ""
+        return choose_subset(asked, settings.subset), "", False
     sized = size_to_budget(settings, asked, planner)
-    return sized.questions, describe_sizing(settings, sized)
+    return sized.questions, describe_sizing(settings, sized), False
 
 
 def _questions_for(effect: float, discordance: float, max_n: int) -> int | None:
@@ -237,14 +291,6 @@ def _questions_for(effect: float, discordance: float, max_n: int) -> int | None:
     from evalkit.scoring.stats.power import questions_for_paired_binary
 
     return questions_for_paired_binary(effect, discordance, max_n=max_n)
-
-
-def subsample_ids(settings: PositionSettings, asked: Sequence[Question]) -> frozenset[str] | None:
-    """The questions ``position.subsample_arms`` are asked on: the first ``subsample_size`` of the seeded,
-    stratified order, so growing the run never changes which questions the subsample holds."""
-    if settings.subsample_size is None or not settings.subsample_arms:
-        return None
-    return frozenset(q.id for q in candidate_order(asked, settings.subset)[: settings.subsample_size])
 
 
 def size_to_budget(settings: PositionSettings, asked: Sequence[Question], planner: QuestionPlanner) -> Sized:
@@ -289,23 +335,6 @@ def write_status(out_dir: Path, state: str, why: str, command: str, smoke: str =
     path = out_dir / STATUS_JSON
     write_json(path, {"state": state, "ran": state == "ran", "why": why, "command": command, "smoke": smoke})
     return path
-
-
-def _smoke(plan: PositionPlan, out_dir: Path, log: Callable[[str], None]) -> str:
-    """A smoke run's note (printed, and kept in status.json for the report); '' for any other preset."""
-    if plan.settings.preset != "smoke":
-        return ""
-    note = smoke_note(plan, seconds_per_question(plan, read_json(out_dir / "run_stats.json")))
-    log(note)
-    return note
-
-
-def seconds_per_question(plan: PositionPlan, run_stats: Mapping[str, Any]) -> float:
-    """Seconds one question took in this run (measured when every answer was generated here, else planned)."""
-    n = max(len(plan.questions), 1)
-    if run_stats.get("requests_sent", 0) >= plan.n_distinct and run_stats.get("seconds"):
-        return float(run_stats["seconds"]) / n
-    return planned_seconds(plan.prompt_tokens, plan.n_distinct, plan.settings) / n
 
 
 def _plan_record(plan: PositionPlan, text: str) -> dict[str, Any]:

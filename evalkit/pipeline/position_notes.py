@@ -5,7 +5,18 @@ Pipeline-side because it joins the plan (answering) with the statistics (scoring
 
 from __future__ import annotations
 
-from evalkit.answering.position.plan import PositionPlan
+import math
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from evalkit.answering.position.plan import PositionPlan, QuestionPlanner, plan_position
+from evalkit.answering.position.settings import PositionSettings
+from evalkit.answering.position.sizing import candidate_order, planned_seconds, subsample_ids
+from evalkit.confdir import conf_dir
+from evalkit.cost.prices import ModelPrice
+from evalkit.records import Question
+from evalkit.run.folder import read_json
 from evalkit.scoring.stats import paired_binary_mde, questions_for_paired_binary
 
 ASSUMED_DISCORDANCE = (0.15, 0.2, 0.3)
@@ -43,24 +54,119 @@ def detectable_lines(plan: PositionPlan) -> list[str]:
     return lines
 
 
-def smoke_note(plan: PositionPlan, seconds_per_question: float) -> str:
-    """What a smoke run cannot detect, and the powered run's command with its time at the speed measured here."""
+def seconds_per_question_by_arm(plan: PositionPlan) -> dict[str, float]:
+    """Planned seconds one question costs on each arm (its distinct requests at the planning speeds)."""
+    out: dict[str, float] = {}
+    for arm in plan.settings.arms:
+        distinct = {e.context_key: e.prompt_tokens for e in plan.to_send if e.arm == arm.name}
+        asked = {e.question_id for e in plan.to_send if e.arm == arm.name}
+        if asked:
+            out[arm.name] = planned_seconds(sum(distinct.values()), len(distinct), plan.settings) / len(asked)
+    return out
+
+
+def seconds_for(plan: PositionPlan, n_questions: int) -> float:
+    """Planned seconds of ``n_questions`` questions with this plan's arms (subsample arms on their subsample only)."""
     s = plan.settings
-    n = placed_questions(plan, "retrieve-5")
-    sizes = [questions_for_paired_binary(s.target_mde, psi, max_n=100_000) for psi in ASSUMED_DISCORDANCE]
-    reachable = [size for size in sizes if size is not None]
-    cannot = ", ".join(f"{detectable(n, psi)} at discordance {psi:.2f}" for psi in ASSUMED_DISCORDANCE)
-    span = (
-        f"~{min(reachable)}-{max(reachable)} questions (discordance {ASSUMED_DISCORDANCE[0]:.2f}-"
-        f"{ASSUMED_DISCORDANCE[-1]:.2f}), ~{min(reachable) * seconds_per_question / 60:.0f}-"
-        f"{max(reachable) * seconds_per_question / 60:.0f} min"
-        if reachable
-        else "more questions than any set holds"
+    by_arm = seconds_per_question_by_arm(plan)
+    total = 0.0
+    for arm in s.arms:
+        per_question = by_arm.get(arm.name, 0.0)
+        asked = min(n_questions, s.subsample_size or n_questions) if s.on_subsample(arm) else n_questions
+        total += per_question * asked
+    return total
+
+
+def questions_to_target(plan: PositionPlan, discordance: float) -> int | None:
+    """Candidate questions a powered run needs for its target at ``discordance`` (skips for unclean placements
+    included at this plan's rate), or None when the target exceeds what any size can detect."""
+    s = plan.settings
+    needed = questions_for_paired_binary(s.target_mde, discordance, max_n=100_000)
+    placed = placed_questions(plan, "retrieve-5") / max(len(plan.questions), 1)
+    return None if needed is None or not placed else math.ceil(needed / placed)
+
+
+def outlook(plan: PositionPlan, speed: float = 1.0) -> str:
+    """The powered run from a pilot plan: the pilot's time and the time to the target at the assumed discordances.
+
+    ``speed``: measured over planned seconds where a run measured it (1.0: the planning speeds)."""
+    s = plan.settings
+    pilot = seconds_for(plan, len(plan.questions)) * speed / 60
+    parts = []
+    for psi in ASSUMED_DISCORDANCE:
+        n = questions_to_target(plan, psi)
+        parts.append(
+            f"not detectable at {psi:.2f}"
+            if n is None
+            else f"~{n} questions ≈ {seconds_for(plan, n) * speed / 60:.0f} min at {psi:.2f}"
+        )
+    return (
+        f"pilot of {len(plan.questions)} questions ≈ {pilot:.0f} min; to a {s.target_mde:.0%} head-vs-mid effect "
+        f"at 80% exact power: {', '.join(parts)} (discordance measured by the pilot decides)"
     )
+
+
+def smoke_note(plan: PositionPlan, pilot: PositionPlan | None, speed: float) -> str:
+    """What a smoke run cannot detect, and the powered run's command with its time at the speed measured here.
+
+    ``pilot``: the powered preset's pilot planned on this set (None when it cannot be planned)."""
+    n = placed_questions(plan, "retrieve-5")
+    cannot = ", ".join(f"{detectable(n, psi)} at discordance {psi:.2f}" for psi in ASSUMED_DISCORDANCE)
+    timing = f"{outlook(pilot, speed)}; " if pilot is not None else ""
     return (
         f"position: SMOKE RUN ({n} placed questions): it checks that the answer side works; it cannot detect a "
         f"position effect (smallest detectable head vs mid: {cannot}). Powered run: {POWERED_COMMAND} "
-        f"(a pilot of {s.pilot_questions} questions ~{s.pilot_questions * seconds_per_question / 60:.0f} min at "
-        f"the {seconds_per_question:.0f} s per question measured here; a {s.target_mde:.0%} effect needs {span}; "
-        f"retrieve-10 and stuff on a subsample add more: `{POWERED_COMMAND} position.dry_run=true` prints the plan)"
+        f"({timing}at the speed measured here; `{POWERED_COMMAND} position.dry_run=true` prints the plan)"
     )
+
+
+def smoke_run_note(
+    plan: PositionPlan,
+    planner: QuestionPlanner,
+    asked: Sequence[Question],
+    chunking: str,
+    price: ModelPrice | None,
+    out_dir: Path,
+    log: Callable[[str], None],
+) -> str:
+    """A smoke run's note (printed, and kept in status.json for the report); '' for any other preset.
+
+    The powered run's time comes from the powered preset's own pilot planned on this set, at the speed this run
+    measured (measured over planned seconds), so the note and ``position=powered position.dry_run=true`` agree."""
+    if plan.settings.preset != "smoke":
+        return ""
+    powered = powered_preset(plan.settings.seed)
+    pilot_questions = candidate_order(asked, powered.subset)[: powered.pilot_questions]
+    pilot = plan_position(
+        powered,
+        pilot_questions,
+        planner.ranked,
+        planner.documents,
+        planner.request_spec,
+        planner.budget,
+        chunking=chunking,
+        tokenizer_family=planner.tokenizer_family,
+        count_request=planner.count_request,
+        price=price,
+        subsample=subsample_ids(powered, asked),
+        answer_in=planner.answer_in,
+    )
+    note = smoke_note(plan, pilot, measured_speed(plan, read_json(out_dir / "run_stats.json")))
+    log(note)
+    return note
+
+
+def powered_preset(seed: int) -> PositionSettings:
+    """The settings of ``position=powered`` as evalkit ships them (conf/position/powered.yaml: the one place)."""
+    from omegaconf import OmegaConf
+
+    preset = OmegaConf.merge({"seed": seed}, OmegaConf.load(conf_dir() / "position" / "powered.yaml"))
+    return PositionSettings.from_config(preset.position, seed=seed)
+
+
+def measured_speed(plan: PositionPlan, run_stats: Mapping[str, Any]) -> float:
+    """This run's seconds over its planned seconds (1.0 unless every answer was generated here)."""
+    planned = planned_seconds(plan.prompt_tokens, plan.n_distinct, plan.settings)
+    if run_stats.get("requests_sent", 0) >= plan.n_distinct and run_stats.get("seconds") and planned:
+        return float(run_stats["seconds"]) / planned
+    return 1.0

@@ -9,7 +9,8 @@ already answered, asks :func:`evalkit.scoring.stats.power.questions_for_paired_b
 how many questions reach 80% exact McNemar power at ``position.target_mde``, and
 plans that many (answers are cached: the questions already answered cost
 nothing). When psi < target no size can detect it (an effect cannot exceed the
-discordance): the plan says so and asks every question the set has.
+discordance): the plan says so and asks no more, unless ``position.max_questions``
+says how many to ask anyway (a pilot's psi is itself uncertain).
 """
 
 from __future__ import annotations
@@ -88,7 +89,10 @@ def powered_size(
         pilot = min(settings.pilot_questions, cap)
         return PoweredSize(pilot, True, n_measured, psi, None, placed_share, available)
     needed = questions_for(settings.target_mde, psi, available) if psi > 0 else None
-    wanted = cap if needed is None else math.ceil(needed / placed_share)
+    if needed is None:  # unreachable at the measured discordance: grow only as far as the user asked
+        wanted = cap if settings.max_questions else candidates_before
+    else:
+        wanted = math.ceil(needed / placed_share)
     n = min(cap, max(wanted, candidates_before))  # never fewer than already asked: the run only grows
     return PoweredSize(n, False, n_measured, psi, needed, placed_share, available)
 
@@ -105,7 +109,8 @@ def describe_size(size: PoweredSize, settings: PositionSettings) -> str:
     if size.needed is None:
         return (
             f"position=powered: {psi}: a {target} effect is not detectable at any size up to the set "
-            f"({size.available} questions; an effect cannot exceed the discordance); asking {size.n_candidates}"
+            f"({size.available} questions; an effect cannot exceed the discordance); asking {size.n_candidates} "
+            "(position.max_questions=<n> asks more anyway)"
         )
     state = "target met" if size.target_met else f"asking {size.n_candidates} candidates"
     return f"position=powered: {psi}; {target} at 80% exact power needs {size.needed} placed questions: {state}"

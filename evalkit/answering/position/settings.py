@@ -130,6 +130,7 @@ class PositionConfig:
     target_mde: float = field(default=0.10, metadata={"above": 0.0, "max": 1.0})
     pilot_questions: int = field(default=50, metadata={"min": 2})
     max_questions: int | None = field(default=None, metadata={"min": 1})
+    rounds: int = field(default=4, metadata={"min": 1})
     max_tokens: int | None = field(default=None, metadata={"min": 1})
     loglik: bool = False
 
@@ -193,6 +194,9 @@ class PositionSettings:
     """Powered: questions of the pilot whose measured discordance sizes the run."""
     max_questions: int | None = None
     """Powered: never plan more questions than this (None: the set)."""
+    rounds: int = 4
+    """Powered: rounds in one invocation, the pilot then re-plans on the measured discordance (1: the pilot only;
+    the next invocation re-plans). The size only grows; a round that does not grow it ends the run."""
     max_tokens: int | None = None
     """Output cap of every answer (below the generator's ``max_tokens``); None: the generator's."""
     loglik: bool = False

@@ -94,3 +94,11 @@ def fit_budget(
         kept.append(question)
         total += seconds
     return Sized(tuple(kept), total, None, len(order))
+
+
+def subsample_ids(settings: PositionSettings, asked: Sequence[Question]) -> frozenset[str] | None:
+    """The questions ``position.subsample_arms`` are asked on: the first ``subsample_size`` of the seeded,
+    stratified order, so growing the run never changes which questions the subsample holds."""
+    if settings.subsample_size is None or not settings.subsample_arms:
+        return None
+    return frozenset(q.id for q in candidate_order(asked, settings.subset)[: settings.subsample_size])
