@@ -148,6 +148,11 @@ def test_powered_grows_from_its_cache_and_resends_nothing(tmp_path: Path, small_
     first = pd.read_parquet(out / "rows.parquet")
     first_plan = json.loads((out / "plan.json").read_text())
     assert len(first_plan["questions"]) == 5 and "pilot" in first_plan["sizing"]
+    dry_sizes = []
+    for _ in range(2):  # a dry run rewrites plan.json; the next size still rests on the answered rows alone
+        preset_run(tmp_path, small_demo, "position=powered", *extra, "position.dry_run=true")
+        dry_sizes.append(json.loads((out / "plan.json").read_text())["sizing"])
+    assert dry_sizes[0] == dry_sizes[1] and "discordance" in dry_sizes[0]
     second_dir = preset_run(tmp_path, small_demo, "position=powered", *extra)
     assert second_dir == first_dir, "the same config resumes the same run folder"
     second = pd.read_parquet(out / "rows.parquet")

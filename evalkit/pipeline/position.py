@@ -38,8 +38,8 @@ from evalkit.answering.position.plan import PositionPlan, QuestionPlanner, Reque
 from evalkit.answering.position.powered import describe_size, powered_size
 from evalkit.answering.position.settings import STATUS_JSON, BudgetSpec, PositionSettings
 from evalkit.answering.position.sizing import Sized, candidate_order, fit_budget, planned_seconds, subsample_ids
-from evalkit.pipeline.position_notes import POWERED_COMMAND, detectable_lines, outlook, smoke_run_note
-from evalkit.pipeline.position_run import run_position
+from evalkit.pipeline.position_notes import POWERED_COMMAND, detectable_lines, outlook, pending_line, smoke_run_note
+from evalkit.pipeline.position_run import run_position, still_to_send
 from evalkit.records import Question
 from evalkit.scoring.answers import contains_match
 
@@ -162,6 +162,7 @@ def position_experiment(
     rounds: list[dict[str, Any]] = []
     for _ in range(settings.rounds if settings.preset == "powered" else 1):
         position_plan = _announce(planner, questions, chunking, price, sizing, pilot, out_dir, log)
+        log(pending_line(position_plan, still_to_send(position_plan, generator, out_dir)))
         if settings.dry_run:
             write_status(out_dir, "dry_run", "a dry run plans the experiment and sends nothing", "")
             return out_dir
@@ -274,9 +275,10 @@ def choose_questions(
     with a time budget: as many as it holds; else ``position.subset``.
     """
     if settings.preset == "powered":
-        rows_path, plan_path = out_dir / "rows.parquet", out_dir / "plan.json"
+        rows_path = out_dir / "rows.parquet"
         earlier = pd.read_parquet(rows_path) if rows_path.exists() else None
-        before = len(read_json(plan_path).get("questions", [])) if plan_path.exists() else 0
+        # the questions answered so far, from the rows (not plan.json, which a dry run rewrites)
+        before = 0 if earlier is None or earlier.empty else int(earlier["question_id"].nunique())
         size = powered_size(settings, len(asked), earlier, before, _questions_for)
         kept = {q.id for q in candidate_order(asked, settings.subset)[: size.n_candidates]}
         return tuple(q for q in asked if q.id in kept), describe_size(size, settings), size.pilot

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from evalkit.answering.position.plan import PositionPlan, QuestionPlanner, plan_position
+from evalkit.answering.position.plan import PlannedAnswer, PositionPlan, QuestionPlanner, plan_position
 from evalkit.answering.position.settings import PositionSettings
 from evalkit.answering.position.sizing import candidate_order, planned_seconds, subsample_ids
 from evalkit.confdir import conf_dir
@@ -52,6 +52,17 @@ def detectable_lines(plan: PositionPlan) -> list[str]:
     if unclean:
         lines.append(f"  skipped for want of a clean placement: {unclean} (question, arm) pairs (plan.json: unclean)")
     return lines
+
+
+def pending_line(plan: PositionPlan, pending: Sequence[PlannedAnswer]) -> str:
+    """How much of the plan this folder still has to answer and its time: what the run will actually spend."""
+    distinct = {entry.context_key: entry.prompt_tokens for entry in pending}
+    minutes = planned_seconds(sum(distinct.values()), len(distinct), plan.settings) / 60
+    answered = len(plan.to_send) - len(pending)
+    return (
+        f"  already answered in this folder: {answered} of {len(plan.to_send)}; "
+        f"to send: {len(pending)} answers ≈ {minutes:.1f} min"
+    )
 
 
 def seconds_per_question_by_arm(plan: PositionPlan) -> dict[str, float]:

@@ -176,6 +176,32 @@ def _refusals(plan: PositionPlan) -> tuple[str, ...]:
     return tuple(dict.fromkeys((*configured, *DEFAULT_REFUSALS, *plan.settings.refusals)))
 
 
+def split_answered(
+    plan: PositionPlan, generator: Generator, written: Mapping[str, Mapping[str, Any]]
+) -> tuple[dict[str, dict[str, Any]], list[tuple[PlannedAnswer, GenerationRequest, str]]]:
+    """The rows already answered (same request key) or never sendable, and the (entry, request, key) still to send."""
+    rows: dict[str, dict[str, Any]] = {}
+    pending: list[tuple[PlannedAnswer, GenerationRequest, str]] = []
+    for entry in plan.entries:
+        if not entry.fits:
+            rows[entry.row_key] = _unsent_row(plan, entry)
+            continue
+        request = request_for(plan, entry)
+        key = request_key(generator, request)
+        earlier = written.get(entry.row_key)
+        if earlier is not None and earlier.get("request_key") == key:
+            rows[entry.row_key] = dict(earlier)
+        else:
+            pending.append((entry, request, key))
+    return rows, pending
+
+
+def still_to_send(plan: PositionPlan, generator: Generator, out_dir: Path) -> tuple[PlannedAnswer, ...]:
+    """The planned answers this folder has not answered yet (what a run would send; the dry run times them)."""
+    _, pending = split_answered(plan, generator, _written_rows(out_dir / "rows.parquet"))
+    return tuple(entry for entry, _, _ in pending)
+
+
 def _written_rows(path: Path) -> dict[str, dict[str, Any]]:
     """Rows already on disk by row_key (an earlier, interrupted or finished run)."""
     if not path.exists():
@@ -214,19 +240,7 @@ def run_position(
     rows_path = out_dir / "rows.parquet"
     written = _written_rows(rows_path)
     refusals = _refusals(plan)
-    rows: dict[str, dict[str, Any]] = {}
-    pending: list[tuple[PlannedAnswer, GenerationRequest, str]] = []
-    for entry in plan.entries:
-        if not entry.fits:
-            rows[entry.row_key] = _unsent_row(plan, entry)
-            continue
-        request = request_for(plan, entry)
-        key = request_key(generator, request)
-        earlier = written.get(entry.row_key)
-        if earlier is not None and earlier.get("request_key") == key:
-            rows[entry.row_key] = earlier
-        else:
-            pending.append((entry, request, key))
+    rows, pending = split_answered(plan, generator, written)
 
     def flush() -> None:
         ordered = [rows[e.row_key] for e in plan.entries if e.row_key in rows]
