@@ -1,7 +1,7 @@
 """``python -m evalkit COMMAND``: one front door to evalkit's commands.
 
-``init DIR`` writes a team's project folder; ``sweep``, ``gate``, ``report`` and ``labels`` run
-the module of the same name (``python -m evalkit sweep ...`` is ``python -m evalkit.sweep ...``);
+``init DIR`` writes a team's project folder; ``sweep``, ``gate``, ``report``, ``labels`` and ``replay``
+run the module of the same name (``python -m evalkit sweep ...`` is ``python -m evalkit.sweep ...``);
 ``completion bash`` prints a bash completion script for the ``evalkit`` command.
 """
 
@@ -17,6 +17,7 @@ COMMANDS = {
     "gate": "evalkit.gate",
     "report": "evalkit.report.__main__",
     "labels": "evalkit.labels.__main__",
+    "replay": "evalkit.replay",
 }
 USAGE = "usage: python -m evalkit {" + ",".join([*COMMANDS, "completion"]) + "} ..."
 # `evalkit sweep <TAB>` asks Hydra's own completion (the evalkit-sweep console script) for keys and options.

@@ -80,6 +80,17 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     ),
     "gate.py": ("pipeline/", "scoring/", "run/"),
     "labels/__main__.py": ("labels/", "curate/"),
+    "replay.py": (
+        "settings.py",
+        "overrides.py",
+        "sweep.py",
+        "project/",
+        "curate/",
+        "labels/",
+        "pipeline/",
+        "scoring/",
+        "run/",
+    ),
     "report/__main__.py": ("report/", "run/"),
     "tracking/__main__.py": ("settings.py", "tracking/", "run/"),
 }

@@ -5,8 +5,8 @@ so ``python -m evalkit.labels`` stays the one entry point for every subcommand.
 
 ::
 
-    sample LOG --docs DOCS OUT_SET [--n 40] [--failure-share 0.5] [--months 3] [--until DATE] [--seed 0]
-                                   [--fold 0.8] [--append] [--overwrite]
+    sample LOG --docs DOCS OUT_SET [--n 40] [--failure-share 0.5] [--months 3 | --since DATE|7d] [--until DATE]
+                                   [--seed 0] [--fold 0.8] [--append] [--overwrite]
     annotate SET [--port 0] [--open]
     add-failures RUN_DIR SET [--labelset PATH] [--unanswerable]
     generate SET [--generator local|anthropic|fake] [--n 20] [--seed 0] [--cache PATH]
@@ -18,15 +18,16 @@ reported and skipped, 2 unusable input (one line each, no traceback).
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import sys
 from pathlib import Path
 from typing import Any
 
 from evalkit.curate.querylog import parse_timestamp
 from evalkit.curate.queue import merge_queue, read_queue, write_queue
-from evalkit.curate.sampling import SampleSettings
+from evalkit.curate.sampling import SampleSettings, parse_since
 
-__all__ = ["add_commands"]
+__all__ = ["add_commands", "add_window_options", "read_window"]
 
 EXIT_OK, EXIT_REPORTED, EXIT_INVALID = 0, 1, 2
 MAX_SHOWN = 20
@@ -42,10 +43,8 @@ def _shown(lines: tuple[str, ...] | list[str], what: str) -> None:
 def _sample(args: argparse.Namespace) -> int:
     from evalkit.curate.sampleset import sample_into_set
 
-    until = parse_timestamp(args.until) if args.until else None
-    if args.until and until is None:
-        raise ValueError(f"--until {args.until!r} is not a date (YYYY-MM-DD or ISO 8601)")
-    settings = SampleSettings(args.n, args.failure_share, args.months, until, args.fold, args.seed)
+    until, since = read_window(args)
+    settings = SampleSettings(args.n, args.failure_share, args.months, until, args.fold, args.seed, since)
     outcome = sample_into_set(args.log, args.docs, args.out, settings, append=args.append, overwrite=args.overwrite)
     _shown(outcome.problems, "skipped rows")
     picked = outcome.picked
@@ -136,6 +135,26 @@ def _generate(args: argparse.Namespace) -> int:
     return EXIT_REPORTED if generated.rejected else EXIT_OK
 
 
+def add_window_options(command: argparse.ArgumentParser, since: str = "") -> None:
+    """``--since`` and ``--until``: the window of the log, read the same way by ``sample`` and ``replay``.
+
+    ``since``: the default start (``replay``: ``7d``); none: ``--months`` decides (``sample``).
+    """
+    default = f"default {since}" if since else "overrides --months"
+    command.add_argument(
+        "--since", default=since, help=f"start of the window: a date, or 7d / 2w back from its end ({default})"
+    )
+    command.add_argument("--until", default="", help="end of the window (default: the log's latest timestamp)")
+
+
+def read_window(args: argparse.Namespace) -> tuple[dt.datetime | None, dt.datetime | dt.timedelta | None]:
+    """``(until, since)`` from :func:`add_window_options`' flags; ValueError names the flag."""
+    until = parse_timestamp(args.until) if args.until else None
+    if args.until and until is None:
+        raise ValueError(f"--until {args.until!r} is not a date (YYYY-MM-DD or ISO 8601)")
+    return until, parse_since(args.since) if args.since else None
+
+
 def add_commands(commands: Any) -> None:
     """Add the four subcommands to ``python -m evalkit.labels``'s subparsers."""
     command = commands.add_parser("sample", help="an unlabelled set from a production query log (JSONL or CSV)")
@@ -145,7 +164,7 @@ def add_commands(commands: Any) -> None:
     command.add_argument("--n", type=int, default=40, help="questions to sample (default 40)")
     command.add_argument("--failure-share", type=float, default=0.5, help="share of known failures (default 0.5)")
     command.add_argument("--months", type=int, default=3, help="window in calendar months (default 3)")
-    command.add_argument("--until", default="", help="end of the window (default: the log's latest timestamp)")
+    add_window_options(command)
     command.add_argument("--fold", type=float, default=0.8, help="near-duplicate 3-gram Jaccard (default 0.8)")
     command.add_argument("--seed", type=int, default=0)
     command.add_argument("--append", action="store_true", help="add new questions to an existing set's queue")

@@ -4,9 +4,10 @@ The method evalkit follows builds a labelled set from real sessions: about
 half the most frequent questions of the last three months and half known
 failures, with a seed. Steps, each a pure function:
 
-1. **window**: rows from ``months`` calendar months before ``until`` (default:
-   the log's latest timestamp, so the same log samples the same way on any
-   day) up to and including ``until``;
+1. **window**: rows after ``since`` (a moment, or a span such as ``7d`` back
+   from ``until``; without it, ``months`` calendar months before ``until``) up
+   to and including ``until`` (default: the log's latest timestamp, so the
+   same log samples the same way on any day);
 2. **fold**: a question's key is its normalised text (NFKC, case-folded,
    punctuation dropped, white space collapsed, and no spaces between Han
    characters, so ``住宿 标准？`` and ``住宿标准`` fold); keys whose character
@@ -31,15 +32,27 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evalkit.curate.querylog import LogEntry
+from evalkit.curate.querylog import LogEntry, parse_timestamp
 from evalkit.labels.similarity import normalise, similar_pairs
 from evalkit.records import Span
 
-__all__ = ["QueryGroup", "Sample", "SampleSettings", "fold", "fold_key", "group_id", "language", "sample", "window"]
+__all__ = [
+    "QueryGroup",
+    "Sample",
+    "SampleSettings",
+    "fold",
+    "fold_key",
+    "group_id",
+    "language",
+    "parse_since",
+    "sample",
+    "window",
+]
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _HAN_GAP = re.compile(rf"(?<=[{_HAN}])\s+(?=[{_HAN}])")
 _HAN_CHAR = re.compile(rf"[{_HAN}]")
+_SPAN = re.compile(r"^(?P<count>[1-9]\d{0,3})(?P<unit>[dw])$")
 _FILLER = re.compile(r"^(?:(?:hi|hello|hey|please|pls|excuse me|请问|你好|您好|麻烦问一下|想问一下|请)[\s,，]*)+")
 
 
@@ -58,6 +71,8 @@ class SampleSettings:
     fold_threshold: float = 0.8
     """Character 3-gram Jaccard at which two spellings are one question (1.0: only equal normalised text)."""
     seed: int = 0
+    since: dt.datetime | dt.timedelta | None = None
+    """Start of the window (exclusive): a moment, or a span back from ``until``; None: ``months`` before it."""
 
     def __post_init__(self) -> None:
         if self.n < 1:
@@ -135,12 +150,30 @@ def _months_before(moment: dt.datetime, months: int) -> dt.datetime:
     return moment.replace(year=year, month=month, day=min(moment.day, days[month - 1]))
 
 
+def parse_since(text: str) -> dt.datetime | dt.timedelta:
+    """``--since``: ``7d`` or ``2w`` (days or weeks back from the window's end) or a date / ISO 8601 moment."""
+    span = _SPAN.match(text.strip())
+    if span:
+        days = int(span["count"]) * (7 if span["unit"] == "w" else 1)
+        return dt.timedelta(days=days)
+    moment = parse_timestamp(text)
+    if moment is None:
+        raise ValueError(f"--since {text!r} is not a date (YYYY-MM-DD or ISO 8601) nor a span like 7d or 2w")
+    return moment
+
+
 def window(entries: Sequence[LogEntry], settings: SampleSettings) -> tuple[dt.datetime, dt.datetime]:
     """``(start, until)``: rows with ``start < timestamp <= until`` are sampled."""
     if not entries:
         raise ValueError("the query log has no usable row")
     until = settings.until or max(e.timestamp for e in entries)
-    return _months_before(until, settings.months), until
+    since = settings.since
+    if since is None:
+        return _months_before(until, settings.months), until
+    start = until - since if isinstance(since, dt.timedelta) else since
+    if start >= until:
+        raise ValueError(f"--since {start.isoformat()} is not before the window's end {until.isoformat()}")
+    return start, until
 
 
 def _untidy(text: str) -> int:

@@ -30,6 +30,8 @@ from evalkit.tracking.settings import TrackerSettings
 PROJECT_ROOT = data_root()
 CONF_DIR = conf_dir()
 _GRID = {"scalar_ok": True}
+POOL_SIZE_MAX = 1000
+"""The largest candidate pool a config may ask for (``pool_size``); the replay's widening stops here."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,7 @@ class SweepConfig:
     """A number, a list, ``auto`` (a grid from the first chunking's score quantiles) or None (the stage's grid)."""
     reranker: RerankerSettings = field(default_factory=RerankerSettings)
     filters: FilterSettings = field(default_factory=FilterSettings)
-    pool_size: int = field(default=50, metadata={"min": 1, "max": 1000})
+    pool_size: int = field(default=50, metadata={"min": 1, "max": POOL_SIZE_MAX})
     relevance_tau: float = field(default=1.0, metadata={"above": 0.0, "max": 1.0})
     calibration: CalibrationSettings = field(default_factory=CalibrationSettings)
     seed: int = field(default=0, metadata={"min": 0})
