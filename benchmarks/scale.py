@@ -131,9 +131,9 @@ def grown_set(source: Path, copies: int, out: Path) -> Path:
     return write_labelset(out, documents, questions, overwrite=True)
 
 
-def bench_grow(out: Path) -> pd.DataFrame:
+def bench_grow(out: Path, sizes: tuple[int, ...] = (1, 2, 4, 8)) -> pd.DataFrame:
     rows = []
-    for copies in (1, 2, 4, 8):
+    for copies in sizes:
         labelset = grown_set(SQUAD, copies, out / "grow" / f"x{copies}" / "set")
         folder = out / "grow" / f"x{copies}"
         measured = sweep([f"labelset.path={labelset}", f"reports_dir={folder}", f"cache_path={folder}/cache.sqlite"])
@@ -199,10 +199,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("what", choices=["all", "ray", "grow", "ann"])
     parser.add_argument("--out", type=Path, default=REPO / "reports" / "scale")
+    parser.add_argument("--copies", type=int, nargs="+", default=[1, 2, 4, 8], help="grow: sizes (default 1 2 4 8)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     print(f"machine: {os.cpu_count()} CPUs, {os.uname().sysname} {os.uname().release}")
-    benches = {"ray": bench_ray, "grow": bench_grow, "ann": bench_ann}
+    benches = {"ray": bench_ray, "grow": lambda out: bench_grow(out, tuple(args.copies)), "ann": bench_ann}
     for name, bench in benches.items():
         if args.what in ("all", name):
             table = bench(args.out)

@@ -50,10 +50,23 @@ def syntax_error(source: ConfigSource | Path, argv: Sequence[str]) -> str | None
     parser = OverridesParser.create()
     for arg in _override_args(argv):
         try:
-            parser.parse_overrides([arg])
+            (override,) = parser.parse_overrides([arg])
         except HydraException as exc:
             reason = " ".join(str(exc).split("See https://")[0].split())
             return f"{arg}: bad override syntax ({reason}); {_SYNTAX_EXAMPLE}"
+        problem = _null_group(override, source)
+        if problem:
+            return problem
+    return None
+
+
+def _null_group(override: object, source: ConfigSource) -> str | None:
+    """``labelset=null``: a config group needs an option (Hydra raises a bare ValueError for it)."""
+    group = str(override.key_or_group).lstrip("+")  # type: ignore[attr-defined]
+    values = _sweep_values(override) if override.is_sweep_override() else [override.value()]  # type: ignore[attr-defined]
+    options = group_options(group.replace(".", "/"), source.search)
+    if options and any(v is None or str(v).lower() == "null" for v in values):
+        return f"{group}: null is not an option; choose one of {', '.join(options)}"
     return None
 
 

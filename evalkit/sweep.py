@@ -8,9 +8,11 @@ print one line each and exit with code 2, no traceback; a budget stop exits 3.
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -20,15 +22,22 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from evalkit.confdir import conf_dir
-from evalkit.labels.read import load_labelset
+from evalkit.labels.read import LabelSet, load_labelset
 from evalkit.overrides import composition_error, hydra_mode, syntax_error
 from evalkit.pipeline.config import read_config
-from evalkit.pipeline.driver import execute
-from evalkit.pipeline.errors import CALL_ERRORS, SETUP_ERRORS, BudgetExceeded, LabelsetError
+from evalkit.pipeline.driver import check_paths, execute, position_failure
+from evalkit.pipeline.errors import (
+    CALL_ERRORS,
+    SETUP_ERRORS,
+    BudgetExceeded,
+    LabelsetError,
+    describe_os_error,
+    is_disk_error,
+)
 from evalkit.pipeline.plan import SweepPlan, build_plan
 from evalkit.pipeline.sweep import config_record
 from evalkit.project.help import help_text
-from evalkit.project.layers import ConfigSource, find_source, hydra_overrides
+from evalkit.project.layers import ConfigSource, compose_config, find_source, hydra_overrides
 from evalkit.signals import Stopped, stop_on_signals
 from evalkit.tracking.settings import TrackerSettings
 
@@ -49,25 +58,82 @@ def plan_from(cfg: DictConfig) -> tuple[SweepPlan, dict[str, Any], TrackerSettin
         config = read_config(plain)
         plan = build_plan(config)
     except SETUP_ERRORS as exc:
-        fail([str(exc)])
+        fail([hide_environment(str(exc), cfg, plain)])
     return plan, config_record(config), config.tracker
 
 
-def sweep(cfg: DictConfig) -> Path:
-    """Validate, then run or resume the sweep; returns the run folder."""
+def hide_environment(line: str, cfg: DictConfig, plain: Mapping[str, Any]) -> str:
+    """``line`` with every value read from the environment (``${oc.env:...}``) shown as its interpolation.
+
+    A secret set in the environment must not reach a terminal or a CI log because a config value was bad.
+    """
+    raw = OmegaConf.to_container(cfg, resolve=False)
+    for interpolation, value in _env_values(raw, plain):
+        if value:
+            line = line.replace(value, interpolation)
+    return line
+
+
+def _env_values(raw: Any, resolved: Any) -> list[tuple[str, str]]:
+    if isinstance(raw, Mapping) and isinstance(resolved, Mapping):
+        return [pair for key in raw if key in resolved for pair in _env_values(raw[key], resolved[key])]
+    if isinstance(raw, list) and isinstance(resolved, list):
+        return [pair for r, v in zip(raw, resolved, strict=False) for pair in _env_values(r, v)]
+    if isinstance(raw, str) and "oc.env" in raw:
+        return [(raw, str(resolved))] + [(raw, str(v)) for v in (resolved if isinstance(resolved, list) else [])]
+    return []
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What every check before any work produced: the plan, the config as read, the tracker, the labelled set."""
+
+    plan: SweepPlan
+    record: dict[str, Any]
+    tracker: TrackerSettings | None
+    labelset: LabelSet
+
+    def parts(self) -> tuple[SweepPlan, dict[str, Any], TrackerSettings | None, LabelSet]:
+        return self.plan, self.record, self.tracker, self.labelset
+
+
+def prepare(cfg: DictConfig) -> Prepared:
+    """Every check a run makes before any work (config, tracker, labelled set, writable paths); exit 2 on a problem."""
     plan, record, tracker = plan_from(cfg)
-    track = tracker is not None and not plan.options.dry_run
-    if track:
+    if tracker is not None and not plan.options.dry_run:
         _check_tracker(tracker, plan)
     try:
         labelset = load_labelset(plan.labelset_path)
     except LabelsetError as exc:
         fail(exc.problems)
+    try:
+        check_paths(plan)  # last: a refused config or set writes nothing, a refused path is named
+    except SETUP_ERRORS as exc:
+        fail([str(exc)])
+    return Prepared(plan, record, tracker, labelset)
+
+
+def sweep(cfg: DictConfig, prepared: Prepared | None = None) -> Path:
+    """Validate (unless ``prepared`` says it was), then run or resume the sweep; returns the run folder."""
+    plan, record, tracker, labelset = (prepared or prepare(cfg)).parts()
+    track = tracker is not None and not plan.options.dry_run
     for warning in labelset.warnings:
         print(f"evalkit: warning: {warning}", file=sys.stderr)
+    run_dir = _execute(plan, labelset, record)
+    if plan.options.report and not plan.options.dry_run:
+        _write_report(run_dir, plan)
+    if track:
+        _log_to_tracker(run_dir, tracker, plan)
+    failure = position_failure(run_dir)
+    if failure is not None:
+        fail([failure])
+    return run_dir
+
+
+def _execute(plan: SweepPlan, labelset: LabelSet, record: dict[str, Any]) -> Path:
     try:
         with stop_on_signals():
-            run_dir = execute(plan, labelset, record)
+            return execute(plan, labelset, record)
     except Stopped as exc:
         print("evalkit: stopped; finished units are kept; run the same command to resume", file=sys.stderr)
         sys.exit(exc.code)
@@ -79,14 +145,25 @@ def sweep(cfg: DictConfig) -> Path:
     except CALL_ERRORS as exc:
         # What finished is on disk and every paid-for score is cached: the same command resumes.
         fail([f"{exc} (finished chunkings are kept; run the same command again to resume)"])
-    if plan.options.report and not plan.options.dry_run:
-        from evalkit.report import write_report
+    except Exception as exc:
+        if not is_disk_error(exc):
+            raise
+        where = describe_os_error(exc, plan.options.reports_dir, plan.options.cache_path)
+        fail([f"{where}; the run stopped and its folder is marked incomplete (report, gate and load_run refuse it); "
+              "fix the disk and run the same command to resume"])  # fmt: skip
 
+
+def _write_report(run_dir: Path, plan: SweepPlan) -> None:
+    from evalkit.report import write_report
+
+    try:
         html = write_report(run_dir, compare=plan.options.compare, progress=plan.options.progress)
-        print(f"evalkit: report {html}", file=sys.stderr)
-    if track:
-        _log_to_tracker(run_dir, tracker, plan)
-    return run_dir
+    except Exception as exc:
+        if not is_disk_error(exc):
+            raise
+        where = describe_os_error(exc, run_dir, plan.options.cache_path)
+        fail([f"{where}; the run is complete but its report is not; python -m evalkit.report {run_dir} writes it"])
+    print(f"evalkit: report {html}", file=sys.stderr)
 
 
 def _check_tracker(tracker: TrackerSettings, plan: SweepPlan) -> None:
@@ -114,11 +191,47 @@ def _task(cfg: DictConfig) -> None:
     sweep(cfg)
 
 
-def run_once(source: ConfigSource, task: Callable[[DictConfig], Any]) -> None:
+def _job_config(cfg: DictConfig) -> DictConfig:
+    """The config a job's task sees: without the ``hydra`` node (as Hydra's job runner hands it over)."""
+    job = copy.deepcopy(cfg)
+    with open_dict(job):
+        job.pop("hydra", None)
+    return job
+
+
+def check_every_job(source: ConfigSource) -> None:
+    """Each job of a ``-m`` sweep composed and checked as a single run is, before job #0 runs: exit 2 on the first
+    problem. Every combination of every swept value, as Hydra's basic sweeper expands them."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(
+        [a for a in hydra_overrides(source.argv) if a not in ("-m", "--multirun")]
+    )
+    (jobs,) = BasicSweeper.split_arguments(parsed, None)
+    labelsets: dict[str, LabelSet] = {}
+    for overrides in jobs:
+        cfg = compose_config(source, overrides)
+        plan, _, tracker = plan_from(cfg)
+        if tracker is not None and not plan.options.dry_run:
+            _check_tracker(tracker, plan)
+        if plan.labelset_path not in labelsets:
+            try:
+                labelsets[plan.labelset_path] = load_labelset(plan.labelset_path)
+            except LabelsetError as exc:
+                fail(exc.problems)
+        try:
+            check_paths(plan)
+        except SETUP_ERRORS as exc:
+            fail([str(exc)])
+
+
+def run_once(source: ConfigSource) -> None:
     """One run as ``hydra.main`` runs it (its output folder, logging, ``HydraConfig``), composed once.
 
     ``hydra.main`` composes a single run twice (once to learn the mode, once to run); here the
-    config is composed once and handed to Hydra's own job runner.
+    config is composed once and handed to Hydra's own job runner, after every check a run makes
+    before any work (:func:`prepare`): a refused run writes nothing, not even Hydra's output folder.
     """
     from hydra import initialize_config_dir
     from hydra._internal.callbacks import Callbacks
@@ -134,13 +247,18 @@ def run_once(source: ConfigSource, task: Callable[[DictConfig], Any]) -> None:
         runner = GlobalHydra.instance().hydra
         assert runner is not None
         cfg = runner.compose_config(source.config_name, overrides, run_mode=RunMode.RUN, with_log_configuration=True)
+        ready = prepare(_job_config(cfg))
         with open_dict(cfg):
             cfg.hydra.mode = RunMode.RUN
         callbacks = Callbacks(cfg)
         callbacks.on_run_start(config=cfg, config_name=source.config_name)
         context = HydraContext(config_loader=runner.config_loader, callbacks=callbacks)
         done = run_job(
-            hydra_context=context, task_function=task, config=cfg, job_dir_key="hydra.run.dir", job_subdir_key=None
+            hydra_context=context,
+            task_function=lambda job: sweep(job, ready),
+            config=cfg,
+            job_dir_key="hydra.run.dir",
+            job_subdir_key=None,
         )
         callbacks.on_run_end(config=cfg, config_name=source.config_name, job_return=done)
         _ = done.return_value  # raises what the task raised
@@ -166,6 +284,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     problem = composition_error(source, source.argv) if multirun else syntax_error(source, source.argv)
     if problem is not None:
         fail([problem])
+    if multirun and not hydra_mode(source.argv):
+        check_every_job(source)
     # Hydra reads sys.argv; HYDRA_FULL_ERROR makes it raise instead of printing its own multi-line report.
     sys.argv = [sys.argv[0], *source.argv]
     os.environ["HYDRA_FULL_ERROR"] = "1"
@@ -173,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if multirun or hydra_mode(source.argv):  # Hydra's own modes (completion, --cfg) need its own main
             hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name=source.config_name)(_task)()
         else:
-            run_once(source, _task)
+            run_once(source)
     except (HydraException, OmegaConfBaseException) as exc:
         if verbose:
             raise

@@ -31,9 +31,27 @@ from evalkit.retrieval.embedding.local import EMBEDDERS
 from evalkit.retrieval.rerank.base import Reranker
 from evalkit.retrieval.rerank.factory import make_reranker
 from evalkit.run import files
+from evalkit.run.disk import probe_file, probe_folder
 from evalkit.run.files import POSITION_DIR
-from evalkit.run.folder import read_json
+from evalkit.run.folder import mark_complete, read_json
 from evalkit.run.lock import run_lock
+
+
+def check_paths(plan: SweepPlan) -> None:
+    """reports_dir and cache_path take files (a probe written and removed): an UnwritableError (one line) if not."""
+    probe_folder(plan.options.reports_dir, "reports_dir")
+    if str(plan.options.cache_path) != ":memory:":
+        probe_file(plan.options.cache_path, "cache_path")
+
+
+def position_failure(run_dir: Path) -> str | None:
+    """Why the run's position experiment failed (position/status.json), or None when it did not."""
+    path = run_dir / files.POSITION_STATUS
+    status = read_json(path) if path.is_file() else {}
+    if status.get("state") != "failed":
+        return None
+    why, command = status.get("why"), status.get("command")
+    return f"the position experiment failed ({why}); its status is in {path}; rerun: {command}"
 
 
 def run_dir_of(plan: SweepPlan, labelset: LabelSet) -> Path:
@@ -74,14 +92,15 @@ def execute(
             summary = run_sweep(ctx, embedder, run_dir, executor, config_record)
             print(f"evalkit: wrote {len(summary)} configs to {run_dir}/summary.csv", file=sys.stderr)
             run_position_part(plan, labelset, cache, run_dir, ctx.stats)
+            mark_complete(run_dir)  # last: until here a reader sees a run that is still being written
     return run_dir
 
 
 def run_position_part(plan: SweepPlan, labelset: LabelSet, cache: Cache, run_dir: Path, stats: RunStats) -> None:
     """The position experiment after the sweep; when it is off or a model call fails, position/status.json says so.
 
-    A failed experiment does not fail the sweep: its results and report stand, and the same command
-    resumes the experiment (answers already generated are cached).
+    A failed experiment keeps the sweep's results and report, and the same command resumes it (answers
+    already generated are cached); the entry point then exits non-zero (:func:`position_failure`).
     """
     out_dir = run_dir / POSITION_DIR
     if plan.position is None:
@@ -91,8 +110,7 @@ def run_position_part(plan: SweepPlan, labelset: LabelSet, cache: Cache, run_dir
         out = position_experiment(plan, labelset, cache, run_dir, spend=stats.spend)
     except CALL_ERRORS as exc:
         command = " ".join(["python -m evalkit.sweep", *sys.argv[1:]])
-        write_status(out_dir, "failed", f"{type(exc).__name__}: {exc}", command)
-        print(f"evalkit: warning: the position experiment failed ({exc}); rerun: {command}", file=sys.stderr)
+        write_status(out_dir, "failed", f"{type(exc).__name__}: {exc}", command)  # the sweep exits non-zero on it
         return
     print(f"evalkit: position experiment -> {out}", file=sys.stderr)
 

@@ -13,12 +13,22 @@ from evalkit.labels.read import LabelsetError
 from evalkit.pipeline.executor_settings import ClusterError
 from evalkit.retrieval.embedding.base import EmbeddingError
 from evalkit.retrieval.rerank.base import RerankError
+from evalkit.run.disk import UnwritableError, describe_os_error, is_disk_error
 from evalkit.run.lock import RunLocked
 from evalkit.settings import ConfigError
 
 CALL_ERRORS: tuple[type[Exception], ...] = (EmbeddingError, RerankError, GenerationError, ClusterError)
 """A model or API call failed: finished units are kept, the same command resumes."""
-SETUP_ERRORS: tuple[type[Exception], ...] = (ConfigError, ChunkingError, RunLocked, CacheUnusableError)
+SETUP_ERRORS: tuple[type[Exception], ...] = (ConfigError, ChunkingError, RunLocked, CacheUnusableError, UnwritableError)
 """The config cannot run: nothing was computed."""
 
-__all__ = ["CALL_ERRORS", "SETUP_ERRORS", "BudgetExceeded", "ConfigError", "LabelsetError"]
+__all__ = [
+    "CALL_ERRORS",
+    "SETUP_ERRORS",
+    "BudgetExceeded",
+    "ConfigError",
+    "LabelsetError",
+    "UnwritableError",
+    "describe_os_error",
+    "is_disk_error",
+]

@@ -164,6 +164,7 @@ def write_manifest(
         run_dir / files.MANIFEST,
         {
             "run_id": run_dir.name,
+            "state": files.RUNNING,  # complete only once every file is written (driver.execute)
             "plan_fingerprint": plan.fingerprint(labelset.fingerprint),
             "config": config_record,
             "labelset": {

@@ -17,6 +17,9 @@ from evalkit.records import COST_PER_QUERY as COST_PER_QUERY
 
 # Written by every sweep (evalkit/results.py).
 MANIFEST = "manifest.json"
+RUNNING, COMPLETE = "running", "complete"
+"""The manifest's ``state``: written ``running`` before the first result, ``complete`` after the last one, so a
+folder a full disk or a kill left half-written is refused by every reader (runs before the field: complete)."""
 RESULTS = "results.parquet"
 SUMMARY = "summary.parquet"
 SUMMARY_CSV = "summary.csv"

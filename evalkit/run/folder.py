@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow.parquet as pq
 
 from evalkit.run import files
 from evalkit.run.units import atomic_write
@@ -72,7 +73,12 @@ class RunFolder:
         marker = self.done_marker(key)
         if not (marker.exists() and self.rows_path(key).exists() and self.pool_path(key).exists()):
             return False
-        return (read_json(marker).get("unit_ids") or {}).get("score") == score_unit_id
+        try:  # a truncated copy (a full disk, a bad restore) is linked again from the unit store
+            pq.read_metadata(self.rows_path(key)), pq.read_metadata(self.pool_path(key))
+            unit_ids = read_json(marker).get("unit_ids") or {}
+        except (OSError, ValueError):
+            return False
+        return unit_ids.get("score") == score_unit_id
 
     def link_chunking(self, key: str, rows_file: Path, pool_file: Path, info: Mapping[str, Any]) -> None:
         """The chunking's files as links to a finished unit's (same bytes, no second serialisation)."""
@@ -207,15 +213,27 @@ def _optional_table(path: Path) -> pd.DataFrame | None:
     return _read_table(path) if path.is_file() else None
 
 
+def mark_complete(run_dir: Path) -> None:
+    """The manifest's state set to complete: every file of the run is written (see ``files.RUNNING``)."""
+    manifest = read_json(run_dir / files.MANIFEST)
+    write_json(run_dir / files.MANIFEST, {**manifest, "state": files.COMPLETE})
+
+
 def load_run(run_dir: str | Path) -> Run:
     """Read a finished run folder; raise :class:`RunError` (one line) when it is not one."""
     root = Path(run_dir)
     if not root.is_dir():
         raise RunError(f"{root}: not a folder (expected reports/<run_id>)")
+    manifest = _read_object(root / files.MANIFEST) if (root / files.MANIFEST).is_file() else {}
+    state = manifest.get("state", files.COMPLETE)
+    if state != files.COMPLETE:
+        raise RunError(
+            f"{root}: the run is incomplete (manifest state {state!r}: it stopped before writing every file); "
+            "run the same sweep again to finish it"
+        )
     for name in (files.MANIFEST, files.RESULTS, files.SUMMARY):
         if not (root / name).is_file():
             raise RunError(f"{root}: missing {name} (is the sweep finished? re-run it to resume)")
-    manifest = _read_object(root / files.MANIFEST)
     results = _read_table(root / files.RESULTS)
     summary = _read_table(root / files.SUMMARY)
     missing = {"config_id", "question_id", "answerable", "recall"} - set(results.columns)
@@ -244,7 +262,11 @@ def load_pool(run_dir: Path, chunking: str, question_ids: Sequence[str]) -> pd.D
     path = RunFolder(run_dir).pool_path(chunking)
     if not path.is_file() or not question_ids:
         return pd.DataFrame(columns=["question_id", "rank", "unit_id", "doc_id", "start", "end", "score", "relevant"])
-    return pd.read_parquet(path, filters=[("question_id", "in", list(question_ids))])
+    try:
+        return pd.read_parquet(path, filters=[("question_id", "in", list(question_ids))])
+    except Exception as exc:  # pyarrow raises several types for a truncated or foreign file
+        why = f"cannot read ({exc.__class__.__name__}); run the same sweep again to rewrite it"
+        raise RunError(f"{path}: {why}") from exc
 
 
 def returned_chunks(pool: pd.DataFrame, top_k: int, threshold: float) -> pd.DataFrame:
