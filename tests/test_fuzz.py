@@ -166,6 +166,10 @@ MUTATIONS: dict[str, Mutation] = {
     ),
     "deep-nesting": _raw_line("[" * 200_000, '{"id": ' + "[" * 50_000 + "]" * 50_000 + "}"),
     "unicode-id-clash": _unicode_clash,
+    "title-type": _doc_field("title", 5, ["t"], {"x": 1}, True),
+    "question-type": _set_field("question", 42, 4.2, True, {"q": 1}),
+    "answers-item-type": _set_field("answers", [["20"]], [None], [True], [{"a": "20"}]),
+    "evidence-type": _set_field("evidence", "a:33-35", {"doc_id": "a"}, 5, True),
 }
 
 
@@ -266,6 +270,21 @@ BAD_VALUES = {
     "cost.queries_per_day": ["0", "-5", "abc"],
     "labelset.limit": ["0", "abc", "-1"],
     "run_id": ["../../x", "/abs", "a/b"],
+    "labelset": ["null"],
+    "chunk_overlap": ["-1", "abc", "1.5"],
+    "baseline.chunk_size": ["abc", "0", "-512"],
+    "baseline.chunk_overlap": ["abc", "-1"],
+    "baseline.threshold": ["abc", "nan"],
+    "objective.max_candidates": ["0", "abc", "-1"],
+    "position.target_mde": ["0", "-0.1", "1.5", "abc"],
+    "position.rounds": ["0", "abc", "1.5"],
+    "position.pilot_questions": ["0", "-5", "abc"],
+    "position.max_tokens": ["0", "abc"],
+    "position.repeats": ["0", "abc"],
+    "cost.system_tokens": ["-1", "abc"],
+    "cost.output_tokens": ["-1", "abc"],
+    "calibration.class_tag": ["null"],
+    "filters.enabled": ["maybe"],
 }
 TYPOS = ["chunk_szie=512", "+chunk_szie=512", "retriever.bm25_kl=1", "+cost.modle=x", "+foo=1", "retriever=hybird",
          "labelset=xquad-en", "chunker=semantik", "top_k=[1,2", "reranker=cohre", "sweep=quik"]  # fmt: skip
@@ -283,4 +302,4 @@ def test_a_bad_config_value_stops_with_one_line(tmp_path: Path, override: str) -
 
 
 def test_the_fuzz_suite_is_large_enough() -> None:
-    assert N_BROKEN_SETS + len(CONFIG_CASES) >= 249 and len(MUTATIONS) >= 36
+    assert N_BROKEN_SETS + len(CONFIG_CASES) >= 300 and len(MUTATIONS) >= 36

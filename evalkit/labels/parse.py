@@ -170,6 +170,10 @@ def load_documents(root: Path, problems: list[str], warnings: list[str]) -> dict
         if not isinstance(meta, dict):
             problems.append(f"{where}: field 'meta': expected an object")
             meta = {}
+        title = record.get("title")
+        if title is not None and not isinstance(title, str):
+            problems.append(f"{where}: field 'title': expected a string, got {type(title).__name__}")
+            continue
         if not _document_fields_ok(where, doc_id, record, meta, text, problems):
             continue
         documents[doc_id] = Document(doc_id, text, rel_path, str(record.get("title") or doc_id), meta)
