@@ -36,7 +36,43 @@ def _follow(run_dir: Path) -> dict:
     else:
         assert record["decision"] == KEEP and record["near_misses"], record
         assert all(m["breaks"] for m in record["near_misses"])
+    _follow_the_moves(run_dir, record)
     return record
+
+
+def _gate_exit(run_dir: Path, config_id: str) -> int:
+    gate = subprocess.run(
+        [sys.executable, "-m", "evalkit.gate", "--run", str(run_dir), "--candidate-config", config_id],
+        capture_output=True, text=True, cwd=REPO, timeout=600,
+    )  # fmt: skip
+    return gate.returncode
+
+
+def _follow_the_moves(run_dir: Path, record: dict) -> None:
+    """The five one-knob moves each change one value of production; the cheaper pick passes the real gate."""
+    summary = pd.read_parquet(run_dir / "summary.parquet").set_index("config_id")
+    production = summary.loc[record["production"]["config_id"]]
+    moves = {m["knob"]: m for m in record["one_knob_moves"]}
+    assert list(moves) == ["chunk_size", "chunk_overlap", "top_k", "threshold", "reranker"]
+    for knob, move in moves.items():
+        if not move["swept"]:
+            continue
+        row = summary.loc[move["config_id"]]
+        changed = [c for c in moves if c != "reranker" and not np.isclose(row[c], production[c])]
+        changed += ["reranker"] if row["reranker"] != production["reranker"] else []
+        assert changed == [knob], (knob, changed)
+    swept = [m for m in moves.values() if m["swept"]]
+    if swept:  # the verdict the table shows is the real gate's (one move per set: the gate is slow on big sets)
+        move = swept[0]
+        assert move["gate"]["verdict"] == ("pass" if _gate_exit(run_dir, move["config_id"]) == 0 else "fail")
+    cheaper = record["cheaper_pick"]
+    if cheaper["config_id"] is None:
+        assert cheaper["label"] == "none" and cheaper["why"]
+        assert all(n["breaks"] for n in cheaper.get("nearest", []))
+        return
+    assert summary.loc[cheaper["config_id"], "cost_per_query_usd"] < production["cost_per_query_usd"]
+    assert cheaper["label"].startswith("same quality, ") and cheaper["label"].endswith("% cheaper")
+    assert _gate_exit(run_dir, cheaper["config_id"]) == 0, "following the cheaper pick passes the gate"
 
 
 @pytest.mark.parametrize("labelset", ["demo", "squad2-en", "cmrc2018-zh"])

@@ -148,6 +148,7 @@ def test_powered_grows_from_its_cache_and_resends_nothing(tmp_path: Path, small_
     first = pd.read_parquet(out / "rows.parquet")
     first_plan = json.loads((out / "plan.json").read_text())
     assert len(first_plan["questions"]) == 5 and "pilot" in first_plan["sizing"]
+    assert json.loads((out / "run_stats.json").read_text())["planned_seconds_pending"] > 0
     dry_sizes = []
     for _ in range(2):  # a dry run rewrites plan.json; the next size still rests on the answered rows alone
         preset_run(tmp_path, small_demo, "position=powered", *extra, "position.dry_run=true")

@@ -71,3 +71,37 @@ def test_report_renders_and_planted_scripts_do_not_run(browser, report: Path, tm
     assert high - low > 100 and sum(1 for n in image.histogram() if n) > 20  # not blank
     (tmp_path / "report.png").write_bytes(shot)
     page.close()
+
+
+def _in_first_screen(page, selector: str, height: int) -> bool:
+    box = page.locator(selector).first.bounding_box()
+    return box is not None and box["y"] < height and box["height"] > 0
+
+
+def test_first_screen_shows_the_decision_the_one_knob_table_and_the_cheaper_pick(
+    browser, report: Path, tmp_path: Path
+) -> None:
+    """At 1366x900, without scrolling: the decision, the one-knob moves and the cheaper pick (issue: the page
+    explains itself before any table of detail)."""
+    width, height = 1366, 900
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.goto(report.as_uri())
+    page.wait_for_load_state("load")
+    card = page.locator("section#recommendation")
+    assert card.locator(".big").first.is_visible()
+    decision = card.locator(".big").first.inner_text()
+    assert decision == "Keep production" or card.locator("p.note").first.inner_text().startswith("Recommended")
+    for selector in ("section#recommendation .big", "#one-knob", "#cheaper-pick"):
+        assert _in_first_screen(page, selector, height), f"{selector} is below the first screen"
+    knobs = page.locator("#one-knob + div table tbody tr")
+    assert knobs.count() == 5
+    assert [knobs.nth(i).locator("td").first.inner_text() for i in range(5)] == [
+        "chunk_size", "chunk_overlap", "top_k", "threshold", "reranker",
+    ]  # fmt: skip
+    shot = page.screenshot(full_page=False)
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(shot))
+    assert image.size == (width, height)
+    (tmp_path / "first-screen.png").write_bytes(shot)
+    page.close()

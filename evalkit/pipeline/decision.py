@@ -8,6 +8,7 @@ renders it) and prints the headline a reviewer reads first.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,20 +17,28 @@ import pandas as pd
 
 from evalkit.pipeline.margins import load_gate_config
 from evalkit.pipeline.plan import SweepPlan
+from evalkit.records import Question
 from evalkit.run import files
 from evalkit.run.folder import write_json, write_table
 from evalkit.scoring.at_budget import production_budget, recall_at_budget
 from evalkit.scoring.decide import NO_PRODUCTION, RECOMMEND, decide, find_production
 from evalkit.scoring.registry import MEASURES
+from evalkit.scoring.segments import segment_frame
 
 
-def write_recommendation(plan: SweepPlan, results: pd.DataFrame, summary: pd.DataFrame, run_dir: Path) -> dict:
+def write_recommendation(
+    plan: SweepPlan,
+    results: pd.DataFrame,
+    summary: pd.DataFrame,
+    run_dir: Path,
+    questions: Sequence[Question] = (),
+) -> dict:
     gate = load_gate_config(plan.objective.margins)
     base = plan.baseline
     production = None
     if base.chunk_size is not None and base.top_k is not None:
         production = find_production(summary, base.chunk_size, base.chunk_overlap or 0, base.top_k, base.threshold)
-    record = decide(results, summary, production, plan.objective, gate)
+    record = decide(results, summary, production, plan.objective, gate, segment_frame(questions))
     if production is not None:
         record["equal_budget"] = equal_budget(results, production, summary, run_dir)
     write_json(run_dir / files.RECOMMENDATION_JSON, record)
@@ -76,5 +85,50 @@ def headline(record: dict[str, Any], run_dir: Path) -> str:
     )
 
 
+def _points(interval: dict[str, float] | None) -> str:
+    if interval is None:
+        return "n/a"
+    return f"{100 * interval['delta']:+.1f} pts [{100 * interval['low']:+.1f}, {100 * interval['high']:+.1f}]"
+
+
+def _pct(change: dict[str, float | None]) -> str:
+    return "n/a" if change.get("change_pct") is None else f"{change['change_pct']:+.1f}%"
+
+
+def move_line(move: dict[str, Any]) -> str:
+    """One knob's move in one line: the value, recall and context precision with intervals, the bill, the gate."""
+    knob = move["knob"]
+    if not move["swept"]:
+        return f"{knob}: only production's value ({move['production_value']}) was swept"
+    intervals = move["intervals"]
+    step = "->" if move["beats_production"] else "stays; no other value beats it; best other"
+    return (
+        f"{knob} {move['production_value']} {step} {move['value']}: recall {_points(intervals.get('recall'))}, "
+        f"context precision {_points(intervals.get('context_precision'))}, $/query {_pct(move['cost_per_query'])}, "
+        f"prompt tokens {_pct(move['prompt_tokens'])}, gate {move['gate']['verdict'].upper()}"
+    )
+
+
+def cheaper_line(pick: dict[str, Any] | None, run_dir: Path) -> str:
+    """The cheaper pick and the gate command that accepts it, or "none" with the nearest and what it breaks."""
+    if pick is None:
+        return "cheaper pick: none (no production config)"
+    if pick["config_id"] is None:
+        nearest = "; ".join(f"{m['config_id']} {-m['saving_pct']:+.1f}% ({', '.join(m['breaks'])})" for m in
+                            pick.get("nearest", [])[:2])  # fmt: skip
+        return f"cheaper pick: none: {pick['why']}" + (f"; nearest: {nearest}" if nearest else "")
+    return (
+        f"cheaper pick: {pick['config_id']}: {pick['label']}, recall {_points(pick['intervals'].get('recall'))} "
+        f"(gate PASS: python -m evalkit.gate --run {run_dir} --candidate-config '{pick['config_id']}')"
+    )
+
+
 def announce(record: dict[str, Any], run_dir: Path) -> None:
-    print(headline(record, run_dir), file=sys.stderr)
+    lines = [headline(record, run_dir)]
+    if record.get("one_knob_moves"):
+        lines.append("evalkit:   one knob at a time, the others at production:")
+        lines += [f"evalkit:     {move_line(m)}" for m in record["one_knob_moves"]]
+    if record["decision"] != NO_PRODUCTION:
+        lines.append(f"evalkit:   {cheaper_line(record.get('cheaper_pick'), run_dir)}")
+    lines += [f"evalkit:   flag: {f['message']} ({f['config_id']})" for f in record.get("flags", [])]
+    print("\n".join(lines), file=sys.stderr)

@@ -38,7 +38,14 @@ from evalkit.answering.position.plan import PositionPlan, QuestionPlanner, Reque
 from evalkit.answering.position.powered import describe_size, powered_size
 from evalkit.answering.position.settings import STATUS_JSON, BudgetSpec, PositionSettings
 from evalkit.answering.position.sizing import Sized, candidate_order, fit_budget, planned_seconds, subsample_ids
-from evalkit.pipeline.position_notes import POWERED_COMMAND, detectable_lines, outlook, pending_line, smoke_run_note
+from evalkit.pipeline.position_notes import (
+    POWERED_COMMAND,
+    detectable_lines,
+    measured_pace,
+    outlook,
+    pending_line,
+    smoke_run_note,
+)
 from evalkit.pipeline.position_run import run_position, still_to_send
 from evalkit.records import Question
 from evalkit.scoring.answers import contains_match
@@ -162,7 +169,7 @@ def position_experiment(
     rounds: list[dict[str, Any]] = []
     for _ in range(settings.rounds if settings.preset == "powered" else 1):
         position_plan = _announce(planner, questions, chunking, price, sizing, pilot, out_dir, log)
-        log(pending_line(position_plan, still_to_send(position_plan, generator, out_dir)))
+        log(_pending(position_plan, generator, out_dir))
         if settings.dry_run:
             write_status(out_dir, "dry_run", "a dry run plans the experiment and sends nothing", "")
             return out_dir
@@ -188,6 +195,13 @@ def position_experiment(
         judged = judge_position(out_dir, labelset, plan.judge, cache)
         log(f"position: answers judged by {plan.judge.model} (advisory) -> {judged}")
     return out_dir
+
+
+def _pending(position_plan: PositionPlan, generator: Generator, out_dir: Path) -> str:
+    """What this folder still has to send and its time, at the planning speeds and at its measured pace."""
+    stats_path = out_dir / "run_stats.json"
+    pace = measured_pace(read_json(stats_path)) if stats_path.exists() else None
+    return pending_line(position_plan, still_to_send(position_plan, generator, out_dir), pace)
 
 
 def _round_record(position_plan: PositionPlan, out_dir: Path) -> dict[str, Any]:

@@ -54,14 +54,36 @@ def detectable_lines(plan: PositionPlan) -> list[str]:
     return lines
 
 
-def pending_line(plan: PositionPlan, pending: Sequence[PlannedAnswer]) -> str:
-    """How much of the plan this folder still has to answer and its time: what the run will actually spend."""
-    distinct = {entry.context_key: entry.prompt_tokens for entry in pending}
-    minutes = planned_seconds(sum(distinct.values()), len(distinct), plan.settings) / 60
+def planned_seconds_of(plan: PositionPlan, entries: Sequence[PlannedAnswer]) -> float:
+    """Planned seconds of these answers at the planning speeds (identical contexts of a question sent once)."""
+    distinct = {entry.context_key: entry.prompt_tokens for entry in entries}
+    return planned_seconds(sum(distinct.values()), len(distinct), plan.settings)
+
+
+MIN_PACE_SECONDS = 120.0
+"""A folder's measured pace is used once its earlier run sent at least this many planned seconds of answers."""
+
+
+def measured_pace(run_stats: Mapping[str, Any]) -> float | None:
+    """Measured over planned seconds of the answers this folder's last run sent, or None (too few, or none)."""
+    planned, seconds = run_stats.get("planned_seconds_pending"), run_stats.get("seconds")
+    if not planned or not seconds or float(planned) < MIN_PACE_SECONDS:
+        return None
+    return float(seconds) / float(planned)
+
+
+def pending_line(plan: PositionPlan, pending: Sequence[PlannedAnswer], pace: float | None = None) -> str:
+    """How much of the plan this folder still has to answer and its time: what the run will actually spend.
+
+    ``pace``: this folder's measured seconds per planned second (:func:`measured_pace`), which also carries
+    what the planning speeds leave out (long-context slowdown, log-likelihood scoring, a loaded machine).
+    """
+    minutes = planned_seconds_of(plan, pending) / 60
     answered = len(plan.to_send) - len(pending)
+    paced = "" if pace is None else f"; ≈ {minutes * pace:.1f} min at this folder's measured pace ({pace:.2f}x)"
     return (
         f"  already answered in this folder: {answered} of {len(plan.to_send)}; "
-        f"to send: {len(pending)} answers ≈ {minutes:.1f} min"
+        f"to send: {len(pending)} answers ≈ {minutes:.1f} min at the planning speeds{paced}"
     )
 
 

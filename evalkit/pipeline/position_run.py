@@ -19,6 +19,7 @@ from evalkit.answering.generation.tally import GenerationCounter
 from evalkit.cost.budget import SpendGuard
 from evalkit.cost.model import TokenUsage, call_cost
 from evalkit.cost.prices import ModelPrice
+from evalkit.pipeline.position_notes import planned_seconds_of
 from evalkit.records import Answer, Question
 from evalkit.run.files import BATCHES_JSON
 from evalkit.run.folder import write_json, write_table
@@ -279,7 +280,10 @@ def run_position(
         flush()
     frame = pd.read_parquet(rows_path)
     summary = write_summaries(frame, out_dir, plan.settings.n_resamples, plan.settings.seed)
-    write_json(out_dir / "run_stats.json", _run_stats(plan, counter, len(pending), time.perf_counter() - started))
+    stats = _run_stats(plan, counter, len(pending), time.perf_counter() - started)
+    sent = [entry for entry, _, _ in pending]
+    stats["planned_seconds_pending"] = round(planned_seconds_of(plan, sent), 1)
+    write_json(out_dir / "run_stats.json", stats)
     return summary
 
 

@@ -79,7 +79,8 @@ def run_sweep(
     executor = executor or LocalExecutor(plan.options.executor)
     finished = collect(executor.run(units, ctx), RunFolder(run_dir), ctx.store, plan, questions)
     results, summary = write_results(plan, labelset, finished, run_dir, ctx.token_family)
-    stats.add_time("decide", _timed(lambda: announce(write_recommendation(plan, results, summary, run_dir), run_dir)))
+    decide = lambda: announce(write_recommendation(plan, results, summary, run_dir, questions), run_dir)  # noqa: E731
+    stats.add_time("decide", _timed(decide))
     if plan.options.progress and plan.uses_embedder:
         print(
             f"evalkit: {stats.embed.total_texts} texts embedded by this command (the rest came from the cache)",

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evalkit.report.moves import CheaperPick, KnobMove, read_cheaper, read_moves
 from evalkit.run import files
 from evalkit.run.folder import RunError
 
@@ -129,6 +130,9 @@ class Decision:
     gate_verdict: str | None
     """``pass``, ``fail`` or None (no gate run)."""
     gate_checks: tuple[GateCheck, ...]
+    moves: tuple[KnobMove, ...] = ()
+    """One knob at a time from production (empty for a run from before they existed)."""
+    cheaper: CheaperPick | None = None
 
     @property
     def focus_id(self) -> str | None:
@@ -299,4 +303,6 @@ def read_decision(payload: Mapping[str, Any] | None) -> Decision | None:
             )
             for c in (_mapping(x, "a gate check") for x in _list(gate.get("checks"), "gate.checks"))
         ),
+        moves=read_moves(payload),
+        cheaper=read_cheaper(payload),
     )

@@ -20,9 +20,11 @@ import pandas as pd
 
 from evalkit.scoring import compare
 from evalkit.scoring.gatecheck import ConfigData, GateConfig, evaluate
+from evalkit.scoring.moves import Sweep, cheaper_pick, one_knob_moves
 from evalkit.scoring.objective import ConfigTable, ObjectiveSettings, column_means, config_table
 from evalkit.scoring.out_of_sample import out_of_sample_gain, point_constraints
 from evalkit.scoring.registry import MEASURES
+from evalkit.scoring.segments import segment_flags, segment_gains
 from evalkit.scoring.values import at_threshold
 
 KEEP = "keep production"
@@ -36,11 +38,42 @@ def decide(
     production_id: str | None,
     objective: ObjectiveSettings,
     gate: GateConfig,
+    segments: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
-    """recommendation.json's content for one sweep."""
+    """recommendation.json's content for one sweep; ``segments``: question_id x tag (:func:`segment_frame`)."""
+    record = _decide(results, summary, production_id, objective, gate)
+    if record["decision"] == NO_PRODUCTION or segments is None:
+        return record
+    candidates = {"recommended": (record["recommended"] or {}).get("config_id"),
+                  "cheaper pick": record["cheaper_pick"].get("config_id")}  # fmt: skip
+    table = config_table(results, objective.primary, ())
+    gains = segment_gains(
+        table.primary,
+        segments,
+        record["production"]["config_id"],
+        {role: c for role, c in candidates.items() if c},
+        gate.resampling,
+    )
+    return record | {"segments": gains, "flags": segment_flags(gains, MEASURES[objective.primary].label)}
+
+
+def _decide(
+    results: pd.DataFrame,
+    summary: pd.DataFrame,
+    production_id: str | None,
+    objective: ObjectiveSettings,
+    gate: GateConfig,
+) -> dict[str, Any]:
     record: dict[str, Any] = {"version": 1, "objective": _objective_record(objective, gate)}
     if production_id is None or production_id not in set(summary["config_id"]):
-        return record | {"decision": NO_PRODUCTION, "production": None, "recommended": None, "near_misses": []}
+        return record | {
+            "decision": NO_PRODUCTION,
+            "production": None,
+            "recommended": None,
+            "near_misses": [],
+            "one_knob_moves": [],
+            "cheaper_pick": None,
+        }
     table = config_table(results, objective.primary, tuple(m.metric for m in gate.margins))
     means = _means(table)
     budget = objective.prompt_tokens_max
@@ -50,6 +83,9 @@ def decide(
         "abstention_min": float(means[ABSTAIN][production_id]) if _abstention_applies(objective, table) else None,
     }
     record["production"] = {"config_id": production_id, "values": _values(means, production_id)}
+    sweep = Sweep(results, summary, production_id, table, objective, gate, budget)
+    record["one_knob_moves"] = one_knob_moves(sweep)
+    record["cheaper_pick"] = cheaper_pick(sweep)
     order = summary.assign(_p=summary[MEASURES[objective.primary].column]).sort_values(
         ["_p", "config_id"], ascending=[False, True], kind="stable"
     )

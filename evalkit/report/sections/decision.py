@@ -15,6 +15,7 @@ from evalkit.report import fmt
 from evalkit.report.decision import KEEP, NO_PRODUCTION, Constraint, Decision, Gain, Pick
 from evalkit.report.html import Markup, section, table, tag
 from evalkit.report.model import ReportModel
+from evalkit.report.sections.moves import cheaper_block, moves_table
 from evalkit.run import files
 
 CONSTRAINT_LABELS = {
@@ -227,9 +228,16 @@ def _measured_block(model: ReportModel, d: Decision, measured: Sequence[Markup])
 
 def decision_card(model: ReportModel, d: Decision, measured: Sequence[Markup] = ()) -> Markup:
     """The card; ``measured``: the paired comparison on the result rows, shown after the decision's own numbers."""
-    body: list[Markup | str] = [*_headline(model, d), tag("p", _objective(d), class_="note")]
+    body: list[Markup | str] = [*_headline(model, d)]
+    # the first screen: what to change one knob at a time, the cheaper pick, and (when production is kept)
+    # why the better-looking configs were not chosen, before any table of detail
+    body.extend(moves_table(d.moves))
+    body.extend(cheaper_block(d.cheaper, str(model.run.root)))
+    body.append(tag("p", _objective(d), class_="note"))
     pick = d.recommended
     labels = {**CONSTRAINT_LABELS, **{c.name: c.label for c in (pick.constraints if pick else ())}}
+    if d.decision == KEEP:
+        body.extend(_near_misses(d, labels))
     if pick is not None and d.decision != KEEP:
         body.append(_side_by_side(d, pick))
         if pick.constraints:
@@ -245,7 +253,8 @@ def decision_card(model: ReportModel, d: Decision, measured: Sequence[Markup] = 
             body.extend(_gains(d, pick))
     body.extend(_gate(d))
     body.extend(_measured_block(model, d, measured))
-    body.extend(_near_misses(d, labels))
+    if d.decision != KEEP:
+        body.extend(_near_misses(d, labels))
     body.extend(_flags(d))
     note = f"From {files.RECOMMENDATION_JSON} in this folder (written by the sweep; nothing here is recomputed)."
     card = section("recommendation", "Recommendation", body, note)

@@ -81,6 +81,9 @@ def _headline(
     comparison: BaselineComparison, row: Mapping[str, Any], base_row: Mapping[str, Any], alpha: float
 ) -> list[Markup]:
     """The headline measures, recommended against baseline, with the difference and its verdict."""
+    if row.get("config_id") == base_row.get("config_id"):  # production kept: its own measures, not a self-diff
+        own = [[_k_label(h.measure, row), fmt.interval(h.baseline, h.measure.proportion)] for h in comparison.headline]
+        return [table(["measure", "production [95% CI]"], own, numeric=(1,))]
     same_k = int(base_row["top_k"]) == int(row["top_k"])
     rows = []
     for h in comparison.headline:

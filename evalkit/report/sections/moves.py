@@ -1,0 +1,108 @@
+"""The first screen's "what to change" blocks: one knob at a time from production, and the cheaper pick.
+
+Rendered from recommendation.json (:mod:`evalkit.report.moves`); nothing is recomputed here.
+"""
+
+from __future__ import annotations
+
+import re
+
+from evalkit.report import fmt
+from evalkit.report.html import Cell, Markup, table, tag
+from evalkit.report.moves import CheaperPick, Interval, KnobMove
+
+KNOB_LABELS = {
+    "chunk_size": "chunk_size",
+    "chunk_overlap": "chunk_overlap",
+    "top_k": "top_k",
+    "threshold": "threshold",
+    "reranker": "reranker",
+}
+
+
+def _interval(name: str, i: Interval | None) -> str:
+    """``+2.7 [+0.6, +5.1]`` (points: the column header says so)."""
+    return "n/a" if i is None else fmt.signed_interval(name, i.delta, i.low, i.high).replace(" points", "")
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:+.1f}%".replace("-", fmt.MINUS)
+
+
+def _verdict(verdict: str | None) -> Markup:
+    if verdict is None:
+        return tag("span", "n/a", class_="pill neutral")
+    return tag("span", verdict.upper(), class_="pill good" if verdict == "pass" else "pill bad")
+
+
+def _short(reason: str) -> str:
+    """``$ per query: not shown within rise ≤ 10%`` -> ``$ per query``; ``prompt tokens / query 2,6 (limit ..)``
+    -> ``prompt tokens / query``."""
+    head = reason.split(": not shown", 1)[0].split(" (limit", 1)[0]
+    return re.sub(r"\s[-+−]?[\d.,]+%?$", "", head).strip() or reason
+
+
+def _move_row(m: KnobMove) -> list[Cell]:
+    if not m.swept:
+        return [KNOB_LABELS.get(m.knob, m.knob), f"{m.production_value} (not swept)", "", "", "", "", "", "", ""]
+    value = f"{m.production_value} → {m.value}" + ("" if m.beats_production else " (no better)")
+    # the names of what it breaks; the full "not shown within ..." detail sits in the cell's tooltip
+    reasons = [_short(x) for x in m.gate_failed] + [f"cap: {_short(x)}" for x in m.caps_broken]
+    why = ", ".join(dict.fromkeys(reasons))
+    detail = "; ".join((*m.gate_failed, *m.caps_broken)) or None
+    return [
+        KNOB_LABELS.get(m.knob, m.knob),
+        value,
+        _interval("recall", m.recall),
+        _interval("context_precision", m.context_precision),
+        _pct(m.cost_change_pct),
+        _pct(m.prompt_tokens_change_pct),
+        _pct(m.index_chunks_change_pct),
+        _verdict(m.gate_verdict),
+        tag("small", why, title=detail) if why else "",
+    ]
+
+
+def moves_table(moves: tuple[KnobMove, ...]) -> list[Markup]:
+    """One row per knob: production's value, the best other value with the rest at production, and its effect."""
+    if not moves:
+        return []
+    # points, with paired 95% intervals; $/query, prompt tokens and index chunks as % change from production
+    headers = ["knob", "production → best", "recall, pts", "ctx precision, pts", "$/query", "tokens", "chunks",
+               "gate", "breaks"]  # fmt: skip
+    return [
+        tag("h3", "One knob at a time (the others held at production)", id="one-knob"),
+        table(headers, [_move_row(m) for m in moves], numeric=(2, 3, 4, 5, 6)),
+    ]
+
+
+def cheaper_block(pick: CheaperPick | None, run_dir: str) -> list[Markup]:
+    """The cheapest config the gate accepts against production, with the command that checks it; or none."""
+    if pick is None:
+        return []
+    heading = tag("h3", "Cheaper pick: the same quality for less", id="cheaper-pick")
+    if pick.config_id is None:
+        rows: list[list[Cell]] = [
+            [tag("code", n.config_id), _pct(None if n.saving_pct is None else -n.saving_pct), "; ".join(n.breaks)]
+            for n in pick.nearest
+        ]
+        body: list[Markup] = [tag("p", [tag("strong", "None"), f": {pick.why}."])]
+        if rows:
+            body.append(table(["nearest", "$/query", "what it breaks"], rows, numeric=(1,)))
+        return [heading, *body]
+    command = f"python -m evalkit.gate --run {run_dir} --candidate-config '{pick.config_id}'"
+    return [
+        heading,
+        tag(
+            "p",
+            [
+                tag("code", pick.config_id),
+                ": ",
+                tag("span", pick.label, class_="pill good"),
+                f" · recall {_interval('recall', pick.recall)}",
+                f" · context precision {_interval('context_precision', pick.context_precision)}",
+                f" · prompt tokens {_pct(pick.prompt_tokens_change_pct)}",
+            ],
+        ),
+        tag("p", ["The gate accepts it against production: ", tag("code", command)], class_="note"),
+    ]
