@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 from evalkit.answering.position.describe import describe
 from evalkit.answering.position.items import choose_subset, pool_items
-from evalkit.answering.position.plan import PositionPlan, QuestionPlanner, RequestSpec, plan_position
+from evalkit.answering.position.plan import PositionPlan, QuestionPlanner, RequestSpec
 from evalkit.answering.position.powered import describe_size, powered_size
 from evalkit.answering.position.settings import STATUS_JSON, BudgetSpec, PositionSettings
 from evalkit.answering.position.sizing import Sized, candidate_order, fit_budget, planned_seconds, subsample_ids
@@ -239,7 +239,7 @@ def _announce(
     """Plan ``questions``, print the plan (and for a powered pilot the road to its target), keep it in plan.json."""
     if sizing:
         log(sizing)
-    position_plan = replace(_plan_with(planner, questions, chunking, price), sizing=sizing)
+    position_plan = replace(planner.plan_all(questions, chunking=chunking, price=price), sizing=sizing)
     lines = [describe(position_plan), *detectable_lines(position_plan)]
     if pilot:
         lines.append(f"  {outlook(position_plan)}")
@@ -257,26 +257,6 @@ def _request_spec(
     if settings.max_tokens is not None and settings.max_tokens < spec.max_tokens:
         spec = replace(spec, max_tokens=settings.max_tokens)
     return spec
-
-
-def _plan_with(
-    planner: QuestionPlanner, questions: Sequence[Question], chunking: str, price: ModelPrice | None
-) -> PositionPlan:
-    """The whole plan of ``questions`` with the planner's settings, pools, budget and counters."""
-    return plan_position(
-        planner.settings,
-        questions,
-        planner.ranked,
-        planner.documents,
-        planner.request_spec,
-        planner.budget,
-        chunking=chunking,
-        tokenizer_family=planner.tokenizer_family,
-        count_request=planner.count_request,
-        price=price,
-        subsample=planner.subsample,
-        answer_in=planner.answer_in,
-    )
 
 
 def choose_questions(

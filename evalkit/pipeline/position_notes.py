@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from evalkit.answering.position.plan import PlannedAnswer, PositionPlan, QuestionPlanner, plan_position
+from evalkit.answering.position.plan import PlannedAnswer, PositionPlan, QuestionPlanner
 from evalkit.answering.position.settings import PositionSettings
 from evalkit.answering.position.sizing import candidate_order, planned_seconds, subsample_ids
 from evalkit.confdir import conf_dir
@@ -170,20 +171,8 @@ def smoke_run_note(
         return ""
     powered = powered_preset(plan.settings.seed)
     pilot_questions = candidate_order(asked, powered.subset)[: powered.pilot_questions]
-    pilot = plan_position(
-        powered,
-        pilot_questions,
-        planner.ranked,
-        planner.documents,
-        planner.request_spec,
-        planner.budget,
-        chunking=chunking,
-        tokenizer_family=planner.tokenizer_family,
-        count_request=planner.count_request,
-        price=price,
-        subsample=subsample_ids(powered, asked),
-        answer_in=planner.answer_in,
-    )
+    pilot_planner = replace(planner, settings=powered, subsample=subsample_ids(powered, asked))
+    pilot = pilot_planner.plan_all(pilot_questions, chunking=chunking, price=price)
     note = smoke_note(plan, pilot, measured_speed(plan, read_json(out_dir / "run_stats.json")))
     log(note)
     return note

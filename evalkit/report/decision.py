@@ -10,11 +10,15 @@ lenient about optional fields, which stay None and render as "n/a".
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from evalkit.report.fields import as_bool as _bool
+from evalkit.report.fields import as_int as _int
+from evalkit.report.fields import as_list as _list
+from evalkit.report.fields import as_mapping as _mapping
+from evalkit.report.fields import as_number as _number
 from evalkit.report.moves import CheaperPick, KnobMove, read_cheaper, read_moves
 from evalkit.run import files
 from evalkit.run.folder import RunError
@@ -144,39 +148,6 @@ class Decision:
     @property
     def keeps_production(self) -> bool:
         return self.decision == KEEP
-
-
-def _number(value: Any) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(number) else number
-
-
-def _int(value: Any) -> int | None:
-    number = _number(value)
-    return None if number is None else int(number)
-
-
-def _bool(value: Any) -> bool | None:
-    return None if value is None else bool(value)
-
-
-def _mapping(value: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise RunError(f"{files.RECOMMENDATION_JSON}: {where} is not an object")
-    return value
-
-
-def _list(value: Any, where: str) -> Sequence[Any]:
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise RunError(f"{files.RECOMMENDATION_JSON}: {where} is not a list")
-    return value
 
 
 def _values(block: Mapping[str, Any]) -> dict[str, float | None]:

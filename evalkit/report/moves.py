@@ -6,11 +6,13 @@ present block with the wrong shape is a one-line :class:`~evalkit.run.folder.Run
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from evalkit.report.fields import as_list as _list
+from evalkit.report.fields import as_mapping as _mapping
+from evalkit.report.fields import as_number as _number
 from evalkit.run import files
 from evalkit.run.folder import RunError
 
@@ -65,30 +67,6 @@ class CheaperPick:
     nearest: tuple[Nearest, ...]
 
 
-def _where(field: str) -> str:
-    return f"{files.RECOMMENDATION_JSON}: {field}"
-
-
-def _mapping(value: Any, field: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise RunError(f"{_where(field)}: expected an object, got {type(value).__name__}")
-    return value
-
-
-def _list(value: Any, field: str) -> Sequence[Any]:
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise RunError(f"{_where(field)}: expected a list, got {type(value).__name__}")
-    return value
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return None
-    return float(value)
-
-
 def _interval(value: Any) -> Interval | None:
     if not isinstance(value, Mapping):
         return None
@@ -107,7 +85,7 @@ def _text(value: Any) -> str | None:
 def _move(raw: Any) -> KnobMove:
     m = _mapping(raw, "one_knob_moves[]")
     if "knob" not in m:
-        raise RunError(f"{_where('one_knob_moves[]')}: no 'knob'")
+        raise RunError(f"{files.RECOMMENDATION_JSON}: one_knob_moves[] has no 'knob'")
     intervals = m.get("intervals") if isinstance(m.get("intervals"), Mapping) else {}
     gate = m.get("gate") if isinstance(m.get("gate"), Mapping) else {}
     return KnobMove(

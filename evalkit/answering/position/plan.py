@@ -254,6 +254,23 @@ class QuestionPlanner:
         family = self.tokenizer_family
         return functools.lru_cache(maxsize=256)(lambda text: estimate_tokens(text, family))
 
+    def plan_all(self, questions: Sequence[Question], *, chunking: str, price: ModelPrice | None) -> PositionPlan:
+        """The whole plan of ``questions`` with this planner's settings, pools, budget and counters."""
+        return plan_position(
+            self.settings,
+            questions,
+            self.ranked,
+            self.documents,
+            self.request_spec,
+            self.budget,
+            chunking=chunking,
+            tokenizer_family=self.tokenizer_family,
+            count_request=self.count_request,
+            price=price,
+            subsample=self.subsample,
+            answer_in=self.answer_in,
+        )
+
     def plan(self, question: Question) -> QuestionEntries:
         """The question's entries, the gold_at contexts skipped for holding no gold, and the unclean arms."""
         entries: list[PlannedAnswer] = []
