@@ -185,7 +185,8 @@ def test_the_sum_equals_a_token_by_token_recomputation(local: LlamaCppGenerator)
     request = build_request("How many requests?", CONTEXT, model=local.model, system="Answer briefly.", max_tokens=8)
     answer = "burst of 20"  # a grammar spelling only the text made the model start with "b" + "urst"
     server, tokenizer = local.load(), local.tokenizer()
-    forced = server.handle_chat_completions(forced_payload(chat_payload(request, local.settings), answer, tokenizer))
+    fresh = forced_payload(chat_payload(request, local.settings), answer, tokenizer) | {"cache_prompt": False}
+    forced = server.handle_chat_completions(fresh)
     logprobs = token_logprobs(forced, answer)
     ids = [token["id"] for token in forced["choices"][0]["logprobs"]["content"][: len(logprobs)]]
     assert ids == tokenizer.encode(answer) and len(ids) == 5  # canonical: "burst", " of", " ", "2", "0"
@@ -201,6 +202,27 @@ def test_the_sum_equals_a_token_by_token_recomputation(local: LlamaCppGenerator)
         assert token["id"] == token_id
         steps.append(token["logprob"])
     assert math.isclose(math.fsum(steps), math.fsum(logprobs), abs_tol=0.02 * len(ids))
+
+
+def test_a_score_reuses_its_generation_read_and_is_the_same_in_any_order(local: LlamaCppGenerator) -> None:
+    """Scored right after its own generation, a forced answer reads no prompt again; scored after another
+    prompt, it reads its prompt once more first, and the two scores are equal to the bit. Against a forced
+    answer whose prompt is read whole (cache off) it differs only by llama.cpp's batch-shape rounding."""
+    request = _real_request(local, "How many requests?", CONTEXT)
+    other = _real_request(local, "What is limited?", CONTEXT.replace("20", "30"))
+    answer = "20 requests per second"
+    local.generate(request)
+    reads = local.loglik_prompt_reads
+    after_own = local.answer_loglik(request, answer)
+    assert local.loglik_prompt_reads == reads
+    local.generate(other)
+    primed = local.answer_loglik(request, answer)
+    assert local.loglik_prompt_reads == reads + 1
+    assert after_own == primed and after_own is not None
+    assert local.answer_loglik(request, answer) == primed and local.loglik_prompt_reads == reads + 1
+    body = forced_payload(chat_payload(request, local.settings), answer, local.tokenizer()) | {"cache_prompt": False}
+    whole = token_logprobs(local.load().handle_chat_completions(body), answer)
+    assert math.isclose(math.fsum(whole), after_own.total, abs_tol=0.02 * after_own.n_tokens)
 
 
 def test_canonical_tokens_match_llama_cpp_counts_on_the_demo_answers(local: LlamaCppGenerator) -> None:

@@ -21,8 +21,11 @@ generated reply starts, so the sum covers exactly the answer's tokens:
   end-of-turn token) is not counted. Decoding is greedy (temperature 0) whatever
   the generator's settings.
 
-The prompt cache stays off, as for answers: a score never depends on which
-request ran before it.
+The forced request reuses the prompt's cached keys and values
+(``cache_prompt``), which the generator makes hold exactly this prompt first
+(:meth:`~evalkit.answering.generation.local.LlamaCppGenerator.answer_loglik`):
+llama.cpp then re-reads only the prompt's last token, so a score costs its
+answer's tokens, and it is the same whichever request ran before.
 """
 
 from __future__ import annotations
@@ -76,6 +79,7 @@ def forced_payload(chat: Mapping[str, Any], answer: str, tokenizer: GgufTokenize
         top_logprobs=1,  # the chosen token's own logprob comes with any n >= 1; 1 keeps the response small
         temperature=0.0,  # greedy: a byte run's split is deterministic too
         max_tokens=len(answer.encode("utf-8")) + 2,  # every token holds >= 1 byte, plus end of turn
+        cache_prompt=True,  # the prompt's keys and values are resident (answer_loglik makes sure): not read again
     )
     return payload
 

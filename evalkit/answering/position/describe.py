@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from evalkit.answering.context import DOES_NOT_FIT, PROMPT_TOO_LONG
 from evalkit.answering.position.plan import PositionPlan
-from evalkit.answering.position.sizing import planned_seconds
+from evalkit.answering.position.sizing import FORCED_ANSWER_SECONDS, planned_seconds
 from evalkit.cost.model import TokenUsage, call_cost
 
 
@@ -40,7 +40,7 @@ def describe(plan: PositionPlan) -> str:
     output = plan.n_distinct * s.expected_output_tokens
     if plan.request_spec.backend == "local":
         minutes = planned_seconds(tokens, plan.n_distinct, s) / 60
-        scored = ", each prompt read twice (the gold's log-likelihood)" if s.loglik else ""
+        scored = f", {FORCED_ANSWER_SECONDS:g} s per gold log-likelihood" if s.loglik else ""
         lines.append(
             f"  ≈ {minutes:.1f} min at {s.prompt_tokens_per_s:g} prompt tok/s and {s.output_tokens_per_s:g} output "
             f"tok/s (~{s.expected_output_tokens} output tokens per answer{scored}), before cache hits"
