@@ -79,10 +79,17 @@ def headline(record: dict[str, Any], run_dir: Path) -> str:
     return (
         f"evalkit: recommend {pick['config_id']} over production {production['config_id']}{same_k}\n"
         f"evalkit:   {label} {100 * gain['delta']:+.1f} pts [{100 * gain['low']:+.1f}, {100 * gain['high']:+.1f}] "
-        f"in sample, {100 * held['delta']:+.1f} pts out of sample{cost}\n"
+        f"in sample, {100 * held['delta']:+.1f} pts out of sample{_spread(held)}{cost}\n"
         f"evalkit:   gate: {record['gate']['verdict'].upper()} (python -m evalkit.gate --run {run_dir} "
         f"--candidate-config '{pick['config_id']}')"
     )
+
+
+def _spread(held: dict[str, Any]) -> str:
+    """The held-out gain's median and 5-95% range over the splits (absent in records written before them)."""
+    if held.get("median") is None:
+        return ""
+    return f" (median {100 * held['median']:+.1f}, 5-95% [{100 * held['p05']:+.1f}, {100 * held['p95']:+.1f}])"
 
 
 def _points(interval: dict[str, float] | None) -> str:

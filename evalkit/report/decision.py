@@ -59,6 +59,14 @@ class Gain:
     """Out of sample only: how many select-on-one-half, estimate-on-the-other splits."""
     same_pick_share: float | None = None
     """Out of sample only: share of splits whose selection half chose the same config."""
+    median: float | None = None
+    """Out of sample only: the median held-out gain over the splits."""
+    p05: float | None = None
+    """Out of sample only: the 5th percentile of the held-out gain over the splits."""
+    p95: float | None = None
+    """Out of sample only: the 95th percentile of the held-out gain over the splits."""
+    mde: float | None = None
+    """Out of sample only: the smallest gain the set detects at 80% power (None: not detectable at this size)."""
 
 
 @dataclass(frozen=True)
@@ -180,6 +188,10 @@ def _gain(block: Any) -> Gain | None:
         p_value=_number(block.get("p_value")),
         splits=_int(block.get("splits")),
         same_pick_share=_number(block.get("same_pick_share")),
+        median=_number(block.get("median")),
+        p05=_number(block.get("p05")),
+        p95=_number(block.get("p95")),
+        mde=_number(block.get("mde")),
     )
 
 

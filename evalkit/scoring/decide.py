@@ -22,7 +22,7 @@ from evalkit.scoring import compare
 from evalkit.scoring.gatecheck import ConfigData, GateConfig, evaluate
 from evalkit.scoring.moves import Sweep, cheaper_pick, one_knob_moves
 from evalkit.scoring.objective import ConfigTable, ObjectiveSettings, column_means, config_table
-from evalkit.scoring.out_of_sample import out_of_sample_gain, point_constraints
+from evalkit.scoring.out_of_sample import out_of_sample_gain, point_constraints, selection_flags
 from evalkit.scoring.registry import MEASURES
 from evalkit.scoring.segments import segment_flags, segment_gains
 from evalkit.scoring.values import at_threshold
@@ -54,7 +54,8 @@ def decide(
         {role: c for role, c in candidates.items() if c},
         gate.resampling,
     )
-    return record | {"segments": gains, "flags": segment_flags(gains, MEASURES[objective.primary].label)}
+    flags = record.get("flags", []) + segment_flags(gains, MEASURES[objective.primary].label)
+    return record | {"segments": gains, "flags": flags}
 
 
 def _decide(
@@ -102,12 +103,19 @@ def _decide(
                 "recommended": verdict["recommended"],
                 "near_misses": _nearest(misses),
                 "gate": verdict["gate"],
+                "flags": verdict["flags"],
             }
         misses.append(verdict["miss"])
         tried += verdict["bootstrapped"]
         if tried >= objective.max_candidates:
             break
-    return record | {"decision": KEEP, "recommended": None, "near_misses": _nearest(misses), "gate": None}
+    return record | {
+        "decision": KEEP,
+        "recommended": None,
+        "near_misses": _nearest(misses),
+        "gate": None,
+        "flags": [],
+    }
 
 
 def _nearest(misses: list[dict[str, Any]], n: int = 5) -> list[dict[str, Any]]:
@@ -189,6 +197,10 @@ def _try(
         detail = [{"name": "gain", "detail": f"gain over production not shown (interval low {low})"}]
         return {"decision": KEEP, "bootstrapped": 1, "miss": miss | _breaks(detail) | {"stage": 2}}
     held_out = out_of_sample_gain(table, config_id, production_id, objective, gate, budget)
+    mde = compare.detectable_effect(
+        table.primary[production_id].to_numpy(), table.primary[config_id].to_numpy(), gate.resampling.level
+    )
+    held_out["mde"] = None if mde is None or not mde.detectable else mde.value
     if not held_out["delta"] > 0:
         detail = [{"name": "out of sample", "detail": f"gain {held_out['delta']:+.4f} out of sample vanishes"}]
         return {"decision": KEEP, "bootstrapped": 1, "miss": miss | _breaks(detail) | {"stage": 3}}
@@ -206,7 +218,10 @@ def _try(
         "gain_out_of_sample": held_out,
         "top_k": _top_k(summary, config_id, production_id),
     }
-    return {"decision": RECOMMEND, "recommended": recommended, "gate": gate_record, "bootstrapped": 1}
+    flags = selection_flags(
+        config_id, gain.delta, held_out, None if mde is None else mde.value, MEASURES[objective.primary].label
+    )
+    return {"decision": RECOMMEND, "recommended": recommended, "gate": gate_record, "bootstrapped": 1, "flags": flags}
 
 
 def _breaks(broken: list[dict[str, Any]]) -> dict[str, Any]:

@@ -150,6 +150,47 @@ def out_of_sample_gain(
         "delta": float(values.mean()),
         "low": float(np.quantile(values, 0.025)),
         "high": float(np.quantile(values, 0.975)),
+        "median": float(np.median(values)),
+        "p05": float(np.quantile(values, 0.05)),
+        "p95": float(np.quantile(values, 0.95)),
         "splits": settings.splits,
         "same_pick_share": same / settings.splits,
     }
+
+
+def selection_flags(
+    config_id: str, in_sample: float, held_out: dict[str, Any], mde: float | None, label: str
+) -> list[dict[str, str]]:
+    """Warnings on a pick's gain: in sample outside the held-out 5-95% range, or smaller than the run can detect.
+
+    A gain measured on the questions that chose the config is biased upward; when it lies above the range the
+    splits give on held-back questions, expect about their median instead. A gain below the minimum detectable
+    effect (80% power) may be noise that happened to clear the interval.
+    """
+    flags = []
+    low, high, median = held_out["p05"], held_out["p95"], held_out["median"]
+    if not low <= in_sample <= high:
+        flags.append(
+            {
+                "config_id": config_id,
+                "kind": "in-sample gain outside the held-out range",
+                "message": (
+                    f"the pick's in-sample gain {100 * in_sample:+.1f} pts {label} lies outside the 5-95% range "
+                    f"[{100 * low:+.1f}, {100 * high:+.1f}] of its gain on held-back questions "
+                    f"({held_out['splits']} splits): expect about the median, {100 * median:+.1f} pts"
+                ),
+            }
+        )
+    if mde is not None and in_sample < mde:
+        shown = "not detectable at this size" if not math.isfinite(mde) else f"{100 * mde:.1f} pts"
+        flags.append(
+            {
+                "config_id": config_id,
+                "kind": "gain below the detectable effect",
+                "message": (
+                    f"the pick's gain {100 * in_sample:+.1f} pts {label} is below the smallest effect this set "
+                    f"detects at 80% power ({shown}): confirm it on more questions before relying on its size"
+                ),
+            }
+        )
+    return flags

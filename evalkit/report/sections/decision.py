@@ -134,8 +134,13 @@ def _gain_row(what: str, g: Gain | None, primary: str) -> list[Any]:
         detail.append(f"p = {fmt.p_value(g.p_value)}")
     if g.splits is not None:
         detail.append(f"{g.splits} splits")
+    if g.median is not None and g.p05 is not None and g.p95 is not None:
+        spread = fmt.signed_interval(g.measure or primary, g.median, g.p05, g.p95)
+        detail.append(f"median over splits and 5-95% range {spread}")
     if g.same_pick_share is not None:
         detail.append(f"same pick in {fmt.pct(g.same_pick_share, 0)} of splits")
+    if g.mde is not None:
+        detail.append(f"smallest detectable gain {fmt.signed_points(g.mde).removeprefix('+')} pts")
     return [what, interval, verdict, "; ".join(detail)]
 
 
