@@ -37,7 +37,41 @@ def _follow(run_dir: Path) -> dict:
         assert record["decision"] == KEEP and record["near_misses"], record
         assert all(m["breaks"] for m in record["near_misses"])
     _follow_the_moves(run_dir, record)
+    _follow_the_gate_passing_set(run_dir, record)
     return record
+
+
+def _dominated(a: dict, by: dict) -> bool:
+    pairs = [(by["primary"], a["primary"]), (-by["prompt_tokens"], -a["prompt_tokens"])]
+    if a["cost_per_query"] is not None and by["cost_per_query"] is not None:
+        pairs.append((-by["cost_per_query"], -a["cost_per_query"]))
+    return all(x >= y for x, y in pairs) and any(x > y for x, y in pairs)
+
+
+def _follow_the_gate_passing_set(run_dir: Path, record: dict) -> None:
+    """Every config in the gate-passing set passes the real gate (the first three: the gate CLI is slow on big
+    sets), the frontier recomputes, and the near-misses are drawn from the set when any of it beats production."""
+    passing = record["gate_passing"]
+    configs = passing["configs"]
+    assert passing["checked"] <= passing["candidates"]
+    for config in configs[:3]:
+        assert _gate_exit(run_dir, config["config_id"]) == 0, config
+    summary = pd.read_parquet(run_dir / "summary.parquet").set_index("config_id")
+    production_id = record["production"]["config_id"]
+    production = {
+        "config_id": production_id,
+        "primary": record["production"]["values"]["primary"],
+        "prompt_tokens": record["production"]["values"]["prompt_tokens"],
+        "cost_per_query": float(summary.loc[production_id, "cost_per_query_usd"]),
+    }
+    for config in configs:
+        others = [production, *(c for c in configs if c["config_id"] != config["config_id"])]
+        assert config["on_frontier"] == (not any(_dominated(config, o) for o in others)), config
+    picked = (record["recommended"] or {}).get("config_id")
+    better = [c for c in configs if c["primary"] > production["primary"] and c["config_id"] != picked and c["breaks"]]
+    if better:
+        drawn = sorted(better, key=lambda c: (-c["primary"], c["config_id"]))[:5]
+        assert [m["config_id"] for m in record["near_misses"]] == [c["config_id"] for c in drawn]
 
 
 def _gate_exit(run_dir: Path, config_id: str) -> int:

@@ -19,7 +19,7 @@ from evalkit.report.fields import as_int as _int
 from evalkit.report.fields import as_list as _list
 from evalkit.report.fields import as_mapping as _mapping
 from evalkit.report.fields import as_number as _number
-from evalkit.report.moves import CheaperPick, KnobMove, read_cheaper, read_moves
+from evalkit.report.moves import CheaperPick, GatePassing, KnobMove, read_cheaper, read_gate_passing, read_moves
 from evalkit.run import files
 from evalkit.run.folder import RunError
 
@@ -145,6 +145,8 @@ class Decision:
     moves: tuple[KnobMove, ...] = ()
     """One knob at a time from production (empty for a run from before they existed)."""
     cheaper: CheaperPick | None = None
+    gate_passing: GatePassing | None = None
+    """Every config the gate accepts against production (None: a run before this was recorded)."""
 
     @property
     def focus_id(self) -> str | None:
@@ -288,4 +290,5 @@ def read_decision(payload: Mapping[str, Any] | None) -> Decision | None:
         ),
         moves=read_moves(payload),
         cheaper=read_cheaper(payload),
+        gate_passing=read_gate_passing(payload),
     )

@@ -1,4 +1,5 @@
-"""recommendation.json's one-knob moves and cheaper pick read into frozen records (the report only renders).
+"""recommendation.json's one-knob moves, cheaper pick and gate-passing set read into frozen records (the report
+only renders).
 
 Both are optional in the file (a run from before they existed has neither); a
 present block with the wrong shape is a one-line :class:`~evalkit.run.folder.RunError`.
@@ -67,6 +68,30 @@ class CheaperPick:
     nearest: tuple[Nearest, ...]
 
 
+@dataclass(frozen=True)
+class AcceptedConfig:
+    """A config the gate accepts against production, where it sits on the bill, and what of the objective it breaks."""
+
+    config_id: str
+    primary: float | None
+    cost_per_query: float | None
+    prompt_tokens: float | None
+    gain: Interval | None
+    on_frontier: bool
+    breaks: tuple[str, ...]
+    detail: str
+
+
+@dataclass(frozen=True)
+class GatePassing:
+    """Every config the gate accepts, of ``candidates`` (``checked`` bootstrapped; ``limit_reached``: some not)."""
+
+    configs: tuple[AcceptedConfig, ...]
+    checked: int
+    candidates: int
+    limit_reached: bool
+
+
 def _interval(value: Any) -> Interval | None:
     if not isinstance(value, Mapping):
         return None
@@ -133,4 +158,30 @@ def read_cheaper(payload: Mapping[str, Any]) -> CheaperPick | None:
         context_precision=_interval(intervals.get("context_precision")),
         prompt_tokens_change_pct=_change(c.get("prompt_tokens")),
         nearest=nearest,
+    )
+
+
+def read_gate_passing(payload: Mapping[str, Any]) -> GatePassing | None:
+    raw = payload.get("gate_passing")
+    if raw is None:
+        return None
+    g = _mapping(raw, "gate_passing")
+    configs = tuple(
+        AcceptedConfig(
+            config_id=str(a.get("config_id", "")),
+            primary=_number(a.get("primary")),
+            cost_per_query=_number(a.get("cost_per_query")),
+            prompt_tokens=_number(a.get("prompt_tokens")),
+            gain=_interval(a.get("gain")),
+            on_frontier=bool(a.get("on_frontier")),
+            breaks=tuple(str(b) for b in _list(a.get("breaks"), "gate_passing.configs[].breaks")),
+            detail=str(a.get("detail") or ""),
+        )
+        for a in (_mapping(x, "gate_passing.configs[]") for x in _list(g.get("configs"), "gate_passing.configs"))
+    )
+    return GatePassing(
+        configs=configs,
+        checked=int(_number(g.get("checked")) or 0),
+        candidates=int(_number(g.get("candidates")) or 0),
+        limit_reached=bool(g.get("limit_reached")),
     )

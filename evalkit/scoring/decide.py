@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from evalkit.scoring import compare
+from evalkit.scoring.accepted import gate_passing, near_misses
 from evalkit.scoring.gatecheck import ConfigData, GateConfig, evaluate
 from evalkit.scoring.moves import Sweep, cheaper_pick, one_knob_moves
 from evalkit.scoring.objective import ConfigTable, ObjectiveSettings, column_means, config_table
@@ -72,6 +73,7 @@ def _decide(
             "production": None,
             "recommended": None,
             "near_misses": [],
+            "gate_passing": None,
             "one_knob_moves": [],
             "cheaper_pick": None,
         }
@@ -98,24 +100,38 @@ def _decide(
             continue
         verdict = _try(config_id, production_id, results, summary, table, means, objective, gate, budget)
         if verdict["decision"] == RECOMMEND:
-            return record | {
-                "decision": RECOMMEND,
-                "recommended": verdict["recommended"],
-                "near_misses": _nearest(misses),
-                "gate": verdict["gate"],
-                "flags": verdict["flags"],
-            }
+            picked = verdict["recommended"]["config_id"]
+            return (
+                record
+                | _with_accepted(sweep, production_primary, picked, misses)
+                | {
+                    "decision": RECOMMEND,
+                    "recommended": verdict["recommended"],
+                    "gate": verdict["gate"],
+                    "flags": verdict["flags"],
+                }
+            )
         misses.append(verdict["miss"])
         tried += verdict["bootstrapped"]
         if tried >= objective.max_candidates:
             break
-    return record | {
-        "decision": KEEP,
-        "recommended": None,
-        "near_misses": _nearest(misses),
-        "gate": None,
-        "flags": [],
-    }
+    return (
+        record
+        | _with_accepted(sweep, production_primary, None, misses)
+        | {
+            "decision": KEEP,
+            "recommended": None,
+            "gate": None,
+            "flags": [],
+        }
+    )
+
+
+def _with_accepted(sweep: Sweep, production_primary: float, picked: str | None, misses: list) -> dict[str, Any]:
+    """The gate-passing set, and the near-misses drawn from it (those that fail the gate only when none passes)."""
+    accepted = gate_passing(sweep)
+    drawn = near_misses(accepted, production_primary, picked)
+    return {"gate_passing": accepted, "near_misses": drawn or _nearest(misses)}
 
 
 def _nearest(misses: list[dict[str, Any]], n: int = 5) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ from evalkit.report import fmt
 from evalkit.report.decision import KEEP, NO_PRODUCTION, Constraint, Decision, Gain, Pick
 from evalkit.report.html import Markup, section, table, tag
 from evalkit.report.model import ReportModel
-from evalkit.report.sections.moves import cheaper_block, moves_table
+from evalkit.report.sections.moves import cheaper_block, gate_passing_table, moves_table
 from evalkit.run import files
 
 CONSTRAINT_LABELS = {
@@ -261,6 +261,7 @@ def decision_card(model: ReportModel, d: Decision, measured: Sequence[Markup] = 
     if d.decision != KEEP:
         body.extend(_near_misses(d, labels))
     body.extend(_flags(d))
+    body.extend(gate_passing_table(d.gate_passing, d.objective.primary, d.objective.primary_label))
     note = f"From {files.RECOMMENDATION_JSON} in this folder (written by the sweep; nothing here is recomputed)."
     card = section("recommendation", "Recommendation", body, note)
     return Markup(card.replace('class="card"', 'class="card rec"', 1))

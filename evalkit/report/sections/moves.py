@@ -1,4 +1,5 @@
-"""The first screen's "what to change" blocks: one knob at a time from production, and the cheaper pick.
+"""The "what to change" blocks: one knob at a time from production, the cheaper pick (the first screen), and
+every config the gate accepts.
 
 Rendered from recommendation.json (:mod:`evalkit.report.moves`); nothing is recomputed here.
 """
@@ -9,7 +10,7 @@ import re
 
 from evalkit.report import fmt
 from evalkit.report.html import Cell, Markup, table, tag
-from evalkit.report.moves import CheaperPick, Interval, KnobMove
+from evalkit.report.moves import CheaperPick, GatePassing, Interval, KnobMove
 
 KNOB_LABELS = {
     "chunk_size": "chunk_size",
@@ -18,6 +19,14 @@ KNOB_LABELS = {
     "threshold": "threshold",
     "reranker": "reranker",
 }
+
+BREAK_LABELS = {
+    "prompt_tokens": "prompt-token cap",
+    "zero_hit_answerable": "zero-hit cap",
+    "abstention": "abstention floor",
+    "gain": "gain not shown",
+}
+"""What an accepted config breaks of the objective, in words (the names are recommendation.json's)."""
 
 
 def _interval(name: str, i: Interval | None) -> str:
@@ -106,3 +115,38 @@ def cheaper_block(pick: CheaperPick | None, run_dir: str) -> list[Markup]:
         ),
         tag("p", ["The gate accepts it against production: ", tag("code", command)], class_="note"),
     ]
+
+
+def gate_passing_table(passing: GatePassing | None, primary: str, primary_label: str) -> list[Markup]:
+    """Every config the gate accepts against production: quality against the bill, and what it breaks."""
+    if passing is None:
+        return []
+    heading = tag("h3", "Every config the gate accepts against production", id="gate-passing")
+    checked = (
+        f"{passing.checked} of {passing.candidates} configs bootstrapped (the limit, objective.max_candidates, "
+        "was reached: the rest were not checked)"
+        if passing.limit_reached
+        else f"{passing.candidates} configs checked; those whose point estimate misses a gate margin cannot pass"
+    )
+    if not passing.configs:
+        return [heading, tag("p", f"None. {checked}.", class_="note")]
+    rows: list[list[Cell]] = [
+        [
+            tag("code", a.config_id),
+            fmt.quantity(primary, a.primary),
+            _interval(primary, a.gain),
+            "n/a" if a.cost_per_query is None else f"${a.cost_per_query:.5f}",
+            "n/a" if a.prompt_tokens is None else f"{a.prompt_tokens:,.0f}",
+            "yes" if a.on_frontier else "",
+            tag("small", ", ".join(BREAK_LABELS.get(b, b) for b in a.breaks), title=a.detail or None)
+            if a.breaks
+            else "meets it",
+        ]
+        for a in passing.configs
+    ]
+    headers = ["config", primary_label, "gain, pts", "$/query", "prompt tokens", "frontier", "objective"]
+    note = (
+        f"{checked}. Frontier: no other accepted config (or production) is at least as good on {primary_label}, "
+        "$/query and prompt tokens at once and better on one. 'objective': what of the objective each breaks."
+    )
+    return [heading, table(headers, rows, numeric=(1, 2, 3, 4)), tag("p", note, class_="note")]
