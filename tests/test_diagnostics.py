@@ -15,6 +15,7 @@ from evalkit.report import Statistics
 from evalkit.report.analysis import steps
 from evalkit.report.decision import NO_DECISION_OBJECTIVE, read_decision
 from evalkit.report.diagnostics import (
+    RULE_KNOBS,
     Finding,
     calibration_rule,
     diagnose,
@@ -22,6 +23,7 @@ from evalkit.report.diagnostics import (
     overlap_effect_rule,
     threshold_rule,
     whole_document_rule,
+    with_moves,
 )
 from evalkit.report.threshold_advice import threshold_advice
 from evalkit.run.folder import load_run
@@ -102,7 +104,7 @@ def test_poor_separation_says_no_threshold_and_widen_the_pool() -> None:
     assert advice is not None and advice.threshold is None
     assert advice.fix == (
         f"no threshold for this score (AUC {auc:.2f} < 0.7): keep 0; "
-        "if zero-hit rises without a gain, widen the pool (pool_size)"
+        "when zero-hit rises without a gain, widen the candidate pool one step (pool_size), do not lower the threshold"
     )
     (finding,) = rule(f, rec)
     assert not finding.fired  # the recommended config already filters nothing
@@ -236,3 +238,31 @@ def test_no_diagnostic_on_a_real_run_advises_a_threshold_that_breaks_the_cap(
         run.results, run.summary, run.chunkings, rec_row, objective, FAST, k_steps, None, None, None, run.manifest
     )
     assert [f.advice for f in fallback] == [f.advice for f in findings]
+
+
+def test_each_fired_rule_names_the_one_knob_move_of_its_knob(tmp_path: Path, small_demo: Path) -> None:
+    """The seed's symptom rules on the objective's terms, each fired one carrying the one-knob move from
+    production (recommendation.json) with its evidence and the gate's verdict; a quiet rule carries none."""
+    run = load_run(_sweep(small_demo, tmp_path))
+    decision = read_decision(run.recommendation)
+    assert decision is not None and decision.focus_id is not None and decision.moves
+    rec_row = run.config_row(decision.focus_id)
+    k_steps = steps(
+        run.results, run.summary, measure("recall"), str(rec_row["chunking"]), "top_k", rec_row["threshold"], FAST
+    )
+    findings = diagnose(
+        run.results, run.summary, run.chunkings, rec_row, decision.objective, FAST, k_steps, None, None,
+        run.calibration, run.manifest, moves=decision.moves,
+    )  # fmt: skip
+    moves = {m.knob: m for m in decision.moves if m.swept}
+    for f in findings:
+        knob = RULE_KNOBS.get(f.rule)
+        if f.fired and knob in moves:
+            move = moves[knob]
+            assert f.move.startswith(f"one-knob move from production: {knob} {move.production_value} → {move.value}")
+            assert move.config_id in f.move and f"gate {move.gate_verdict.upper()}" in f.move
+        else:
+            assert f.move == "", f
+    synthetic = (Finding("overlap", True, "t", "a", "lower it"), Finding("top_k", False, "t", "a"))
+    moved = with_moves((*synthetic, Finding("position", True, "t", "a", "placement")), decision.moves)
+    assert [bool(f.move) for f in moved] == ["chunk_overlap" in moves, False, False]

@@ -10,7 +10,7 @@ a reviewer sees what was checked.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -45,6 +45,13 @@ class Finding:
     """The numbers behind it."""
     advice: str = ""
     """What to do (empty when the rule did not fire)."""
+    move: str = ""
+    """The one-knob move from production that carries the advice out, with its evidence and the gate's verdict
+    (recommendation.json's ``one_knob_moves``; empty when the grid has none for the rule's knob)."""
+
+
+RULE_KNOBS = {"overlap": "chunk_overlap", "top_k": "top_k", "threshold": "threshold", "gold_cut": "chunk_overlap"}
+"""The knob whose one-knob move each fired rule points at (position: placement and rerank, not a retrieval knob)."""
 
 
 def _k_label(metric: str, k: int) -> str:
@@ -94,8 +101,9 @@ def overlap_rule(
                         f"overlap {high} adds {growth:.0%} chunks for {fmt.signed_points(c.delta)} points "
                         f"{_k_label(m.name, k)}, within noise",
                         arithmetic,
-                        f"lower the overlap to {low} at chunk_size {size}: a {1 - n_lo / n_hi:.0%} smaller index "
-                        "for the same recall",
+                        f"the chunk count grows while {_k_label(m.name, k)} does not: lower the overlap first, to "
+                        f"{low} at chunk_size {size} (a {1 - n_lo / n_hi:.0%} smaller index for the same "
+                        f"{_k_label(m.name, k)})",
                     )
                 )
             else:
@@ -125,7 +133,8 @@ def top_k_rule(k_steps: tuple[Step, ...], summary: pd.DataFrame, metric: str) ->
                     f"top_k {s.frm:g} → {s.to:g} adds {growth:.0%} context for {fmt.signed_points(s.comparison.delta)} "
                     "points, within noise",
                     arithmetic,
-                    f"cut the input budget back to top_k {s.frm:g}",
+                    f"top_k {s.frm:g} → {s.to:g} leaves {measure(metric).label.replace('@k', '')} flat: lower the "
+                    f"input budget back to top_k {s.frm:g}",
                 )
             )
         else:
@@ -358,6 +367,31 @@ def grid_edge_rule(summary: pd.DataFrame, objective: Objective) -> tuple[Finding
     return tuple(findings)
 
 
+def _move_text(move: Any) -> str:
+    """``one-knob move chunk_overlap 64 → 0: recall +0.6 [−1.7, +3.0] pts, $/query +0.0%, gate PASS``."""
+    recall = "n/a" if move.recall is None else fmt.signed_interval("recall", *_triple(move.recall))
+    cost = "n/a" if move.cost_change_pct is None else f"{move.cost_change_pct:+.1f}%".replace("-", fmt.MINUS)
+    return (
+        f"one-knob move from production: {move.knob} {move.production_value} → {move.value} "
+        f"({move.config_id}): recall {recall.replace(' points', '')} pts, $/query {cost}, "
+        f"gate {(move.gate_verdict or 'n/a').upper()}"
+    )
+
+
+def _triple(interval: Any) -> tuple[float, float, float]:
+    return interval.delta, interval.low, interval.high
+
+
+def with_moves(findings: tuple[Finding, ...], moves: tuple[Any, ...]) -> tuple[Finding, ...]:
+    """Each fired rule with the one-knob move of its knob (:data:`RULE_KNOBS`), where the grid swept one."""
+    by_knob = {m.knob: m for m in moves if m.swept and m.config_id}
+    out = []
+    for f in findings:
+        move = by_knob.get(RULE_KNOBS.get(f.rule, ""))
+        out.append(replace(f, move=_move_text(move)) if f.fired and move is not None else f)
+    return tuple(out)
+
+
 def diagnose(
     results: pd.DataFrame,
     summary: pd.DataFrame,
@@ -370,8 +404,9 @@ def diagnose(
     position: PositionSummary | None,
     calibration: pd.DataFrame | None = None,
     manifest: Mapping[str, Any] | None = None,
+    moves: tuple[Any, ...] = (),
 ) -> tuple[Finding, ...]:
-    """Every rule, fired findings first.
+    """Every rule, fired findings first, each fired one with its knob's one-knob move (``moves``: the decision's).
 
     ``calibration`` (calibration.parquet) falls back on the per-chunking info files; ``manifest``
     gives the document count of the whole-document flag, which is skipped without it.
@@ -388,4 +423,4 @@ def diagnose(
         + gold_cut_rule(chunkings)
         + position_rule(position)
     )
-    return tuple(sorted(found, key=lambda f: not f.fired))
+    return with_moves(tuple(sorted(found, key=lambda f: not f.fired)), moves)

@@ -217,6 +217,7 @@ def build_model(run_dir: str | Path, options: ReportOptions, font: FontStatus) -
     findings = diagnose(
         run.results, run.summary, run.chunkings, rec_row, objective, statistics, objective_steps, calibrated,
         position, calibration=run.calibration, manifest=run.manifest,
+        moves=decision.moves if decision is not None else (),
     )  # fmt: skip
     run_delta = None
     if options.compare is not None:

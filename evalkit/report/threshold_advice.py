@@ -21,13 +21,15 @@ from evalkit.run import files
 from evalkit.scoring.thresholds import (
     DEFAULT_ZERO_HIT_TARGET,
     MIN_AUC,
+    WIDEN_POOL,
     advise,
     floor_significant,
     no_filter_threshold,
     zero_hit_at,
 )
 
-WIDEN = "if zero-hit rises without a gain, widen the pool (pool_size)"
+WIDEN = WIDEN_POOL
+"""The seed's maintenance rule, one wording for the scoring, the report and the replay."""
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,9 @@ AUTO_LEVELS = (0.02, 0.05, 0.10, 0.20, 0.30, 0.50)
 """Quantiles of answerable questions' best scores that ``threshold: auto`` puts on the grid, in order."""
 SIGNIFICANT_DIGITS = 3
 
-WIDEN_POOL = "when zero-hit rises without a gain, widen the candidate pool instead of lowering recall"
+WIDEN_POOL = (
+    "when zero-hit rises without a gain, widen the candidate pool one step (pool_size), do not lower the threshold"
+)
 """The seed rule every "no threshold" advice ends with."""
 
 

@@ -14,7 +14,16 @@ def diagnostics(model: ReportModel) -> Markup:
     body: list[Markup] = []
     if fired:
         items = [
-            tag("li", [tag("strong", f.title), " → ", f.advice, tag("span", f.arithmetic, class_="finding-arith")])
+            tag(
+                "li",
+                [
+                    tag("strong", f.title),
+                    " → ",
+                    f.advice,
+                    tag("span", f.arithmetic, class_="finding-arith"),
+                    tag("span", f.move, class_="finding-arith") if f.move else "",
+                ],
+            )
             for f in fired
         ]
         body.append(tag("ul", items, class_="findings"))
@@ -32,11 +41,12 @@ def diagnostics(model: ReportModel) -> Markup:
             )
         )
     note = (
-        "Rules: more overlap without a gain beyond the noise → lower it; a larger top_k without a gain → cut the "
-        "input budget; a higher threshold that raises misses without a gain → widen the pool or use the "
-        "calibrated threshold; wrong answers concentrated mid-context → placement and rerank; answer spans cut "
-        "by chunk boundaries → more overlap. Gains are paired 95% bootstrap CIs at the recommended top_k and "
-        "threshold."
+        "Rules, on the objective's measure: the chunk count grows while it does not → lower the overlap first; "
+        "a larger top_k leaves it flat → lower the input budget back; a higher threshold raises zero-hit "
+        "without a gain → widen the candidate pool, do not lower the threshold; wrong answers concentrate "
+        "mid-context → fix placement and rerank, not chunk_size; answer spans cut by chunk boundaries → more "
+        "overlap. A fired rule names the one-knob move from production that carries it out, with the gate's "
+        "verdict. Gains are paired 95% bootstrap CIs at the recommended top_k and threshold."
     )
     return section("diagnostics", "Diagnostics", body, note)
 
