@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -50,3 +54,28 @@ def test_the_project_layers_over_the_bundled_configs(tmp_path: Path) -> None:
     assert elsewhere.team_dir == (root / "conf") and elsewhere.config_name == "project"
     bundled = find_source([], tmp_path)
     assert bundled.team_dir is None and compose_config(bundled, []).labelset.path == "labelsets/demo"
+
+
+def test_the_position_hint_of_an_init_project_runs_the_experiment(tmp_path: Path) -> None:
+    """project.yaml keeps position off; the report's "to run it" command (position/status.json) carries the run's
+    own overrides and an explicit position choice, so run as printed, inside the project, it plans the experiment."""
+    root = tmp_path / "team"
+    init_project(root)
+    reports = tmp_path / "reports"
+    args = ["progress=false", "report=false", f"reports_dir={reports}", "top_k=[1,3]", "chunk_size=[256]"]
+    done = subprocess.run(
+        [sys.executable, "-m", "evalkit.sweep", *args], cwd=root, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    (status_path,) = reports.glob("*/position/status.json")
+    status = json.loads(status_path.read_text(encoding="utf-8"))
+    assert status["state"] == "off"
+    command = shlex.split(status["command"])
+    assert command[:3] == ["python", "-m", "evalkit.sweep"] and command[-1] == "position=default"
+    assert all(a in command for a in args)
+    again = subprocess.run(
+        [sys.executable, *command[1:], "position.dry_run=true"], cwd=root, capture_output=True, text=True, timeout=600
+    )
+    assert again.returncode == 0, again.stderr
+    status = json.loads(status_path.read_text(encoding="utf-8"))
+    assert status["state"] == "dry_run", status

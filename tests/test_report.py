@@ -466,3 +466,23 @@ def test_chinese_labels_render_with_a_cjk_font() -> None:
         warnings.simplefilter("always")
         png = plots.draw(lambda: plots.bars({"主题": {"差旅报销": 3.0, "休假": 2.0}}), font)
     assert png and not [w for w in caught if "missing from font" in str(w.message)]
+
+
+def test_a_one_chunking_grid_is_a_table_not_single_cell_heatmaps(tmp_path: Path, small_demo: Path) -> None:
+    """With one chunk_size (or one overlap) a heatmap is a strip of cells whose colour bar means nothing: the
+    grid section shows the slice as a table instead, its values the summary's."""
+    overrides = ("chunk_size=[256]", "chunk_overlap=[0,64]", "top_k=[3]", "baseline.chunk_size=256", "baseline.top_k=3")
+    run = run_sweep(small_demo, tmp_path, *overrides)
+    html = write_report(run, statistics=FAST).read_text(encoding="utf-8")
+    grid = html[html.index('<section id="grid"') :]
+    grid = grid[: grid.index("</section>")]
+    assert "<img" not in grid and "<table" in grid
+    page = parse(write_report(run, statistics=FAST))
+    rows = page.rows["grid"]
+    record = json.loads((run / files.RECOMMENDATION_JSON).read_text(encoding="utf-8"))
+    focus = (record["recommended"] or record["production"])["config_id"]
+    summary = pd.read_parquet(run / files.SUMMARY)
+    level = float(summary.set_index("config_id").loc[focus, "threshold"])
+    at = summary[np.isclose(summary["threshold"], level)].sort_values("chunk_overlap")
+    assert [r[:2] for r in rows[1:]] == [["256", "0"], ["256", "64"]]
+    assert [r[2] for r in rows[1:]] == [f"{100 * v:.1f}%" for v in at["recall"]]

@@ -24,6 +24,7 @@ from evalkit.pipeline.errors import CALL_ERRORS
 from evalkit.pipeline.executor import Executor, LocalExecutor, make_executor
 from evalkit.pipeline.plan import SweepPlan
 from evalkit.pipeline.position import choose_chunking, position_experiment, write_status
+from evalkit.pipeline.position_notes import sweep_command
 from evalkit.pipeline.sweep import run_sweep, scoped_questions, token_family, unit_store
 from evalkit.pipeline.work import WorkContext, plan_units
 from evalkit.retrieval.embedding.base import Embedder
@@ -104,12 +105,12 @@ def run_position_part(plan: SweepPlan, labelset: LabelSet, cache: Cache, run_dir
     """
     out_dir = run_dir / POSITION_DIR
     if plan.position is None:
-        write_status(out_dir, "off", "position=off: this sweep ran retrieval only", "python -m evalkit.sweep")
+        write_status(out_dir, "off", "position=off: this sweep ran retrieval only", sweep_command("default"))
         return
     try:
         out = position_experiment(plan, labelset, cache, run_dir, spend=stats.spend)
     except CALL_ERRORS as exc:
-        command = " ".join(["python -m evalkit.sweep", *sys.argv[1:]])
+        command = sweep_command(None)
         write_status(out_dir, "failed", f"{type(exc).__name__}: {exc}", command)  # the sweep exits non-zero on it
         return
     print(f"evalkit: position experiment -> {out}", file=sys.stderr)

@@ -39,12 +39,12 @@ from evalkit.answering.position.powered import describe_size, powered_size
 from evalkit.answering.position.settings import STATUS_JSON, BudgetSpec, PositionSettings
 from evalkit.answering.position.sizing import Sized, candidate_order, fit_budget, planned_seconds, subsample_ids
 from evalkit.pipeline.position_notes import (
-    POWERED_COMMAND,
     detectable_lines,
     measured_pace,
     outlook,
     pending_line,
     smoke_run_note,
+    sweep_command,
 )
 from evalkit.pipeline.position_run import run_position, still_to_send
 from evalkit.records import Question
@@ -327,7 +327,7 @@ def skipped_unclean(plan: PositionPlan) -> dict[str, dict[str, int]]:
 def write_status(out_dir: Path, state: str, why: str, command: str, smoke: str = "") -> Path:
     """``position/status.json``: ``state`` (ran, off, dry_run, empty, failed), why, the command that runs it, and
     ``smoke``: for a smoke run, what it cannot detect and the powered run's command with its time ('' otherwise)."""
-    command = command or f"{POWERED_COMMAND}  # sized to detect a 10-point position effect"
+    command = command or f"{sweep_command('powered')}  # sized to detect a 10-point position effect"
     path = out_dir / STATUS_JSON
     write_json(path, {"state": state, "ran": state == "ran", "why": why, "command": command, "smoke": smoke})
     return path

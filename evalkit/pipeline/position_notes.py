@@ -6,6 +6,8 @@ Pipeline-side because it joins the plan (answering) with the statistics (scoring
 from __future__ import annotations
 
 import math
+import re
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -22,7 +24,27 @@ from evalkit.scoring.stats import paired_binary_mde, questions_for_paired_binary
 
 ASSUMED_DISCORDANCE = (0.15, 0.2, 0.3)
 """Head-vs-mid discordance the plan states its detectable effect at before any is measured (issue 22: 0.15-0.3)."""
-POWERED_COMMAND = "python -m evalkit.sweep position=powered"
+POSITION_OVERRIDE = re.compile(r"^[+~]*position([.=]|$)")
+"""A command-line override that chooses or tunes the position experiment (replaced in a suggested command)."""
+
+
+def sweep_command(preset: str | None) -> str:
+    """The command that re-runs this sweep with the position preset ``preset`` (None: as it was chosen).
+
+    It carries the run's own overrides (Hydra's task overrides: the labelled set, the run folder, ...), so it
+    works in the project it was run in; inside an ``evalkit init`` project, whose project.yaml turns position
+    off, an explicit ``position=`` choice is what turns it on. Outside a Hydra run (a library call) there are no
+    overrides to carry.
+    """
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        task = list(HydraConfig.get().overrides.task)
+    except ValueError:  # not inside a Hydra run
+        task = []
+    kept = task if preset is None else [o for o in task if not POSITION_OVERRIDE.match(o)]
+    chosen = [] if preset is None else [f"position={preset}"]
+    return shlex.join(["python", "-m", "evalkit.sweep", *kept, *chosen])
 
 
 def placed_questions(plan: PositionPlan, arm: str) -> int:
@@ -147,10 +169,11 @@ def smoke_note(plan: PositionPlan, pilot: PositionPlan | None, speed: float) -> 
     n = placed_questions(plan, "retrieve-5")
     cannot = ", ".join(f"{detectable(n, psi)} at discordance {psi:.2f}" for psi in ASSUMED_DISCORDANCE)
     timing = f"{outlook(pilot, speed)}; " if pilot is not None else ""
+    powered = sweep_command("powered")
     return (
         f"position: SMOKE RUN ({n} placed questions): it checks that the answer side works; it cannot detect a "
-        f"position effect (smallest detectable head vs mid: {cannot}). Powered run: {POWERED_COMMAND} "
-        f"({timing}at the speed measured here; `{POWERED_COMMAND} position.dry_run=true` prints the plan)"
+        f"position effect (smallest detectable head vs mid: {cannot}). Powered run: {powered} "
+        f"({timing}at the speed measured here; `{powered} position.dry_run=true` prints the plan)"
     )
 
 

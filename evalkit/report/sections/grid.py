@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
 from evalkit.report import fmt, plots
 from evalkit.report.html import Markup, img, section, table, tag
 from evalkit.report.model import ReportModel
@@ -38,9 +40,30 @@ def grid(model: ReportModel) -> Markup:
         else:
             where = f"top_k {int(base['top_k'])}, threshold {fmt.threshold(float(base['threshold']))}"
             note += f" The baseline sits at {where}."
+    if _degenerate(grids):
+        return section("grid", "The grid: chunk_size × overlap", [_grid_table(at, k, marks)], note)
     png = plots.draw(lambda: plots.heatmaps(grids, marks, lower), model.font)
     alt = "Heatmaps of " + ", ".join(grids) + " by chunk_size and chunk_overlap"
     return section("grid", "The grid: chunk_size × overlap", [img(png, alt)], note)
+
+
+def _degenerate(grids: dict) -> bool:
+    """A heatmap with one chunk_size or one overlap is a strip of cells whose colour scale means nothing."""
+    return not grids or any(g.shape[0] < 2 or g.shape[1] < 2 for g in grids.values())
+
+
+def _grid_table(at: pd.DataFrame, k: int, marks: dict[str, tuple[int, int]]) -> Markup:
+    """The slice as a table: one row per (chunk_size, overlap), one column per measure, the marked configs named."""
+    names = [n for n in HEATMAP_MEASURES if n in at.columns]
+    rows = []
+    for _, r in (
+        at.sort_values(["chunk_size", "chunk_overlap"]).drop_duplicates(["chunk_size", "chunk_overlap"]).iterrows()
+    ):
+        cell = (int(r["chunk_size"]), int(r["chunk_overlap"]))
+        which = ", ".join(label for label, at_cell in marks.items() if at_cell == cell)
+        rows.append([str(cell[0]), str(cell[1]), *(fmt.pct(r[n]) for n in names), which])
+    headers = ["chunk_size", "overlap", *(_label(n, k) for n in names), ""]
+    return table(headers, rows, numeric=tuple(range(2, 2 + len(names))))
 
 
 def top_k(model: ReportModel) -> Markup:
