@@ -19,6 +19,7 @@ stderr: different labelled sets, unknown config, broken margins file, ...).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 from collections.abc import Mapping, Sequence
@@ -29,6 +30,7 @@ from typing import Any, NoReturn
 from evalkit.pipeline.margins import load_gate_config
 from evalkit.report import fmt
 from evalkit.run import files
+from evalkit.run.disk import describe_os_error
 from evalkit.run.folder import Run, RunError, load_run, write_json
 from evalkit.scoring.decide import find_production
 from evalkit.scoring.gatecheck import Check, ConfigData, GateConfig, GateError, evaluate
@@ -214,7 +216,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (GateError, RunError) as exc:
         print(f"evalkit.gate: error: {exc}", file=sys.stderr)
         return 2
-    json_path, _ = write_outputs(payload, out)
+    try:
+        json_path, _ = write_outputs(payload, out)
+    except OSError as exc:  # a full or read-only disk: the path and the cause, and no half-written verdict left
+        for name in (files.GATE_JSON, files.GATE_MD):
+            with contextlib.suppress(OSError):
+                (out / name).unlink(missing_ok=True)
+        print(f"evalkit.gate: error: {describe_os_error(exc, out, Path())}", file=sys.stderr)
+        return 2
     for c in payload["checks"]:
         print(
             f"{'pass' if c['passed'] else 'FAIL'}  {c['metric']}: {_md_delta(c)} (margin {c['margin_text']})",

@@ -8,9 +8,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from evalkit.report.analysis import Statistics
 from evalkit.report.build import write_report
+from evalkit.run.disk import describe_os_error
 from evalkit.run.folder import RunError
 
 
@@ -38,6 +40,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except RunError as exc:
         print(f"evalkit.report: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # the page cannot be written (full or read-only disk): the path and the cause
+        print(f"evalkit.report: error: {describe_os_error(exc, Path(args.run_dir), Path())}", file=sys.stderr)
         return 2
     print(f"evalkit.report: wrote {path}", file=sys.stderr)
     if args.compare:

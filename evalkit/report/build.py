@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -56,7 +57,10 @@ def write_report(
     # Steps: reading the run and computing every number, one per section, writing the file.
     with steps_bar(len(SECTIONS) + 2, "report", progress) as shown:
         shown.set_postfix_str("reading the run", refresh=False)
-        model = build_model(run_dir, options, cjk_font())
+        font = cjk_font()
+        model = build_model(run_dir, options, font)  # a folder that is not a finished run: one line, no warning
+        if font.warning:
+            warnings.warn(font.warning, stacklevel=2)
         shown.update(1)
 
         started: list[str] = []
