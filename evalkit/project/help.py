@@ -25,7 +25,7 @@ GROUPS = {
     "baseline": "the production config the report and the gate compare against (a project's presets)",
 }
 ADD_ONS = {
-    "tracker": "log the sweep to an experiment tracker (+tracker=mlflow; pip install evalkit[tracking])",
+    "tracker": "log the sweep to an experiment tracker (+tracker=mlflow; pip install 'evalkit-sweep[tracking]')",
     "experiment": "a larger position experiment (+experiment=position)",
     "judge": "an advisory LLM judge of the answers (+judge=claude)",
 }

@@ -18,6 +18,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from evalkit.confdir import bundled
+from evalkit.project.install import pinned_source
 
 # template (under evalkit/project/templates/) -> where it goes in the project
 LAYOUT = {
@@ -55,7 +56,7 @@ def init_project(root: Path, labelset: str | None = None, force: bool = False) -
     existing = [rel for rel in LAYOUT.values() if (root / rel).exists()]
     if existing and not force:
         raise InitError(f"{root}: already has {', '.join(existing)} (--force overwrites)")
-    values = {"name": root.resolve().name, "labelset_path": labelset or "labelsets/team"}
+    values = {"name": root.resolve().name, "labelset_path": labelset or "labelsets/team", "install": pinned_source()}
     written = []
     for template, rel in LAYOUT.items():
         target = root / rel

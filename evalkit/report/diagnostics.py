@@ -10,7 +10,7 @@ a reviewer sees what was checked.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,6 +19,7 @@ import pandas as pd
 from evalkit.report import fmt
 from evalkit.report.analysis import Statistics, Step, find_config, steps
 from evalkit.report.decision import Objective
+from evalkit.report.diagnostic_moves import with_moves
 from evalkit.report.experiments import PositionSummary
 from evalkit.report.threshold_advice import WIDEN, calibration_floor, calibration_rows, threshold_advice
 from evalkit.scoring import compare
@@ -48,10 +49,6 @@ class Finding:
     move: str = ""
     """The one-knob move from production that carries the advice out, with its evidence and the gate's verdict
     (recommendation.json's ``one_knob_moves``; empty when the grid has none for the rule's knob)."""
-
-
-RULE_KNOBS = {"overlap": "chunk_overlap", "top_k": "top_k", "threshold": "threshold", "gold_cut": "chunk_overlap"}
-"""The knob whose one-knob move each fired rule points at (position: placement and rerank, not a retrieval knob)."""
 
 
 def _k_label(metric: str, k: int) -> str:
@@ -365,31 +362,6 @@ def grid_edge_rule(summary: pd.DataFrame, objective: Objective) -> tuple[Finding
                 )
             )
     return tuple(findings)
-
-
-def _move_text(move: Any) -> str:
-    """``one-knob move chunk_overlap 64 → 0: recall +0.6 [−1.7, +3.0] pts, $/query +0.0%, gate PASS``."""
-    recall = "n/a" if move.recall is None else fmt.signed_interval("recall", *_triple(move.recall))
-    cost = "n/a" if move.cost_change_pct is None else f"{move.cost_change_pct:+.1f}%".replace("-", fmt.MINUS)
-    return (
-        f"one-knob move from production: {move.knob} {move.production_value} → {move.value} "
-        f"({move.config_id}): recall {recall.replace(' points', '')} pts, $/query {cost}, "
-        f"gate {(move.gate_verdict or 'n/a').upper()}"
-    )
-
-
-def _triple(interval: Any) -> tuple[float, float, float]:
-    return interval.delta, interval.low, interval.high
-
-
-def with_moves(findings: tuple[Finding, ...], moves: tuple[Any, ...]) -> tuple[Finding, ...]:
-    """Each fired rule with the one-knob move of its knob (:data:`RULE_KNOBS`), where the grid swept one."""
-    by_knob = {m.knob: m for m in moves if m.swept and m.config_id}
-    out = []
-    for f in findings:
-        move = by_knob.get(RULE_KNOBS.get(f.rule, ""))
-        out.append(replace(f, move=_move_text(move)) if f.fired and move is not None else f)
-    return tuple(out)
 
 
 def diagnose(

@@ -58,7 +58,7 @@ def tracking_uri(settings: TrackerSettings, reports_dir: Path) -> str:
 def check_ready(settings: TrackerSettings, reports_dir: Path) -> None:
     """Before the sweep: MLflow is installed and a tracking server answers (a long sweep must not log to nowhere)."""
     if importlib.util.find_spec("mlflow") is None:
-        raise TrackingError("tracker=mlflow needs MLflow: pip install 'evalkit[tracking]'")
+        raise TrackingError("tracker=mlflow needs MLflow: pip install 'evalkit-sweep[tracking]'")
     uri = tracking_uri(settings, reports_dir)
     if uri.startswith(("http://", "https://")):
         try:

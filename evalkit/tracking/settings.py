@@ -10,7 +10,7 @@ class TrackerSettings:
     """Where a finished sweep is logged (``conf/tracker/<name>.yaml``)."""
 
     name: str = field(metadata={"choices": ("mlflow",)})
-    """The tracker: ``mlflow`` (pip install "evalkit[tracking]")."""
+    """The tracker: ``mlflow`` (pip install "evalkit-sweep[tracking]")."""
     uri: str | None = None
     """Tracking URI: ``http://host:5000``, ``sqlite:///path.db``, ...; None: ``sqlite:///<reports_dir>/mlflow.db``."""
     experiment: str = field(default="evalkit", metadata={"allow_empty": False})
