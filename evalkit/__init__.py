@@ -13,6 +13,11 @@ from typing import Any
 __all__ = ["RunData", "SweepError", "load_run", "run_sweep"]
 
 
+def __dir__() -> list[str]:
+    """The public names (tab completion), though they are imported only on first use."""
+    return sorted({*__all__, *(n for n in globals() if n.startswith("__"))})
+
+
 def __getattr__(name: str) -> Any:
     if name in __all__:
         from evalkit.project import api

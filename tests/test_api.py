@@ -66,3 +66,23 @@ def test_the_sweep_module_is_not_shadowed() -> None:
     assert done.returncode == 0 and "config groups" in done.stdout
     with pytest.raises(AttributeError):
         _ = evalkit.no_such_thing  # type: ignore[attr-defined]
+
+
+def test_the_public_names_show_and_a_run_prints_short(finished: evalkit.RunData, small_demo: Path) -> None:
+    """Tab completion sees the public API (imported lazily); a run's repr is one line, not whole DataFrames;
+    the questions ride beside the results, as the labelled set has them."""
+    names = [n for n in dir(evalkit) if not n.startswith("_")]
+    assert names == sorted(evalkit.__all__) and "Any" not in names and "annotations" not in names
+    text = repr(finished)
+    assert "\n" not in text and len(text) < 300 and finished.run_id in text and "configs x" in text
+    questions = finished.questions
+    assert questions is not None and list(questions["question_id"]) == list(
+        dict.fromkeys(finished.results["question_id"])
+    )
+    from evalkit.labels.read import load_labelset
+
+    by_id = {q.id: q for q in load_labelset(small_demo).questions}
+    for row in questions.itertuples(index=False):
+        q = by_id[row.question_id]
+        assert (row.question, row.answerable, row.answers, row.tags) == (q.question, q.answerable, list(q.answers),
+                                                                          dict(q.tags))  # fmt: skip

@@ -66,7 +66,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "report/": ("records.py", "labels/", "run/"),
     # the project front door: configs layered over the bundled ones, evalkit from Python
     "overrides.py": ("settings.py", "confdir.py", "project/"),
-    "project/": ("settings.py", "confdir.py", "distribution.py", "overrides.py", "sweep.py", "run/"),
+    "project/": ("settings.py", "confdir.py", "distribution.py", "overrides.py", "sweep.py", "labels/", "run/"),
     "__init__.py": ("project/",),
     # thin entry points: the stage they front
     "__main__.py": NOTHING,  # runs the others by module name (importlib), imports none of them

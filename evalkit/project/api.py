@@ -23,9 +23,11 @@ from typing import Any
 
 import pandas as pd
 
+from evalkit.labels.read import LabelsetError, load_labelset
 from evalkit.project.layers import find_source
 from evalkit.run import files
 from evalkit.run.folder import load_run as _read_run
+from evalkit.run.labelset_path import find_labelset
 
 
 class SweepError(RuntimeError):
@@ -58,10 +60,22 @@ class RunData:
     """manifest.json flattened to dotted keys (``labelset.name``, ``config.baseline.top_k``, ``grid.points``...)."""
     recommendation: Mapping[str, Any] | None
     """recommendation.json as read (decision, production, recommended, near_misses), when the sweep wrote one."""
+    questions: pd.DataFrame | None = None
+    """The run's questions from its labelled set: question_id, question, lang, answerable, answers, evidence_mode,
+    tags (a dict), line; one row per question in ``results``. None when the set the manifest names is not
+    found or no longer reads (moved, or edited into an invalid state)."""
 
     @property
     def run_id(self) -> str:
         return str(self.manifest.get("run_id", self.path.name))
+
+    def __repr__(self) -> str:
+        decision = (self.recommendation or {}).get("decision", "none recorded")
+        asked = self.results["question_id"].nunique() if "question_id" in self.results.columns else 0
+        return (
+            f"RunData(run_id={self.run_id!r}, {len(self.summary)} configs x {asked} questions, "
+            f"decision={decision!r}, path={str(self.path)!r})"
+        )
 
 
 def load_run(path: str | Path) -> RunData:
@@ -81,7 +95,29 @@ def load_run(path: str | Path) -> RunData:
         pools=pools,
         manifest=manifest,
         recommendation=run.recommendation,
+        questions=_questions(run.manifest, root, run.results),
     )
+
+
+QUESTION_COLUMNS = ["question_id", "question", "lang", "answerable", "answers", "evidence_mode", "tags", "line"]
+
+
+def _questions(manifest: Mapping[str, Any], root: Path, results: pd.DataFrame) -> pd.DataFrame | None:
+    """The labelled set's questions that the run scored, in the results' order of first appearance."""
+    folder = find_labelset(manifest, root)
+    if folder is None:
+        return None
+    try:
+        labelset = load_labelset(folder)
+    except LabelsetError:
+        return None
+    asked = list(dict.fromkeys(results["question_id"])) if "question_id" in results.columns else []
+    by_id = {q.id: q for q in labelset.questions}
+    rows = [
+        [q.id, q.question, q.lang, q.answerable, list(q.answers), q.evidence_mode, dict(q.tags), q.line]
+        for q in (by_id[i] for i in asked if i in by_id)
+    ]
+    return pd.DataFrame(rows, columns=QUESTION_COLUMNS)
 
 
 def run_sweep(*overrides: str, config_dir: str | Path | None = None, quiet: bool = False) -> RunData:

@@ -57,24 +57,6 @@ class LabelledSet:
     """doc_id -> text; :func:`read_documents` picks the ones a page needs."""
 
 
-def find_labelset(manifest: Mapping[str, Any], run_dir: Path, override: str | Path | None = None) -> Path | None:
-    """The labelled set folder of a run: ``override``, else the manifest's path as given, from the
-    working directory, or from the project folder above ``reports/``; None when none exists."""
-    if override is not None:
-        return Path(override) if (Path(override) / "questions.jsonl").is_file() else None
-    raw = (manifest.get("labelset") or {}).get("path") or ((manifest.get("config") or {}).get("labelset") or {}).get(
-        "path"
-    )
-    if not raw:
-        return None
-    path = Path(str(raw)).expanduser()
-    candidates = [path] if path.is_absolute() else [path, run_dir.resolve().parent.parent / path]
-    for candidate in candidates:
-        if (candidate / "questions.jsonl").is_file():
-            return candidate
-    return None
-
-
 def _span(span: Span, stale: bool = False) -> GoldSpan:
     return GoldSpan(span.doc_id, span.start, span.end, span.text if stale else "")
 

@@ -22,8 +22,9 @@ from evalkit.report.experiments import (
     position_from_summary,
 )
 from evalkit.report.fonts import FontStatus
-from evalkit.report.labels import LabelledSet, find_labelset, read_documents, read_labelset
+from evalkit.report.labels import LabelledSet, read_documents, read_labelset
 from evalkit.run.folder import Run, load_pool, load_run, returned_chunks
+from evalkit.run.labelset_path import find_labelset
 from evalkit.scoring.registry import measure
 
 CURVE_MEASURES = ("recall", "context_precision")
