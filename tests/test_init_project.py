@@ -79,3 +79,18 @@ def test_the_position_hint_of_an_init_project_runs_the_experiment(tmp_path: Path
     assert again.returncode == 0, again.stderr
     status = json.loads(status_path.read_text(encoding="utf-8"))
     assert status["state"] == "dry_run", status
+
+
+def test_init_says_what_it_copied_and_offers_an_empty_set(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert evalkit_main(["init", str(tmp_path / "copy")]) == 0
+    said = capsys.readouterr().err
+    questions = (tmp_path / "copy" / "labelsets" / "team" / "questions.jsonl").read_text(encoding="utf-8")
+    assert f"a copy of the bundled demo set (46 documents, {len(questions.splitlines())} questions)" in said
+    assert "--empty" in said
+    assert evalkit_main(["init", str(tmp_path / "empty"), "--empty"]) == 0
+    team = tmp_path / "empty" / "labelsets" / "team"
+    assert sorted(p.name for p in team.iterdir()) == ["docs.jsonl", "questions.jsonl"]
+    assert all((team / n).read_text(encoding="utf-8") == "" for n in ("docs.jsonl", "questions.jsonl"))
+    assert "an empty labelled set" in capsys.readouterr().err
+    readme = (tmp_path / "copy" / "README.md").read_text(encoding="utf-8")
+    assert "labels sample labelsets/team/query_log.jsonl" in readme and "labelsets/demo" not in readme

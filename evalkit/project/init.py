@@ -48,8 +48,11 @@ def render(name: str, values: dict[str, str]) -> str:
     return string.Template(template_text(name)).safe_substitute(values)
 
 
-def init_project(root: Path, labelset: str | None = None, force: bool = False) -> list[Path]:
-    """Write the project folder; returns the files written."""
+def init_project(root: Path, labelset: str | None = None, force: bool = False, empty: bool = False) -> list[Path]:
+    """Write the project folder; returns the files written.
+
+    Without ``labelset``, the team's set is a copy of the bundled demo set (a sweep runs at once), or with
+    ``empty`` an empty one to fill (docs.jsonl and questions.jsonl with no lines)."""
     root = root.expanduser()
     if root.exists() and not root.is_dir():
         raise InitError(f"{root}: exists and is not a folder")
@@ -69,8 +72,30 @@ def init_project(root: Path, labelset: str | None = None, force: bool = False) -
         gitignore.write_text(GITIGNORE, encoding="utf-8")
         written.append(gitignore)
     if labelset is None:
-        written.append(_copy_demo(root / "labelsets" / "team"))
+        team = root / "labelsets" / "team"
+        written.append(_empty_set(team) if empty else _copy_demo(team))
     return written
+
+
+def _empty_set(target: Path) -> Path:
+    """A labelled set folder with its two files and no lines: the team's own documents and questions go there."""
+    target.mkdir(parents=True, exist_ok=True)
+    for name in ("docs.jsonl", "questions.jsonl"):
+        (target / name).write_text("", encoding="utf-8")
+    return target
+
+
+def copied_note(root: Path) -> str:
+    """What init put in the team's labelled set, in one line."""
+    team = root / "labelsets" / "team"
+    lines = [sum(1 for line in (team / n).read_text(encoding="utf-8").splitlines() if line.strip())
+             for n in ("docs.jsonl", "questions.jsonl")]  # fmt: skip
+    if not any(lines):
+        return f"{team}: an empty labelled set; add your documents to docs.jsonl and questions to questions.jsonl"
+    return (
+        f"{team}: a copy of the bundled demo set ({lines[0]} documents, {lines[1]} questions) so the first sweep "
+        "runs; replace it with your own (or start from an empty one: --empty)"
+    )
 
 
 def _copy_demo(target: Path) -> Path:
@@ -89,13 +114,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--labelset", metavar="PATH", help="the team's labelled set, relative to DIR (default: a copy of the demo set)"
     )
     parser.add_argument("--force", action="store_true", help="overwrite the files init writes")
+    parser.add_argument("--empty", action="store_true", help="an empty labelled set instead of the demo set's copy")
     args = parser.parse_args(argv)
     try:
-        written = init_project(Path(args.dir), args.labelset, args.force)
+        written = init_project(Path(args.dir), args.labelset, args.force, args.empty)
     except (InitError, OSError) as exc:
         print(f"evalkit init: error: {exc}", file=sys.stderr)
         return 2
     root = Path(args.dir)
     print(f"evalkit init: wrote {len(written)} files under {root}", file=sys.stderr)
+    if args.labelset is None:
+        print(f"evalkit init: {copied_note(root)}", file=sys.stderr)
     print(f"evalkit init: next: cd {root} && python -m evalkit.sweep", file=sys.stderr)
     return 0
