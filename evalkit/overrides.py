@@ -52,12 +52,59 @@ def syntax_error(source: ConfigSource | Path, argv: Sequence[str]) -> str | None
         try:
             (override,) = parser.parse_overrides([arg])
         except HydraException as exc:
+            words = syntax_in_words(arg)
+            if words is not None:
+                return words
             reason = " ".join(str(exc).split("See https://")[0].split())
+            reason = re.sub(r"\s*expecting \{.*\}", "", reason)  # the parser's token names say nothing to a user
             return f"{arg}: bad override syntax ({reason}); {_SYNTAX_EXAMPLE}"
         problem = _null_group(override, source)
         if problem:
             return problem
     return None
+
+
+_PAIRS = (("[", "]"), ("{", "}"), ("(", ")"))
+
+
+def syntax_in_words(arg: str) -> str | None:
+    """What is wrong with an override that does not parse, in a user's words, with the nearest valid form."""
+    key, sep, value = arg.partition("=")
+    if not sep and not arg.startswith("~"):
+        return f"{arg}: an override is key=value (no '=' here); {_SYNTAX_EXAMPLE}"
+    for quote in ("'", '"'):
+        if value.count(quote) % 2:
+            return f"unclosed {quote} in {arg}: close it, e.g. {arg}{quote}"
+    for opening, closing in _PAIRS:
+        missing = value.count(opening) - value.count(closing)
+        if missing > 0:
+            return f"unclosed '{opening}' in {arg}: did you mean {arg}{closing * missing}?"
+        if missing < 0:
+            fixed = f"{key}={opening * -missing}{value}"
+            return f"a '{closing}' without its '{opening}' in {arg}: did you mean {fixed}?"
+    if value.endswith(","):
+        return f"a trailing ',' in {arg}: did you mean {key}={value.rstrip(',')}?"
+    return None
+
+
+def repeated_keys(argv: Sequence[str]) -> list[str]:
+    """A warning per key given twice on the command line (Hydra keeps the last, silently)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    parser = OverridesParser.create()
+    seen: dict[str, str] = {}
+    out = []
+    for arg in _override_args(argv):
+        try:
+            (override,) = parser.parse_overrides([arg])
+        except HydraException:
+            continue
+        key = override.key_or_group + (f"@{override.package}" if override.package else "")
+        if key in seen and seen[key] != arg:
+            out.append(f"{key} is given twice ({seen[key]}, then {arg}): the last, {arg}, is used")
+        seen[key] = arg
+    return out
 
 
 def _null_group(override: object, source: ConfigSource) -> str | None:

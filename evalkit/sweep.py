@@ -23,7 +23,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from evalkit.confdir import conf_dir
 from evalkit.labels.read import LabelSet, load_labelset
-from evalkit.overrides import composition_error, hydra_mode, syntax_error
+from evalkit.overrides import composition_error, hydra_mode, repeated_keys, syntax_error
 from evalkit.pipeline.config import read_config
 from evalkit.pipeline.driver import check_paths, execute, position_failure
 from evalkit.pipeline.errors import (
@@ -100,6 +100,8 @@ class Prepared:
 def prepare(cfg: DictConfig) -> Prepared:
     """Every check a run makes before any work (config, tracker, labelled set, writable paths); exit 2 on a problem."""
     plan, record, tracker = plan_from(cfg)
+    for warning in plan.warnings():
+        print(f"evalkit: warning: {warning}", file=sys.stderr)
     if tracker is not None and not plan.options.dry_run:
         _check_tracker(tracker, plan)
     try:
@@ -284,6 +286,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     problem = composition_error(source, source.argv) if multirun else syntax_error(source, source.argv)
     if problem is not None:
         fail([problem])
+    for warning in repeated_keys(source.argv):
+        print(f"evalkit: warning: {warning}", file=sys.stderr)
     if multirun and not hydra_mode(source.argv):
         check_every_job(source)
     # Hydra reads sys.argv; HYDRA_FULL_ERROR makes it raise instead of printing its own multi-line report.

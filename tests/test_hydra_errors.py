@@ -25,7 +25,10 @@ MISTAKES = [
     (["retriever=hybird"], "did you mean 'hybrid'?"),
     (["labelset=xquad-en"], "labelset.path="),
     (["labelset=../shared/labelsets/xquad"], "use labelset.path=../shared/labelsets/xquad"),
-    (["top_k=[1,2"], "bad override syntax"),
+    (["top_k=[1,2"], "unclosed '[' in top_k=[1,2: did you mean top_k=[1,2]?"),
+    (["top_k=1,2]"], "a ']' without its '[' in top_k=1,2]: did you mean top_k=[1,2]?"),
+    (["retriever='bm25"], "unclosed ' in retriever='bm25"),
+    (["chunk_size=256,"], "did you mean chunk_size=256?"),
     (["-m", "retriever=bm25,dense,hybird"], "did you mean 'hybrid'?"),
     (["+retriever=bm25"], "set it without '+'"),
     (["+tracker=mlfow"], "did you mean 'mlflow'?"),
@@ -92,3 +95,15 @@ def test_a_projects_own_options_are_suggested_and_listed(tmp_path: Path) -> None
     lines = help_text(source.search).splitlines()
     options = lines[next(i for i, line in enumerate(lines) if line.startswith("  labelset ")) + 1]
     assert "team" in options.split() or "team" in options.replace(",", " ").split(), options
+
+
+def test_a_key_given_twice_and_a_threshold_no_score_reaches_are_warnings(tmp_path: Path) -> None:
+    """Both run (Hydra keeps the last value; a BM25 threshold below 0 filters nothing) but say so, naming the
+    values, before any work is reported."""
+    args = ["top_k=3", "top_k=5", "retriever=bm25", "threshold=[-1,0]", "dry_run=true", "position=off",
+            f"reports_dir={tmp_path / 'reports'}", f"cache_path={tmp_path / 'c.sqlite'}", "progress=false"]  # fmt: skip
+    done = cli(args, tmp_path)
+    assert done.returncode == 0, done.stderr
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("evalkit: warning: ")]
+    assert "top_k is given twice (top_k=3, then top_k=5): the last, top_k=5, is used" in warnings[0]
+    assert any("threshold -1 is below every score (bm25 scores are never below 0)" in w for w in warnings), warnings

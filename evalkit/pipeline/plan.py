@@ -27,7 +27,7 @@ from evalkit.pipeline.executor_settings import ExecutorSettings
 from evalkit.records import ChunkingSpec
 from evalkit.retrieval.embedding.local import EMBEDDERS
 from evalkit.retrieval.filters import FilterSettings
-from evalkit.retrieval.settings import RerankerSettings, RetrieverSettings
+from evalkit.retrieval.settings import RerankerSettings, RetrieverSettings, threshold_warnings
 from evalkit.scoring.objective import ObjectiveSettings
 from evalkit.settings import ConfigError
 
@@ -89,6 +89,10 @@ class SweepPlan:
     @property
     def grid_points(self) -> int:
         return len(self.chunkings) * len(self.top_ks) * len(self.thresholds)
+
+    def warnings(self) -> list[str]:
+        """What runs but is probably not meant: thresholds outside the score's range (one line each)."""
+        return threshold_warnings(self.thresholds, self.retriever, self.reranker.name)
 
     def fingerprint(self, labelset_fingerprint: str) -> str:
         """Hash of what the results depend on: the same plan gets the same run id, so it resumes.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -104,3 +105,37 @@ def check_reranker_keys(raw: dict[str, Any], where: str = "reranker") -> None:
     if name not in _RERANKER_KEYS:
         raise ConfigError(f"{where}.name: unknown reranker {name!r}; known: {', '.join(RERANKERS)}")
     check_keys(raw, _RERANKER_KEYS[name], where)
+
+
+def score_range(retriever: RetrieverSettings, reranker: str) -> tuple[float, float] | None:
+    """The values the score a threshold is compared with can take, when the retriever alone sets it.
+
+    BM25 scores are never negative; dense scores are cosines in [-1, 1]; reciprocal-rank fusion gives at
+    most 2 / (rrf_k + 1). With a reranker (its own scale) or max-normalised fusion: None (not known here).
+    """
+    if reranker != "none":
+        return None
+    if retriever.name == "bm25":
+        return (0.0, math.inf)
+    if retriever.name == "dense":
+        return (-1.0, 1.0)
+    if retriever.name == "hybrid" and retriever.fusion == "rrf":
+        return (0.0, 2.0 / (retriever.rrf_k + 1))
+    return None
+
+
+def threshold_warnings(thresholds: tuple[float, ...], retriever: RetrieverSettings, reranker: str) -> list[str]:
+    """One line per threshold outside the score's range: below it filters nothing, above it returns nothing."""
+    known = score_range(retriever, reranker)
+    if known is None:
+        return []
+    low, high = known
+    where = f"{retriever.name} scores lie in [{low:g}, {high:g}]" if math.isfinite(high) else (
+        f"{retriever.name} scores are never below {low:g}")  # fmt: skip
+    out = []
+    for t in thresholds:
+        if t < low:
+            out.append(f"threshold {t:g} is below every score ({where}): it filters nothing, like {low:g}")
+        elif t > high:
+            out.append(f"threshold {t:g} is above every score ({where}): no question gets any context")
+    return out
