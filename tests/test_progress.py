@@ -1,4 +1,4 @@
-"""Progress on stderr (rates on a terminal, silent otherwise) and the dry run's measured time estimates.
+"""Progress on stderr (rates on a terminal, plain lines in a log) and the dry run's measured time estimates.
 
 The sweeps run as subprocesses with stderr attached to a real pseudo-terminal (``pty.openpty``),
 or to a pipe; the bars are read from the terminal's master side. No test asserts on wall time:
@@ -9,6 +9,7 @@ calibration the cache holds.
 from __future__ import annotations
 
 import fcntl
+import itertools
 import os
 import pty
 import re
@@ -122,11 +123,34 @@ def test_progress_false_is_silent_on_a_terminal_and_changes_no_number(
         pd.testing.assert_frame_equal(pd.read_parquet(quiet / "pools" / pool.name), pd.read_parquet(pool))
 
 
-def test_a_pipe_gets_no_progress_bars(tmp_path: Path, small_demo: Path) -> None:
+LOG_LINE = re.compile(r"^(?P<stage>[a-z ]+): (?P<n>\d+)/(?P<total>\d+) \[\S+ elapsed, ETA \S+, .+\]$")
+
+
+def test_a_log_gets_plain_progress_lines_even_while_nothing_finishes(tmp_path: Path, small_demo: Path) -> None:
+    """stderr in a file or a pipe (CI): no bars and no carriage returns, but a plain line per stage when it
+    starts, every EVALKIT_PROGRESS_EVERY_S seconds (30 by default; 0.5 here) also while a slow batch runs
+    (the fake embedder sleeps 2 s a batch), and when it ends; the numbers are those of a run without them."""
+    slow = {"EVALKIT_FAKE_EMBED_DELAY_S": "2", "EVALKIT_PROGRESS_EVERY_S": "0.5"}
     fast = ["sweep=quick", "retriever=dense", "embedder=fake", "reranker=fake", "position=off"]
-    out, err = sweep_on("pipe", *fast, f"labelset.path={small_demo}", f"reports_dir={tmp_path}", "report=true")
-    assert "evalkit: report" in err, "the run finished and wrote its report"
-    assert not any(unit in err + out for unit in BAR_UNITS), err[-1500:]
+    args = [*fast, f"labelset.path={small_demo}", f"reports_dir={tmp_path}", "report=true"]
+    done = subprocess.run([sys.executable, "-m", "evalkit.sweep", *args], capture_output=True, text=True,
+                          env=os.environ | slow, cwd=REPO, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    err = done.stderr
+    assert "evalkit: report" in err and "\r" not in err and "%|" not in err and "%|" not in done.stdout
+    lines = [m for m in map(LOG_LINE.match, err.splitlines()) if m]
+    embed = [(int(m["n"]), int(m["total"])) for m in lines if m["stage"] == "embed passages"]
+    assert embed and embed[0][0] == 0 and embed[-1][0] == embed[-1][1], embed
+    waiting = [a for a, b in itertools.pairwise(embed) if a == b and a[0] < a[1]]
+    assert waiting, f"a heartbeat line while a 2 s batch ran: {embed}"
+    assert {"chunkings", "report"} <= {m["stage"] for m in lines}
+    (run_dir,) = [p for p in tmp_path.iterdir() if (p / "results.parquet").exists()]
+    quiet = tmp_path / "quiet"
+    again = [*fast, f"labelset.path={small_demo}", f"reports_dir={quiet}", "report=false", "progress=false"]
+    assert subprocess.run([sys.executable, "-m", "evalkit.sweep", *again], cwd=REPO, capture_output=True,
+                          timeout=600).returncode == 0  # fmt: skip
+    for name in ("results.parquet", "summary.parquet"):
+        pd.testing.assert_frame_equal(pd.read_parquet(quiet / run_dir.name / name), pd.read_parquet(run_dir / name))
 
 
 def test_generation_shows_answers_per_minute(tmp_path: Path, small_demo: Path) -> None:

@@ -138,7 +138,8 @@ def test_a_dense_sweep_with_hnsw_records_its_recall_against_exact(tmp_path, smal
     info = json.loads((tmp_path / "r" / "chunkings" / "recursive-s300-o0.json").read_text())
     assert info["ann"]["questions"] > 0 and 0 < info["ann"]["recall_at_pool"] <= 1
     assert "hnsw found" in done.stderr
-    wrong = subprocess.run([*command, "retriever=bm25"], cwd=REPO, capture_output=True, text=True)
+    on_bm25 = ["retriever=bm25" if part == "retriever=dense" else part for part in command]
+    wrong = subprocess.run(on_bm25, cwd=REPO, capture_output=True, text=True)
     assert wrong.returncode == 2 and "retriever.index" in wrong.stderr
     assert len(wrong.stderr.strip().splitlines()) == 1
 

@@ -8,7 +8,9 @@ and their identities say ``fake`` so their vectors and scores never mix with a r
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -29,6 +31,10 @@ def _grams(text: str, n: int = 3) -> list[str]:
     return grams
 
 
+SLOW_ENV = "EVALKIT_FAKE_EMBED_DELAY_S"
+"""Environment variable: seconds the fake embedder sleeps per batch (tests of a slow stage)."""
+
+
 class HashingEmbedder(Embedder):
     """Feature-hashed character trigrams, unit-normalised: similar spellings get similar vectors."""
 
@@ -37,7 +43,13 @@ class HashingEmbedder(Embedder):
     dim = 256
     batch_size = 256
 
+    def __init__(self) -> None:
+        self.delay_s = float(os.environ.get(SLOW_ENV, "0"))
+        """Seconds each batch sleeps: a slow model for tests of progress reporting (never changes a vector)."""
+
     def embed_batch(self, texts: Sequence[str], kind: EmbedKind) -> np.ndarray:
+        if self.delay_s > 0:
+            time.sleep(self.delay_s)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
             for gram in _grams(text):

@@ -1,8 +1,10 @@
 """How every long stage shows its progress: one place that makes the bars.
 
 - Bars go to stderr only: stdout (a dry run's table, piped output) stays clean.
-- A bar is off when the run says ``progress=false``, and whenever stderr is not a
-  terminal (tqdm's ``disable=None``): a CI log or a pipe gets no carriage-return noise.
+- A bar is off when the run says ``progress=false``. When stderr is not a terminal (a CI
+  log, a file, a pipe) there is no bar and no carriage-return noise: each stage prints a
+  plain line (stage, done/total, elapsed, ETA, rate) when it starts, then one every
+  :data:`LOG_EVERY_S` seconds while it runs, even when no item finished, and one when it ends.
 - Inner bars (embedding, rerank, generation, the report) leave nothing behind when
   they finish, so the sweep's one ``chunkings`` bar stays readable.
 - A bar only counts: it never changes what is computed, or in which batches.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from typing import Any, TextIO
 
 from tqdm import tqdm
@@ -22,6 +25,10 @@ from tqdm import tqdm
 PER_MINUTE_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {per_minute}]"
 """The bar of a slow stage (answers): its rate per minute, where a rate per second would read 0.40 it/s."""
 
+
+LOG_EVERY_S = float(os.environ.get("EVALKIT_PROGRESS_EVERY_S", "30"))
+"""Seconds between a stage's plain progress lines off a terminal (the variable exists for tests)."""
+LOG_FORMAT = "{desc}: {n_fmt}/{total_fmt} [{elapsed} elapsed, ETA {remaining}, {rate_fmt}]"
 
 FALLBACK_COLUMNS = 100
 """Width when the terminal reports none (a pseudo-terminal opened without a size): tqdm would print nothing."""
@@ -39,6 +46,47 @@ class PerMinuteBar(tqdm):
         unit = str(values.get("unit", "it")).strip()
         values["per_minute"] = f"{rate * 60:.1f} {unit}/min" if rate else f"? {unit}/min"
         return values
+
+
+class LogLines(tqdm):
+    """Progress for a log: whole lines, at most and at least every ``LOG_EVERY_S`` seconds, and a last one.
+
+    tqdm prints on an update once ``mininterval`` has passed; a heartbeat thread prints too when no item
+    finishes for that long (a slow batch), so a log never goes quiet for longer while a stage runs.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._ended = threading.Event()
+        super().__init__(*args, mininterval=LOG_EVERY_S, maxinterval=LOG_EVERY_S, ascii=True, **kwargs)
+        if not self.disable:
+            threading.Thread(target=self._beat, daemon=True, name=f"progress {self.desc}").start()
+
+    def _beat(self) -> None:
+        while not self._ended.wait(LOG_EVERY_S):
+            with self.get_lock():
+                if time_since(self.last_print_t) >= LOG_EVERY_S * 0.9:
+                    self.refresh()
+
+    def display(self, msg: str | None = None, pos: int | None = None) -> bool:
+        text = self.__str__() if msg is None else msg
+        if text.strip():
+            self.fp.write(text.strip() + "\n")
+            self.fp.flush()
+        return True
+
+    def close(self) -> None:
+        if self._ended.is_set() or self.disable:
+            return super().close()
+        self._ended.set()
+        self.display()  # the last line: what was done, in how long
+        self.leave = False  # tqdm would clear or repeat it
+        return super().close()
+
+
+def time_since(moment: float) -> float:
+    import time
+
+    return time.time() - moment
 
 
 def _width(stream: TextIO) -> dict[str, Any]:
@@ -75,11 +123,20 @@ def bar(
         "file": stream,
         "disable": None if enabled else True,
     }
+    if enabled and not _is_terminal(stream):
+        return LogLines(**options | {"disable": False}, bar_format=LOG_FORMAT)
     if enabled:
         options.update(_width(stream))
     if per_minute:
         return PerMinuteBar(bar_format=PER_MINUTE_FORMAT, **options)
     return tqdm(**options)
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def embedding_bar(total: int, kind: str, enabled: bool) -> tqdm:
