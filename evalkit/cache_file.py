@@ -10,9 +10,10 @@ user's to fix, one line, before any work.
 from __future__ import annotations
 
 import sqlite3
-import sys
 import time
 from pathlib import Path
+
+from evalkit.run.console import warn
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -33,10 +34,6 @@ class CacheUnusableError(ValueError):
 
 class _NotACache(Exception):
     """The file opened, but is not an evalkit cache (the message says why)."""
-
-
-def warn(line: str) -> None:
-    sys.stderr.write(f"evalkit: warning: {line}\n")
 
 
 def _check_path(path: Path) -> None:

@@ -38,6 +38,7 @@ from evalkit.pipeline.plan import SweepPlan, build_plan
 from evalkit.pipeline.sweep import config_record
 from evalkit.project.help import help_text
 from evalkit.project.layers import ConfigSource, compose_config, find_source, hydra_overrides
+from evalkit.run.console import warn
 from evalkit.signals import Stopped, stop_on_signals
 from evalkit.tracking.settings import TrackerSettings
 
@@ -101,7 +102,7 @@ def prepare(cfg: DictConfig) -> Prepared:
     """Every check a run makes before any work (config, tracker, labelled set, writable paths); exit 2 on a problem."""
     plan, record, tracker = plan_from(cfg)
     for warning in plan.warnings():
-        print(f"evalkit: warning: {warning}", file=sys.stderr)
+        warn(warning)
     if tracker is not None and not plan.options.dry_run:
         _check_tracker(tracker, plan)
     try:
@@ -120,7 +121,7 @@ def sweep(cfg: DictConfig, prepared: Prepared | None = None) -> Path:
     plan, record, tracker, labelset = (prepared or prepare(cfg)).parts()
     track = tracker is not None and not plan.options.dry_run
     for warning in labelset.warnings:
-        print(f"evalkit: warning: {warning}", file=sys.stderr)
+        warn(warning)
     run_dir = _execute(plan, labelset, record)
     if plan.options.report and not plan.options.dry_run:
         _write_report(run_dir, plan)
@@ -287,7 +288,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if problem is not None:
         fail([problem])
     for warning in repeated_keys(source.argv):
-        print(f"evalkit: warning: {warning}", file=sys.stderr)
+        warn(warning)
     if multirun and not hydra_mode(source.argv):
         check_every_job(source)
     # Hydra reads sys.argv; HYDRA_FULL_ERROR makes it raise instead of printing its own multi-line report.

@@ -281,3 +281,11 @@ def test_the_real_local_generator_calibrates_in_one_short_prompt() -> None:
         again = generator_rate(generator, cache)
         assert again.source == "cached" and again.prompt_tokens_per_s == rate.prompt_tokens_per_s
         assert cache.count(NAMESPACE) == 1
+
+
+def test_a_log_line_gives_a_slow_stage_its_rate_per_minute() -> None:
+    from evalkit.run.progress import rate_text
+
+    assert rate_text(0.2, 3, 15.0, " answers") == "12.0 answers/min"
+    assert rate_text(None, 10, 2.0, " texts") == "5.0 texts/s"
+    assert rate_text(None, 0, 0.0, " texts") == "? texts/s"

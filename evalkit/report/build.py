@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from evalkit.report.html import page
 from evalkit.report.model import ReportModel, ReportOptions, build_model
 from evalkit.report.sections import SECTIONS
 from evalkit.run import files
+from evalkit.run.console import warn
 from evalkit.run.progress import steps_bar
 
 
@@ -60,7 +60,7 @@ def write_report(
         font = cjk_font()
         model = build_model(run_dir, options, font)  # a folder that is not a finished run: one line, no warning
         if font.warning:
-            warnings.warn(font.warning, stacklevel=2)
+            warn(font.warning)
         shown.update(1)
 
         started: list[str] = []

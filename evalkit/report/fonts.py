@@ -10,6 +10,7 @@ the per-glyph fallback. Without one it warns and the report says so.
 from __future__ import annotations
 
 import functools
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,6 +76,9 @@ def cjk_font() -> FontStatus:
     """Find, register and name a CJK-capable font (once per process)."""
     from matplotlib import font_manager
 
+    # Most CJK fonts ship one weight: matplotlib logs "findfont: Failed to find font weight bold ..., now
+    # using 400" for every bold title, in the middle of the console, while the regular weight renders fine.
+    logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
     for path in _candidates():
         if _has_glyphs(path):
             font_manager.fontManager.addfont(path)

@@ -28,7 +28,7 @@ PER_MINUTE_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{ela
 
 LOG_EVERY_S = float(os.environ.get("EVALKIT_PROGRESS_EVERY_S", "30"))
 """Seconds between a stage's plain progress lines off a terminal (the variable exists for tests)."""
-LOG_FORMAT = "{desc}: {n_fmt}/{total_fmt} [{elapsed} elapsed, ETA {remaining}, {rate_fmt}]"
+LOG_FORMAT = "{desc}: {n_fmt}/{total_fmt} [{elapsed} elapsed, ETA {remaining}, {rate_text}]"
 
 FALLBACK_COLUMNS = 100
 """Width when the terminal reports none (a pseudo-terminal opened without a size): tqdm would print nothing."""
@@ -67,11 +67,26 @@ class LogLines(tqdm):
                 if time_since(self.last_print_t) >= LOG_EVERY_S * 0.9:
                     self.refresh()
 
+    @property
+    def format_dict(self) -> dict[str, Any]:
+        values = dict(super().format_dict)
+        values["rate_text"] = rate_text(values.get("rate"), values.get("n"), values.get("elapsed"), self.unit)
+        return values
+
+    def refresh(self, nolock: bool = False, lock_args: Any = None) -> None:
+        """Print only when a line is due: a postfix or description change (the report names each step)
+        would otherwise print a line per step."""
+        if self.n and time_since(self.last_print_t) < LOG_EVERY_S * 0.9:
+            return
+        super().refresh(nolock=nolock, lock_args=lock_args)
+        self.last_print_t = self._time()
+
     def display(self, msg: str | None = None, pos: int | None = None) -> bool:
         text = self.__str__() if msg is None else msg
-        if text.strip():
-            self.fp.write(text.strip() + "\n")
-            self.fp.flush()
+        if not text.strip():
+            return False  # tqdm's clearing of a closed bar: it would write a bare carriage return
+        self.fp.write(text.strip() + "\n")
+        self.fp.flush()
         return True
 
     def close(self) -> None:
@@ -81,6 +96,16 @@ class LogLines(tqdm):
         self.display()  # the last line: what was done, in how long
         self.leave = False  # tqdm would clear or repeat it
         return super().close()
+
+
+def rate_text(rate: float | None, done: int | None, elapsed: float | None, unit: str) -> str:
+    """``12.3 texts/s``, or per minute when slower than one a second (``10.4 answers/min``, not ``5.80s/ answers``)."""
+    unit = unit.strip()
+    if rate is None and done and elapsed:
+        rate = done / elapsed
+    if not rate:
+        return f"? {unit}/s"
+    return f"{rate:.1f} {unit}/s" if rate >= 1 else f"{rate * 60:.1f} {unit}/min"
 
 
 def time_since(moment: float) -> float:

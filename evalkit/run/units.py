@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import tempfile
 import zipfile
 from collections.abc import Mapping
@@ -24,6 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
+
+from evalkit.run.console import warn
 
 UNITS_DIR = ".units"
 
@@ -60,9 +61,7 @@ class UnitStore:
         problem = self._unreadable(stage, unit_id)
         if problem is None:
             return True
-        sys.stderr.write(
-            f"evalkit: warning: the stored {stage} unit {unit_id} does not read ({problem}); recomputing it\n"
-        )
+        warn(f"the stored {stage} unit {unit_id} does not read ({problem}); recomputing it")
         for leftover in self._files(stage, unit_id):
             leftover.unlink(missing_ok=True)
         return False
