@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from evalkit.cache_file import CacheUnusableError, move_aside, open_database, reconnect
-from evalkit.run.console import warn
+from evalkit.console import warn
 
 CACHE_VERSION = "1"
 """Bumped whenever a stored value's meaning changes, so old entries are never reused."""

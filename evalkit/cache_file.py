@@ -13,7 +13,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from evalkit.run.console import warn
+from evalkit.console import warn
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (

@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from evalkit.confdir import conf_dir
+from evalkit.console import warn
 from evalkit.labels.read import LabelSet, load_labelset
 from evalkit.overrides import composition_error, hydra_mode, repeated_keys, syntax_error
 from evalkit.pipeline.config import read_config
@@ -38,7 +39,6 @@ from evalkit.pipeline.plan import SweepPlan, build_plan
 from evalkit.pipeline.sweep import config_record
 from evalkit.project.help import help_text
 from evalkit.project.layers import ConfigSource, compose_config, find_source, hydra_overrides
-from evalkit.run.console import warn
 from evalkit.signals import Stopped, stop_on_signals
 from evalkit.tracking.settings import TrackerSettings
 

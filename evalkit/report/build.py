@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from evalkit.console import warn
 from evalkit.report.analysis import Statistics
 from evalkit.report.fonts import cjk_font
 from evalkit.report.html import page
 from evalkit.report.model import ReportModel, ReportOptions, build_model
 from evalkit.report.sections import SECTIONS
 from evalkit.run import files
-from evalkit.run.console import warn
 from evalkit.run.progress import steps_bar
 
 

@@ -76,8 +76,9 @@ class LogLines(tqdm):
     def refresh(self, nolock: bool = False, lock_args: Any = None) -> None:
         """Print only when a line is due: a postfix or description change (the report names each step)
         would otherwise print a line per step."""
-        if self.n and time_since(self.last_print_t) < LOG_EVERY_S * 0.9:
-            return
+        last = getattr(self, "last_print_t", None)  # unset while tqdm's __init__ draws the bar at 0/N
+        if last is None or time_since(last) < LOG_EVERY_S * 0.9:
+            return  # not yet due, and no "0/N" line before the stage has done anything
         super().refresh(nolock=nolock, lock_args=lock_args)
         self.last_print_t = self._time()
 
@@ -93,7 +94,8 @@ class LogLines(tqdm):
         if self._ended.is_set() or self.disable:
             return super().close()
         self._ended.set()
-        self.display()  # the last line: what was done, in how long
+        if self.n:
+            self.display()  # the last line: what was done, in how long (none for a stage refused at once)
         self.leave = False  # tqdm would clear or repeat it
         return super().close()
 

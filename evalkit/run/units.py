@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from evalkit.run.console import warn
+from evalkit.console import warn
 
 UNITS_DIR = ".units"
 
