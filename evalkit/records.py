@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 EvidenceMode = Literal["any", "all", "none"]
-HitSource = Literal["dense", "bm25", "hybrid", "rerank"]
+HitSource = Literal["dense", "bm25", "hybrid", "external", "rerank"]
 
 # The position experiment's row vocabulary: written by answering, read by scoring and the report.
 PROMPT_TOO_LONG = "system prompt and question exceed the budget"
@@ -96,6 +96,10 @@ class Question:
         return str(self.tags.get("lang", ""))
 
 
+EXTERNAL_CHUNKING = "external"
+"""The chunker name (and chunking key) of ``retriever=external``: production's own chunking, whatever it is."""
+
+
 @dataclass(frozen=True)
 class ChunkingSpec:
     """Parameters that fully determine one chunking of a corpus."""
@@ -112,6 +116,8 @@ class ChunkingSpec:
     @property
     def key(self) -> str:
         """Stable, file-name-safe name of this chunking."""
+        if self.chunker == EXTERNAL_CHUNKING:
+            return EXTERNAL_CHUNKING
         base = f"{self.chunker}-s{self.chunk_size}-o{self.chunk_overlap}"
         return base + (f"-c{self.child_size}" if self.child_size else "")
 

@@ -43,7 +43,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "chunking/": ("records.py",),
     "cost/": ("records.py",),
     "run/": ("records.py", "console.py"),
-    "retrieval/": ("records.py", "cache.py", "settings.py", "retry.py", "cost/", "run/"),
+    "retrieval/": ("records.py", "labels/", "cache.py", "settings.py", "retry.py", "cost/", "run/"),
     "answering/": ("records.py", "cache.py", "settings.py", "retry.py", "chunking/", "cost/"),
     "scoring/": ("records.py", "cost/"),
     "tracking/": ("records.py", "run/"),

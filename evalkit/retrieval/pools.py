@@ -255,6 +255,19 @@ def collapse_to_parents(pool: CandidatePool, parent_of: np.ndarray) -> Candidate
     return CandidatePool(indices, scores, pool.source)
 
 
+def keep_allowed(pool: CandidatePool, allowed: np.ndarray) -> CandidatePool:
+    """Drop the hits ``allowed[question, unit]`` forbids, keeping the others' order (a pool searched elsewhere)."""
+    indices = np.full_like(pool.indices, -1)
+    scores = np.full_like(pool.scores, np.nan)
+    for row in range(pool.indices.shape[0]):
+        members = pool.indices[row]
+        keep = (members >= 0) & allowed[row, np.maximum(members, 0)]
+        n = int(keep.sum())
+        indices[row, :n] = members[keep]
+        scores[row, :n] = pool.scores[row][keep]
+    return CandidatePool(indices, scores, pool.source)
+
+
 def to_rankings(pool: CandidatePool, question_ids: Sequence[str], unit_ids: Sequence[str]) -> list[Ranking]:
     """Frozen ``Ranking`` records of a pool (for reports and exports)."""
     rankings = []

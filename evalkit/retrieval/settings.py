@@ -8,9 +8,16 @@ from typing import Any
 
 from evalkit.settings import ConfigError, check_keys
 
-RETRIEVERS = ("dense", "bm25", "hybrid")
+RETRIEVERS = ("dense", "bm25", "hybrid", "external")
 INDEXES = ("exact", "hnsw")
 HNSW_KEYS = ("hnsw_connectivity", "hnsw_expansion_add", "hnsw_expansion_search")
+EXTERNAL_KEYS = (
+    "target", "url", "version", "batch_size", "max_concurrency", "timeout_s", "max_retries",
+    "retry_base_delay_s", "retry_max_delay_s",
+)  # fmt: skip
+"""The external retriever's settings; other retrievers leave them out of their ids."""
+EXTERNAL_IDENTITY = ("target", "url", "version")
+"""What names an external retriever's answers (the rest is transport: how the calls are made)."""
 RERANKERS = ("none", "local", "e5", "cohere", "fake")
 TRANSPORT_KEYS = frozenset(
     {
@@ -43,17 +50,40 @@ class RetrieverSettings:
     hnsw_connectivity: int = field(default=16, metadata={"min": 2, "max": 256})
     hnsw_expansion_add: int = field(default=128, metadata={"min": 1})
     hnsw_expansion_search: int = field(default=64, metadata={"min": 1})
+    target: str | None = None
+    """retriever=external: ``package.module:function``, called as ``function(queries, k)``."""
+    url: str | None = None
+    """retriever=external: an HTTP endpoint taking ``{"queries": [...], "k": N}`` by POST."""
+    version: str = ""
+    """retriever=external: production's index version; part of every cached reply's key (change it on a reindex)."""
+    batch_size: int = field(default=32, metadata={"min": 1, "max": 10_000})
+    max_concurrency: int = field(default=4, metadata={"min": 1, "max": 64})
+    timeout_s: float = field(default=30.0, metadata={"above": 0.0})
+    max_retries: int = field(default=3, metadata={"min": 0, "max": 100})
+    retry_base_delay_s: float = field(default=0.5, metadata={"min": 0.0})
+    retry_max_delay_s: float = field(default=10.0, metadata={"min": 0.0})
 
     def __post_init__(self) -> None:
         if self.index == "hnsw" and self.name != "dense":
             raise ConfigError(f"retriever.index: hnsw applies to retriever=dense, not {self.name}; use index=exact")
+        if self.name == "external" and (self.target is None) == (self.url is None):
+            raise ConfigError(
+                "retriever.target: retriever=external needs exactly one of retriever.target=package.module:function "
+                "and retriever.url=http://host:port/path"
+            )
+
+    @property
+    def external(self) -> bool:
+        return self.name == "external"
 
     def identity(self) -> dict[str, Any]:
         """What changes the pool (the threshold grid does not: it slices the pool).
 
         Exact search leaves the HNSW keys out, so adding them changed no existing run or unit id.
         """
-        skip = {"thresholds"} | ({"index", *HNSW_KEYS} if self.index == "exact" else set())
+        if self.external:
+            return {"name": self.name, **{k: getattr(self, k) for k in EXTERNAL_IDENTITY}}
+        skip = {"thresholds", *EXTERNAL_KEYS} | ({"index", *HNSW_KEYS} if self.index == "exact" else set())
         return {k: v for k, v in asdict(self).items() if k not in skip}
 
 
