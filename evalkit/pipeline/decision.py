@@ -36,7 +36,9 @@ def write_recommendation(
     gate = load_gate_config(plan.objective.margins)
     base = plan.baseline
     production = None
-    if base.chunk_size is not None and base.top_k is not None:
+    if plan.retriever.external and base.top_k is not None:  # production's chunking is the only one
+        production = find_production(summary, 0, 0, base.top_k, base.threshold)
+    elif base.chunk_size is not None and base.top_k is not None:
         production = find_production(summary, base.chunk_size, base.chunk_overlap or 0, base.top_k, base.threshold)
     record = decide(results, summary, production, plan.objective, gate, segment_frame(questions))
     if production is not None:
@@ -106,6 +108,8 @@ def move_line(move: dict[str, Any]) -> str:
     """One knob's move in one line: the value, recall and context precision with intervals, the bill, the gate."""
     knob = move["knob"]
     if not move["swept"]:
+        if move.get("own_chunking"):
+            return f"{knob}: {move['detail']}"
         return f"{knob}: only production's value ({move['production_value']}) was swept"
     intervals = move["intervals"]
     step = "->" if move["beats_production"] else "stays; no other value beats it; best other"

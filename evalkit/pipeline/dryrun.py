@@ -21,6 +21,10 @@ from evalkit.cost.tokens import estimate_tokens
 from evalkit.pipeline.calibrate import TextRate, TokenRate, embedder_rate, reranker_rate
 from evalkit.pipeline.plan import SweepPlan
 from evalkit.pipeline.work import UnitOfWork, WorkContext, chunk_stage
+from evalkit.records import EXTERNAL_CHUNKING, Chunk
+from evalkit.retrieval.external.calls import NAMESPACE as EXTERNAL_NAMESPACE
+from evalkit.retrieval.external.calls import query_key, where_of
+from evalkit.retrieval.external.hits import query_record
 
 
 @dataclass(frozen=True)
@@ -70,10 +74,12 @@ def plan_calls(units: Sequence[UnitOfWork], ctx: WorkContext) -> list[PlannedCal
                 chars=sum(map(len, missing)),
             )
         )
+    if any(u.spec.chunker == EXTERNAL_CHUNKING and not ctx.store.has("retrieve", u.ids.retrieve) for u in todo):
+        planned.append(external_calls(ctx))
     if reranker is not None:
         reranking = [u for u in todo if not ctx.store.has("rerank", u.ids.rerank)]
         n, pool = len(reranking) * len(ctx.questions), ctx.plan.pool_size
-        lengths = [len(c.text) for unit in reranking for c in chunk_stage(unit, ctx)]
+        lengths = [len(c.text) for unit in reranking for c in free_chunks(unit, ctx)]
         mean_chars = sum(lengths) / len(lengths) if lengths else 0.0
         planned.append(
             PlannedCalls(
@@ -89,6 +95,29 @@ def plan_calls(units: Sequence[UnitOfWork], ctx: WorkContext) -> list[PlannedCal
             )
         )
     return planned
+
+
+def free_chunks(unit: UnitOfWork, ctx: WorkContext) -> tuple[Chunk, ...]:
+    """The unit's chunks where they cost nothing: chunked here, or stored; production's only once asked."""
+    if unit.spec.chunker == EXTERNAL_CHUNKING and not ctx.store.has("chunk", unit.ids.chunk):
+        return ()  # a dry run never calls production's retriever
+    return chunk_stage(unit, ctx)
+
+
+def external_calls(ctx: WorkContext) -> PlannedCalls:
+    """The queries production's retriever will be asked (those its cached replies do not hold)."""
+    settings, k = ctx.plan.retriever, ctx.plan.pool_size
+    keys = [query_key(settings, k, query_record(q)) for q in ctx.questions]
+    missing = len(keys) - len(ctx.cache.get_many(EXTERNAL_NAMESPACE, keys))
+    return PlannedCalls(
+        backend=where_of(settings),
+        what="external retriever (production's own cost, not priced here)",
+        calls=math.ceil(missing / settings.batch_size),
+        tokens=0,
+        usd=0.0,
+        note=f"{missing} queries to ask for {k} hits each, {len(keys) - missing} cached",
+        items=missing,
+    )
 
 
 def stage_rates(planned: Sequence[PlannedCalls], ctx: WorkContext) -> dict[str, TextRate]:

@@ -24,8 +24,9 @@ from evalkit.cost.apply import CostSettings
 from evalkit.cost.prices import PricingError, price_table
 from evalkit.pipeline.config import PROJECT_ROOT, BaselineSettings, SweepConfig
 from evalkit.pipeline.executor_settings import ExecutorSettings
-from evalkit.records import ChunkingSpec
+from evalkit.records import EXTERNAL_CHUNKING, ChunkingSpec
 from evalkit.retrieval.embedding.local import EMBEDDERS
+from evalkit.retrieval.external.calls import where_of
 from evalkit.retrieval.filters import FilterSettings
 from evalkit.retrieval.settings import RerankerSettings, RetrieverSettings, threshold_warnings
 from evalkit.scoring.objective import ObjectiveSettings
@@ -92,7 +93,13 @@ class SweepPlan:
 
     def warnings(self) -> list[str]:
         """What runs but is probably not meant: thresholds outside the score's range (one line each)."""
-        return threshold_warnings(self.thresholds, self.retriever, self.reranker.name)
+        lines = threshold_warnings(self.thresholds, self.retriever, self.reranker.name)
+        if self.retriever.external:
+            lines.append(
+                f"retriever=external: chunk_size and chunk_overlap do not apply ({where_of(self.retriever)} "
+                "chunks its own); the grid is top_k x threshold" + (" x reranker" if self.reranker.enabled else "")
+            )
+        return lines
 
     def fingerprint(self, labelset_fingerprint: str) -> str:
         """Hash of what the results depend on: the same plan gets the same run id, so it resumes.
@@ -144,17 +151,7 @@ def build_plan(
     if config.embedder.name not in known_embedders:
         known = ", ".join(known_embedders)
         raise ConfigError(f"embedder.name: unknown embedder {config.embedder.name!r}; known: {known}")
-    sizes, overlaps = _unique(config.chunk_size), _unique(config.chunk_overlap)
-    bad = [(s, o) for s, o in itertools.product(sizes, overlaps) if o >= s]
-    if bad:
-        pairs = ", ".join(f"{s}/{o}" for s, o in bad)
-        raise ConfigError(f"chunk_overlap: must be smaller than chunk_size; offending size/overlap pairs: {pairs}")
-    chunkings = tuple(
-        ChunkingSpec(config.chunker.name, size, overlap, config.chunker.child_size)
-        for size, overlap in itertools.product(sizes, overlaps)
-    )
-    for spec in chunkings:
-        validate_spec(spec)
+    chunkings = _chunkings(config)
     top_ks = tuple(sorted(_unique(config.top_k)))
     if config.pool_size < max(top_ks):
         raise ConfigError(f"pool_size: {config.pool_size} is smaller than the largest top_k {max(top_ks)}")
@@ -196,6 +193,26 @@ def build_plan(
         generator=config.generator,
         judge=config.judge,
     )
+
+
+def _chunkings(config: SweepConfig) -> tuple[ChunkingSpec, ...]:
+    """The chunk_size x chunk_overlap grid; with retriever=external, production's own chunking alone."""
+    if config.retriever.external:
+        if config.executor.name != "local":
+            raise ConfigError("executor.name: retriever=external runs on executor=local (it calls production)")
+        return (ChunkingSpec(EXTERNAL_CHUNKING, 0, 0),)
+    sizes, overlaps = _unique(config.chunk_size), _unique(config.chunk_overlap)
+    bad = [(s, o) for s, o in itertools.product(sizes, overlaps) if o >= s]
+    if bad:
+        pairs = ", ".join(f"{s}/{o}" for s, o in bad)
+        raise ConfigError(f"chunk_overlap: must be smaller than chunk_size; offending size/overlap pairs: {pairs}")
+    chunkings = tuple(
+        ChunkingSpec(config.chunker.name, size, overlap, config.chunker.child_size)
+        for size, overlap in itertools.product(sizes, overlaps)
+    )
+    for spec in chunkings:
+        validate_spec(spec)
+    return chunkings
 
 
 SAFE_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")

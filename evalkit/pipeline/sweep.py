@@ -12,7 +12,7 @@ from __future__ import annotations
 import platform
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import fields, is_dataclass, replace
 from importlib import metadata
 from pathlib import Path
@@ -114,10 +114,30 @@ def collect(
                 f"{ann['depth']} (recall@10 {ann['recall_at_10']:.1%}) on {ann['questions']} questions",
                 file=sys.stderr,
             )
+        if "external" in result.info:  # retriever=external: what production returned that could not be scored
+            print(f"evalkit: {external_line(result.info['external'])}", file=sys.stderr)
         bar.set_postfix_str(f"{result.key} ({len(questions)} questions)")
         bar.update(1)
     bar.close()
     return finished
+
+
+def external_line(report: Mapping[str, Any]) -> str:
+    """What production's retriever was asked and what of its reply could not be placed in a document."""
+    cached = report["queries"] - report["asked"]
+    line = (
+        f"{report['where']}: {report['queries']} queries ({report['asked']} asked, {cached} from the cache), "
+        f"{report['hits']} hits scored ({report['anchored_text']} anchored from text)"
+    )
+    if report["unanchored"]:
+        line += (
+            f"; {report['unanchored']} text hits of {report['unanchored_questions']} questions are in no document "
+            "of the labelled set: left out, so the hits below them move up a rank (return doc_id with start/end, or "
+            "add those documents to the set, to score production's own ranks)"
+        )
+    if report["no_hits"]:
+        line += f"; {report['no_hits']} queries returned nothing"
+    return line
 
 
 def write_results(

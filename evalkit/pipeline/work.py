@@ -29,14 +29,15 @@ from evalkit.chunking.chunkers import chunk_corpus
 from evalkit.chunking.health import chunk_health
 from evalkit.labels.read import LabelSet, document_fingerprints
 from evalkit.pipeline.counters import RunStats
+from evalkit.pipeline.external import external_unit
 from evalkit.pipeline.plan import SweepPlan
 from evalkit.pipeline.retrieve import rerank_pool, retrieve
 from evalkit.pipeline.score import gold_cut_share, judge, pool_table, score_chunking
 from evalkit.pipeline.units import Units, chunk_table, chunks_from_table, units_of
-from evalkit.records import Chunk, ChunkingSpec, Question
+from evalkit.records import EXTERNAL_CHUNKING, Chunk, ChunkingSpec, Question
 from evalkit.retrieval.embedding.base import Embedder
 from evalkit.retrieval.filters import access
-from evalkit.retrieval.pools import CandidatePool, collapse_to_parents
+from evalkit.retrieval.pools import CandidatePool, collapse_to_parents, keep_allowed
 from evalkit.retrieval.rerank.base import Reranker
 from evalkit.run.units import UnitStore
 from evalkit.scoring.calibration import calibrate_by_class
@@ -107,6 +108,8 @@ def plan_units(
     units = []
     for spec in plan.chunkings:
         chunk = content_id("chunk", asdict(spec), documents)
+        if spec.chunker == EXTERNAL_CHUNKING:  # production chunked and searched: its answers are the chunking
+            chunk = content_id("chunk", asdict(spec), documents, plan.retriever.identity(), asked, plan.pool_size)
         retrieval = {
             "retriever": plan.retriever.identity(),
             "embedder": embedder_identity if plan.uses_embedder else None,
@@ -144,6 +147,14 @@ def chunk_stage(unit: UnitOfWork, ctx: WorkContext) -> tuple[Chunk, ...]:
         ctx.stats.stages_reused["chunk"] += 1
         return chunks_from_table(store.table("chunk", stage_id, "chunks"), ctx.labelset)
     started = time.perf_counter()
+    if unit.spec.chunker == EXTERNAL_CHUNKING:
+        chunks, pool, report = external_unit(ctx)
+        # No chunk health: production's chunking is not judged from the spans it happened to return.
+        record = {"chunking": unit.spec.key, "n_chunks": len(chunks), "chunk_health": [], **report}
+        save_chunks(ctx, unit, chunks, record, time.perf_counter() - started)
+        if not store.has("retrieve", unit.ids.retrieve):
+            save_pool(ctx, "retrieve", unit.ids.retrieve, _allowed_only(ctx, chunks, pool), report)
+        return chunks
     chunks, record = chunk_unit(ctx.labelset, unit.spec)
     save_chunks(ctx, unit, chunks, record, time.perf_counter() - started)
     return chunks
@@ -169,6 +180,10 @@ def pool_stage(
 ) -> CandidatePool:
     """The retrieved pool (in returned units), reranked when there is a reranker."""
     pool = load_pool(ctx, "retrieve", unit.ids.retrieve)
+    if pool is None and unit.spec.chunker == EXTERNAL_CHUNKING:  # its chunks were stored, its pool was not
+        _, fetched, report = external_unit(ctx)  # every reply is cached: no call is sent again
+        pool = _allowed_only(ctx, chunks, fetched)
+        save_pool(ctx, "retrieve", unit.ids.retrieve, pool, report)
     if pool is None:
         plan, questions = ctx.plan, ctx.questions
         allowed = retrieval_mask(plan, questions, chunks, ctx.labelset)
@@ -187,6 +202,12 @@ def pool_stage(
         reranked = rerank_pool(pool, units, ctx.questions, ctx.reranker, ctx.cache, ctx.stats, ctx.progress)
         save_pool(ctx, "rerank", unit.ids.rerank, reranked)
     return reranked
+
+
+def _allowed_only(ctx: WorkContext, chunks: Sequence[Chunk], pool: CandidatePool) -> CandidatePool:
+    """Production's hits a question's metadata filters would not let it see are dropped, as for any retriever."""
+    allowed = retrieval_mask(ctx.plan, ctx.questions, chunks, ctx.labelset)
+    return pool if allowed is None else keep_allowed(pool, allowed)
 
 
 def retrieval_mask(
@@ -256,8 +277,9 @@ def save_score(
         "unit_ids": asdict(unit.ids),
     }
     retrieved = ctx.store.record("retrieve", unit.ids.retrieve)
-    if "ann" in retrieved:
-        info["ann"] = retrieved["ann"]
+    for report in ("ann", "external"):
+        if report in retrieved:
+            info[report] = retrieved[report]
     ctx.store.save("score", unit.ids.score, info, tables={"rows": rows, "pool": drill})
     ctx.stats.add_time("score", seconds)
     ctx.stats.stages_run["score"] += 1

@@ -45,6 +45,8 @@ class KnobMove:
     gate_verdict: str | None
     gate_failed: tuple[str, ...]
     caps_broken: tuple[str, ...]
+    own_chunking: bool = False
+    """chunk_size/chunk_overlap under retriever=external: production chunked, so no value here to move."""
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,7 @@ def _move(raw: Any) -> KnobMove:
         knob=str(m["knob"]),
         production_value=str(m.get("production_value")),
         swept=bool(m.get("swept")),
+        own_chunking=bool(m.get("own_chunking")),
         value=_text(m.get("value")),
         beats_production=bool(m.get("beats_production")),
         config_id=_text(m.get("config_id")),

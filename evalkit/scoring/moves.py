@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalkit.records import EXTERNAL_CHUNKING
 from evalkit.scoring import compare
 from evalkit.scoring.gatecheck import ConfigData, GateConfig, evaluate, paired_values
 from evalkit.scoring.objective import ConfigTable, ObjectiveSettings
@@ -27,6 +28,8 @@ from evalkit.scoring.out_of_sample import point_constraints
 from evalkit.scoring.registry import MEASURES
 
 KNOBS = ("chunk_size", "chunk_overlap", "top_k", "threshold", "reranker")
+CHUNKING_KNOBS = ("chunk_size", "chunk_overlap")
+"""Knobs of evalkit's own chunking: with retriever=external production chunked, and they are not moves."""
 """The values a team changes one at a time (the seed's four and the reranker)."""
 IDENTITY = ("chunker", "chunk_size", "chunk_overlap", "retriever", "reranker", "top_k", "threshold")
 """The summary columns that make a config: a one-knob neighbour equals production on all but one."""
@@ -81,6 +84,9 @@ def _knob_move(sweep: Sweep, knob: str) -> dict[str, Any]:
         return {"knob": knob, "production_value": None, "swept": False, "config_id": None, "detail": "not a column"}
     found = neighbours(sweep.summary, sweep.production_id, knob)
     record: dict[str, Any] = {"knob": knob, "production_value": _plain(production[knob])}
+    if knob in CHUNKING_KNOBS and production.get("chunker") == EXTERNAL_CHUNKING:
+        detail = "production's own chunking (retriever=external): not a knob of this sweep"
+        return record | {"swept": False, "config_id": None, "detail": detail, "own_chunking": True}
     if found.empty:
         return record | {"swept": False, "config_id": None, "detail": f"only production's {knob} was swept"}
     primary = MEASURES[sweep.objective.primary].column

@@ -53,7 +53,8 @@ def _short(reason: str) -> str:
 
 def _move_row(m: KnobMove) -> list[Cell]:
     if not m.swept:
-        return [KNOB_LABELS.get(m.knob, m.knob), f"{m.production_value} (not swept)", "", "", "", "", "", "", ""]
+        shown = "production's own chunking" if m.own_chunking else f"{m.production_value} (not swept)"
+        return [KNOB_LABELS.get(m.knob, m.knob), shown, "", "", "", "", "", "", ""]
     value = f"{m.production_value} → {m.value}" + ("" if m.beats_production else " (no better)")
     # the names of what it breaks; the full "not shown within ..." detail sits in the cell's tooltip
     reasons = [_short(x) for x in m.gate_failed] + [f"cap: {_short(x)}" for x in m.caps_broken]
