@@ -74,11 +74,13 @@ def _candidates() -> list[str]:
 @functools.cache
 def cjk_font() -> FontStatus:
     """Find, register and name a CJK-capable font (once per process)."""
+    # Set before the import: on a fresh machine importing font_manager builds its cache and logs "generated
+    # new fontManager" (Hydra's logging prints it). Most CJK fonts ship one weight: matplotlib logs
+    # "findfont: Failed to find font weight bold ..., now using 400" for every bold title, in the middle of
+    # the console, while the regular weight renders fine.
+    logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
     from matplotlib import font_manager
 
-    # Most CJK fonts ship one weight: matplotlib logs "findfont: Failed to find font weight bold ..., now
-    # using 400" for every bold title, in the middle of the console, while the regular weight renders fine.
-    logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
     for path in _candidates():
         if _has_glyphs(path):
             font_manager.fontManager.addfont(path)
