@@ -13,6 +13,8 @@ class ThreadedLoopback:
     _httpd: ThreadingHTTPServer | None = None
     _thread: threading.Thread | None = None
     thread_name = "loopback-http"
+    port = 0
+    """0: any free port; a test that restarts a server at the same address sets the one it had."""
 
     def handler_class(self) -> type[BaseHTTPRequestHandler]:
         raise NotImplementedError
@@ -27,7 +29,7 @@ class ThreadedLoopback:
     def start(self) -> Self:
         if self._httpd is not None:
             return self
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), self.handler_class())
+        httpd = ThreadingHTTPServer(("127.0.0.1", self.port), self.handler_class())
         httpd.daemon_threads = True
         self._httpd = httpd
         # A short poll interval keeps stop() (and so each test teardown) quick.
