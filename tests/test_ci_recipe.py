@@ -47,14 +47,47 @@ def run_steps(project: Path, env: dict[str, str], overrides: dict[str, str]) -> 
 
 
 class Comments(BaseHTTPRequestHandler):
-    received: ClassVar[list[tuple[str, dict, str]]] = []
+    """GitHub's issue-comment endpoints as the recipe uses them: list, create, update (and a read-only token)."""
+
+    stored: ClassVar[dict[int, str]] = {}
+    writes: ClassVar[list[tuple[str, str, str]]] = []
+    read_only: ClassVar[bool] = False
+
+    def _reply(self, status: int, payload: object) -> None:
+        raw = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def do_GET(self) -> None:
+        found = re.search(r"[?&]page=(\d+)", self.path)
+        page = int(found.group(1)) if found else 1
+        listed = [{"id": i, "body": b} for i, b in sorted(Comments.stored.items())]
+        # Someone else's comments first, so finding evalkit's means reading past the first page.
+        others = [{"id": 10_000 + i, "body": "lgtm"} for i in range(150)]
+        every = others + listed
+        self._reply(200, every[(page - 1) * 100 : page * 100])
+
+    def _write(self) -> dict:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        Comments.writes.append((self.command, self.path, self.headers.get("Authorization", "")))
+        return body
 
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        Comments.received.append((self.path, body, self.headers.get("Authorization", "")))
-        self.send_response(201)
-        self.end_headers()
-        self.wfile.write(b"{}")
+        body = self._write()
+        if Comments.read_only:
+            self._reply(403, {"message": "Resource not accessible by integration"})
+            return
+        new_id = len(Comments.stored) + 1
+        Comments.stored[new_id] = body["body"]
+        self._reply(201, {"id": new_id})
+
+    def do_PATCH(self) -> None:
+        body = self._write()
+        comment_id = int(self.path.rsplit("/", 1)[1])
+        Comments.stored[comment_id] = body["body"]
+        self._reply(200, {"id": comment_id})
 
     def log_message(self, *args: object) -> None:
         return
@@ -65,9 +98,10 @@ def github() -> Iterator[str]:
     server = HTTPServer(("127.0.0.1", 0), Comments)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    Comments.received = []
+    Comments.stored, Comments.writes, Comments.read_only = {}, [], False
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
+    server.server_close()
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +115,11 @@ def test_the_workflow_is_valid_and_names_the_recipe(tmp_path: Path) -> None:
     assert flow["name"] == "evalkit gate" and "pull_request" in flow[True if True in flow else "on"]
     steps = flow["jobs"]["gate"]["steps"]
     assert any(s.get("uses", "").startswith("actions/cache@") for s in steps), "the evalkit cache is restored"
+    uses = [s["uses"] for s in steps if "uses" in s]
+    assert uses and all(re.fullmatch(r"actions/[a-z-]+@[0-9a-f]{40}", u) for u in uses), "actions pinned by commit"
+    cached = [s["with"]["path"] for s in steps if s.get("uses", "").startswith("actions/cache@")]
+    assert "~/.cache/pip" in cached, "pip's cache (evalkit's ~510 MB of model wheels) is kept between runs"
+    assert flow["concurrency"]["cancel-in-progress"] is True and "pull_request.number" in flow["concurrency"]["group"]
     assert [s["run"] for s in steps if "run" in s][1:] == [
         "bash ci/evalkit-gate.sh sweep-and-gate", "bash ci/evalkit-gate.sh post"
     ]  # fmt: skip
@@ -140,9 +179,22 @@ def test_the_workflow_steps_run_locally(tmp_path: Path, installed: WheelEnv, git
     codes = {name: code for name, code, _ in outcomes}
     assert codes["Sweep the candidate and gate it"] == 1, outcomes
     assert codes["Post gate.md to the pull request"] == 0, outcomes
-    ((path, body, auth),) = Comments.received
-    assert path == "/repos/team/rag/issues/7/comments" and auth == "Bearer t0ken"
-    assert body["body"].startswith("## evalkit gate: ❌ FAIL") and "recursive-s256-o0|bm25|none|k3|t0" in body["body"]
+    ((method, path, auth),) = Comments.writes
+    assert (method, path, auth) == ("POST", "/repos/team/rag/issues/7/comments", "Bearer t0ken")
+    (body,) = Comments.stored.values()
+    assert "## evalkit gate: ❌ FAIL" in body and "recursive-s256-o0|bm25|none|k3|t0" in body
+    # The next push: the same comment is updated in place (found past a page of other comments), not a new one.
+    (project / "ci" / "candidate.txt").unlink()
+    outcomes = run_steps(project, env, install | token)
+    assert {name: code for name, code, _ in outcomes}["Sweep the candidate and gate it"] == 0, outcomes
+    assert [w[0] for w in Comments.writes] == ["POST", "PATCH"] and len(Comments.stored) == 1
+    assert "## evalkit gate: ✅ PASS" in next(iter(Comments.stored.values()))
+    assert "updated the gate comment on pull request #7" in outcomes[-1][2]
+    # A pull request from a fork: the token may not write; the post step says so and does not fail the job.
+    Comments.stored, Comments.writes, Comments.read_only = {}, [], True
+    post = run_steps(project, env, install | token)[-1]
+    assert post[1] == 0 and "a pull request from a fork gets a read-only token" in post[2], post
+    assert "## evalkit gate" in post[2], "gate.md is printed to the log instead"
 
 
 def _sweep(reports: Path, labelset: Path, run_id: str, *overrides: str) -> Path:
