@@ -161,6 +161,7 @@ def test_restart_mid_batch_polls_the_existing_batch(server: AnthropicLoopback, t
         generate_many(make(server, batch_timeout_s=0.05), three(), cache, batch=True)
     assert pending.value.batch_ids == ("msgbatch_0001",) and server.counts["batches.create"] == 1
     server.finish_batches()
+    server.batch_polls = 1  # the retry batch of q3's errored entry ends at once (not after 10,000 polls)
     with Cache(tmp_path / "cache.sqlite") as cache:  # a new process: new generator, same cache file
         answers = generate_many(make(server), three(), cache, batch=True)
     assert server.batches.created == ["msgbatch_0001", "msgbatch_0002"]  # polled; only q3's retry is new

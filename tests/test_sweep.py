@@ -116,6 +116,9 @@ def test_killed_sweep_resumes_to_identical_results(tmp_path: Path, small_demo: P
     left = pd.read_parquet(interrupted / "resume" / "results.parquet")
     right = pd.read_parquet(uninterrupted / "results.parquet")
     pd.testing.assert_frame_equal(left, right)
+    for table in ("summary.csv", "calibration.csv"):  # the same files, columns in the same order
+        resumed_text = (interrupted / "resume" / table).read_text(encoding="utf-8")
+        assert resumed_text == (uninterrupted / table).read_text(encoding="utf-8"), table
     for name, mtime in done_before.items():  # finished chunkings were read back, not recomputed
         assert (markers / name).stat().st_mtime_ns == mtime
 

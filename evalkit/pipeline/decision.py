@@ -97,6 +97,8 @@ def _spread(held: dict[str, Any]) -> str:
 def _points(interval: dict[str, float] | None) -> str:
     if interval is None:
         return "n/a"
+    if interval["low"] == interval["high"]:  # every question moved alike: a bootstrap has nothing to resample
+        return f"{100 * interval['delta']:+.1f} pts (the same on every question: no interval)"
     return f"{100 * interval['delta']:+.1f} pts [{100 * interval['low']:+.1f}, {100 * interval['high']:+.1f}]"
 
 

@@ -38,6 +38,7 @@ from evalkit.run.freshness import FINGERPRINTS, compare, latest_earlier_run, rea
 from evalkit.run.progress import bar as progress_bar
 from evalkit.run.units import UNITS_DIR, UnitStore
 from evalkit.scoring.aggregate import summarise
+from evalkit.scoring.calibration import Calibration
 
 
 def token_family(plan: SweepPlan) -> str:
@@ -162,8 +163,18 @@ def write_results(
     write_table(run_dir / files.SUMMARY, summary, csv=True)
     findings = [f for r in finished for f in r.info.get("chunk_health", [])]
     write_json(run_dir / files.CHUNK_HEALTH_JSON, {"findings": findings})
-    calibration = [dict(c) for r in finished for c in r.info.get("calibration", [])]
-    write_table(run_dir / files.CALIBRATION_TABLE, pd.DataFrame(calibration), csv=True)
+    calibration = [
+        {k: list(v) if isinstance(v, tuple) else v for k, v in c.items()}  # as a resumed run reads them back
+        for r in finished
+        for c in r.info.get("calibration", [])
+    ]
+    # In Calibration's field order: a resumed run reads its units' records back as JSON (keys sorted),
+    # and the same sweep must write the same file whether it ran at once or in two goes.
+    frame = pd.DataFrame(calibration)
+    if calibration:
+        order = [f.name for f in fields(Calibration)]
+        frame = frame.reindex(columns=[c for c in order if c in frame] + [c for c in frame if c not in order])
+    write_table(run_dir / files.CALIBRATION_TABLE, frame, csv=True)
     return results, summary
 
 

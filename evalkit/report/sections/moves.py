@@ -31,7 +31,11 @@ BREAK_LABELS = {
 
 def _interval(name: str, i: Interval | None) -> str:
     """``+2.7 [+0.6, +5.1]`` (points: the column header says so)."""
-    return "n/a" if i is None else fmt.signed_interval(name, i.delta, i.low, i.high).replace(" points", "")
+    if i is None:
+        return "n/a"
+    if i.low == i.high:  # every question moved alike: no interval to draw, and none is claimed
+        return fmt.signed_quantity(name, i.delta).replace(" points", "") + " (same on every question)"
+    return fmt.signed_interval(name, i.delta, i.low, i.high).replace(" points", "")
 
 
 def _pct(x: float | None) -> str:
