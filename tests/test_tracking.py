@@ -40,8 +40,23 @@ def check_logged(client: MlflowClient, run_dir: Path, experiment: str = "evalkit
     assert parent.data.metrics["production.recall"] == pytest.approx(
         json.loads((run_dir / "recommendation.json").read_text())["production"]["values"]["recall"]
     )
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    swept = manifest["config"]
+    assert parent.data.params["chunk_size"] == json.dumps(sorted(swept["chunk_size"]))
+    assert parent.data.params["chunk_overlap"] == json.dumps(sorted(swept["chunk_overlap"]))
+    assert parent.data.params["threshold"] == json.dumps(manifest["grid"]["threshold"])
+    assert {parent.data.params[k] for k in ("retriever", "reranker", "embedder")} == {"bm25", "none", "e5"}
+    decision = json.loads((run_dir / "recommendation.json").read_text())
+    assert parent.data.tags["evalkit.decision"] == decision["decision"]
+    assert parent.data.tags["evalkit.production_config"] == decision["production"]["config_id"]
+    if decision["recommended"]:
+        assert parent.data.tags["evalkit.recommended_config"] == decision["recommended"]["config_id"]
+    if decision["cheaper_pick"].get("config_id"):
+        assert parent.data.tags["evalkit.cheaper_config"] == decision["cheaper_pick"]["config_id"]
     artefacts = {a.path for a in client.list_artifacts(logged["run_id"])}
-    assert {"summary.csv", "recommendation.json", "manifest.json"} <= artefacts
+    expected = {"summary.csv", "recommendation.json", "manifest.json", "results.parquet", "calibration.csv"}
+    expected.add("costs.json")
+    assert expected <= artefacts, artefacts
     children = client.search_runs(
         [parent.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{logged['run_id']}'"
     )
@@ -77,8 +92,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         [*args, "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
          "--backend-store-uri", f"sqlite:///{root / 'server.db'}", "--artifacts-destination", str(root / "artefacts")],
         stdout=subprocess.DEVNULL, stderr=open(root / "server.log", "w"), cwd=root,  # noqa: SIM115
-        # The server's background job runner needs packages the skinny install lacks (huey); no test uses it.
-        env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
     )  # fmt: skip
     uri = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
@@ -95,18 +108,30 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield uri
     process.terminate()
     process.wait(timeout=30)
+    # The tracking extra is complete for `mlflow server`: its job runner found what it imports.
+    assert "No module named" not in (root / "server.log").read_text(encoding="utf-8", errors="replace")
 
 
-def test_a_sweep_logs_to_a_tracking_server(tmp_path: Path, small_demo: Path, server: str) -> None:
+def test_a_sweep_logs_to_a_tracking_server(
+    tmp_path: Path, small_demo: Path, server: str, capfd: pytest.CaptureFixture[str]
+) -> None:
     reports = tmp_path / "reports"
     run = evalkit.run_sweep(
         *sweep_args(small_demo, reports), "+tracker=mlflow", f"tracker.uri={server}", "tracker.experiment=quarterly",
         quiet=True,
     )  # fmt: skip
     assert not (reports / "mlflow.db").exists()
+    printed = capfd.readouterr()
+    assert "View run" not in printed.out + printed.err, "MLflow's own line per run is off unless tracker.verbose"
     check_logged(MlflowClient(tracking_uri=server), run.path, "quarterly")
-    # A finished run logged again by hand goes into a second MLflow run.
+    # Gated, then logged again by hand: a second MLflow run, which now carries gate.md.
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    gated = subprocess.run(
+        [sys.executable, "-m", "evalkit.gate", "--run", str(run.path), "--candidate-config",
+         json.loads((run.path / "recommendation.json").read_text())["production"]["config_id"]],
+        capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    assert gated.returncode == 0 and (run.path / "gate.md").is_file(), gated.stderr
     done = subprocess.run(
         [sys.executable, "-m", "evalkit.tracking", str(run.path), "--uri", server, "--experiment", "quarterly"],
         capture_output=True, text=True, env=env,
@@ -117,6 +142,8 @@ def test_a_sweep_logs_to_a_tracking_server(tmp_path: Path, small_demo: Path, ser
         [experiment.experiment_id], filter_string=f"attributes.run_name = '{run.path.name}'"
     )
     assert len(parents) == 2
+    latest = max(parents, key=lambda r: r.info.start_time)
+    assert "gate.md" in {a.path for a in MlflowClient(tracking_uri=server).list_artifacts(latest.info.run_id)}
 
 
 def test_an_unreachable_server_stops_the_sweep_before_any_work(tmp_path: Path, small_demo: Path) -> None:

@@ -1,23 +1,28 @@
 """A finished run folder logged to MLflow: one run per sweep, one nested run per config.
 
-The sweep's run carries the sweep's settings as params (labelled set, chunker,
-retriever, reranker, embedder, the grid, the production point), the production
-and recommended configs' metrics (``production.recall``, ``recommended.recall``,
-...), and ``summary.csv``, ``recommendation.json``, ``manifest.json`` and
-``index.html`` as artefacts. Each config's nested run has its grid point as params
-and every numeric summary column as a metric. Uses ``MlflowClient`` (no global
-active run), so logging from a notebook or a multirun does not leak state.
+The sweep's run carries the sweep's settings as params (labelled set, chunker, retriever, reranker,
+embedder, every grid value: chunk sizes, overlaps, top_k, thresholds; the production point), the
+decision and the production, recommended and cheaper config ids as tags (``evalkit.decision``, ...:
+a team filters its quarterly runs on them), the production and recommended configs' metrics
+(``production.recall``, ``recommended.recall``, ...), and the run's files a reviewer opens as
+artefacts (:data:`ARTEFACTS`). Each config's nested run has its grid point as params and every numeric
+summary column as a metric. Uses ``MlflowClient`` (no global active run), so logging from a notebook or
+a multirun does not leak state. MLflow's own console lines ("View run ... at", one per run) are off
+unless ``tracker.verbose``.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import math
+import os
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,9 +33,15 @@ from evalkit.run import files
 from evalkit.tracking.settings import TrackerSettings
 
 TRACKING_JSON = "tracking.json"
+SUPPRESS_URLS = "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"
+CALIBRATION_CSV = Path(files.CALIBRATION_TABLE).with_suffix(".csv").name
 PARAM_COLUMNS = ("config_id", "chunking", "chunker", "chunk_size", "chunk_overlap", "retriever", "reranker", "top_k",
                  "threshold", "cost_model")  # fmt: skip
-ARTEFACTS = (files.SUMMARY_CSV, files.RECOMMENDATION_JSON, files.MANIFEST, files.REPORT_HTML)
+ARTEFACTS = (
+    files.REPORT_HTML, files.RECOMMENDATION_JSON, files.SUMMARY_CSV, files.RESULTS, CALIBRATION_CSV,
+    files.COSTS_JSON, files.GATE_MD, files.MANIFEST,
+)  # fmt: skip
+"""Logged when present (gate.md only after ``python -m evalkit.gate``; results.parquet holds every question)."""
 _BATCH = 900  # MLflow accepts at most 1,000 metrics per log_batch call
 
 
@@ -83,6 +94,8 @@ def sweep_params(manifest: Mapping[str, Any]) -> dict[str, str]:
         "reranker": (config.get("reranker") or {}).get("name"),
         "embedder": (config.get("embedder") or {}).get("name"),
         "chunkings": len(grid.get("chunkings", [])),
+        "chunk_size": _grid_value(config, "chunk_size"),
+        "chunk_overlap": _grid_value(config, "chunk_overlap"),
         "top_k": grid.get("top_k"),
         "threshold": grid.get("threshold"),
         "grid_points": grid.get("points"),
@@ -93,6 +106,26 @@ def sweep_params(manifest: Mapping[str, Any]) -> dict[str, str]:
     for key, value in (config.get("baseline") or {}).items():
         params[f"baseline.{key}"] = value
     return {k: _param(v) for k, v in params.items() if v is not None}
+
+
+def _grid_value(config: Mapping[str, Any], key: str) -> Any:
+    """A chunking knob as swept; with retriever=external production's own chunking (no value of evalkit's)."""
+    if (config.get("retriever") or {}).get("name") == "external":
+        return "external"
+    value = config.get(key)
+    return sorted(value) if isinstance(value, list) else value
+
+
+def decision_tags(recommendation: Mapping[str, Any]) -> dict[str, str]:
+    """``evalkit.decision`` and the config ids behind it (absent ones left out)."""
+    cheaper = recommendation.get("cheaper_pick") or {}
+    ids = {
+        "evalkit.decision": recommendation.get("decision"),
+        "evalkit.production_config": (recommendation.get("production") or {}).get("config_id"),
+        "evalkit.recommended_config": (recommendation.get("recommended") or {}).get("config_id"),
+        "evalkit.cheaper_config": cheaper.get("config_id"),
+    }
+    return {k: str(v)[:5000] for k, v in ids.items() if v}
 
 
 def headline_metrics(recommendation: Mapping[str, Any]) -> dict[str, float]:
@@ -111,6 +144,31 @@ def config_metrics(row: Mapping[str, Any]) -> dict[str, float]:
 
 def log_run(run_dir: Path, settings: TrackerSettings, reports_dir: Path) -> Logged:
     """Log a finished run folder; writes tracking.json into it and returns where the run went."""
+    with _quiet_mlflow(settings.verbose):
+        return _log_run(run_dir, settings, reports_dir)
+
+
+@contextmanager
+def _quiet_mlflow(verbose: bool) -> Iterator[None]:
+    """MLflow writes "View run ... at" and "View experiment at" to stdout per terminated run (2 lines x configs)."""
+    if verbose:
+        yield
+        return
+    previous = os.environ.get(SUPPRESS_URLS)
+    os.environ[SUPPRESS_URLS] = "true"
+    level = logging.getLogger("mlflow").level
+    logging.getLogger("mlflow").setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logging.getLogger("mlflow").setLevel(level)
+        if previous is None:
+            os.environ.pop(SUPPRESS_URLS, None)
+        else:
+            os.environ[SUPPRESS_URLS] = previous
+
+
+def _log_run(run_dir: Path, settings: TrackerSettings, reports_dir: Path) -> Logged:
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
@@ -123,7 +181,8 @@ def log_run(run_dir: Path, settings: TrackerSettings, reports_dir: Path) -> Logg
         client = MlflowClient(tracking_uri=uri)
         experiment_id = _experiment(client, settings.experiment, uri, reports_dir)
         name = settings.run_name or str(manifest.get("run_id") or run_dir.name)
-        run = client.create_run(experiment_id, run_name=name, tags={"evalkit.run_dir": str(run_dir.resolve())})
+        tags = {"evalkit.run_dir": str(run_dir.resolve()), **decision_tags(recommendation)}
+        run = client.create_run(experiment_id, run_name=name, tags=tags)
         parent = run.info.run_id
         _log(client, parent, sweep_params(manifest), headline_metrics(recommendation))
         for artefact in ARTEFACTS:

@@ -21,3 +21,5 @@ class TrackerSettings:
     """One nested run per config (its grid point as params, its metrics); False: the sweep's run only."""
     timeout_s: float = field(default=10.0, metadata={"above": 0.0})
     """How long to wait for a tracking server to answer before the sweep starts."""
+    verbose: bool = False
+    """Let MLflow's own console lines through (its "View run ... at" line per run); off: evalkit prints one line."""
