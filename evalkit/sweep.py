@@ -71,7 +71,23 @@ def hide_environment(line: str, cfg: DictConfig, plain: Mapping[str, Any]) -> st
     raw = OmegaConf.to_container(cfg, resolve=False)
     for interpolation, value in _env_values(raw, plain):
         if value:
-            line = line.replace(value, interpolation)
+            line = _masked(line, value, interpolation)
+    return line
+
+
+SHORTEST_MASKED_PREFIX = 4
+"""A message may cut a long value short ('/root/.pyenv/...'): its start is hidden too, down to this many characters."""
+
+
+def _masked(line: str, value: str, interpolation: str) -> str:
+    if value in line:
+        return line.replace(value, interpolation)
+    for end in range(len(value) - 1, SHORTEST_MASKED_PREFIX - 1, -1):
+        prefix = value[:end]
+        if prefix in line:
+            for cut in (f"'{prefix}...", f"{prefix}..."):
+                line = line.replace(cut, f"'{interpolation}'" if cut.startswith("'") else interpolation)
+            return line.replace(prefix, interpolation)
     return line
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -286,9 +287,10 @@ BAD_VALUES = {
     "calibration.class_tag": ["null"],
     "filters.enabled": ["maybe"],
 }
+EXTERNAL = ["retriever=external", "retriever.url=http://127.0.0.1:9/x"]  # no target/url; url on a builtin retriever
 TYPOS = ["chunk_szie=512", "+chunk_szie=512", "retriever.bm25_kl=1", "+cost.modle=x", "+foo=1", "retriever=hybird",
          "labelset=xquad-en", "chunker=semantik", "top_k=[1,2", "reranker=cohre", "sweep=quik"]  # fmt: skip
-CONFIG_CASES = [f"{key}={value}" for key, values in BAD_VALUES.items() for value in values] + TYPOS
+CONFIG_CASES = [f"{key}={value}" for key, values in BAD_VALUES.items() for value in values] + TYPOS + EXTERNAL
 
 
 @pytest.mark.parametrize("override", CONFIG_CASES)
@@ -299,6 +301,14 @@ def test_a_bad_config_value_stops_with_one_line(tmp_path: Path, override: str) -
     key = override.lstrip("+").split("=")[0].split(".")[0]
     assert key in lines[0], (override, lines)
     assert not [p for p in tmp_path.iterdir() if p.name != ".hydra"], "a bad config must stop before any work"
+
+
+@pytest.mark.parametrize("override", ["top_k=${oc.env:HOME}", "chunk_size=${oc.env:HOME}", "seed=${oc.env:PATH}"])
+def test_an_environment_value_in_a_bad_override_is_never_echoed(tmp_path: Path, override: str) -> None:
+    name = override.split(":")[1].rstrip("}")
+    code, lines = run_sweep([f"reports_dir={tmp_path}", "sweep=quick", "progress=false", override])
+    assert code == 2 and len(lines) == 1, (override, lines)
+    assert os.environ[name] not in lines[0] and "${oc.env:" in lines[0], lines
 
 
 def test_the_fuzz_suite_is_large_enough() -> None:
