@@ -76,7 +76,7 @@ def hide_environment(line: str, cfg: DictConfig, plain: Mapping[str, Any]) -> st
 
 
 SHORTEST_MASKED_PREFIX = 4
-"""A message may cut a long value short ('/root/.pyenv/...'): its start is hidden too, down to this many characters."""
+"""A message may cut a long value short ('/usr/bin:/u...'): its start is hidden too, to this many characters."""
 
 
 def _masked(line: str, value: str, interpolation: str) -> str:
