@@ -153,7 +153,7 @@ def test_the_pinned_source_follows_how_this_copy_was_installed() -> None:
     local = {"url": "file:///home/me/evalkit", "dir_info": {"editable": True}}
     assert source_from_direct_url(local, ("https://github.com/team/evalkit", commit)).endswith(f"@{commit}")
     assert source_from_direct_url(local) == PLACEHOLDER, "a folder nobody else can reach is no source for CI"
-    assert source_from_direct_url({"url": "file:///tmp/x.whl", "archive_info": {}}) == PLACEHOLDER
+    assert source_from_direct_url({"url": "file:///home/me/dist/x.whl", "archive_info": {}}) == PLACEHOLDER
     assert DISTRIBUTION == "evalkit-sweep" and installed_version() != "unknown"
 
 
