@@ -161,12 +161,13 @@ def bench_ann(out: Path) -> pd.DataFrame:
     from evalkit.records import ChunkingSpec
     from evalkit.retrieval.ann import hnsw_pool, recall_against_exact
     from evalkit.retrieval.embedding.base import embed_texts
-    from evalkit.retrieval.embedding.local import EMBEDDERS
+    from evalkit.retrieval.embedding.registry import make_embedder
+    from evalkit.retrieval.embedding.settings import EmbedderSettings
     from evalkit.retrieval.pools import DenseIndex, QueryVectors, dense_pool
 
     labelset = load_labelset(SQUAD)
     chunks = list(chunk_corpus(labelset.documents, ChunkingSpec("recursive", 512, 64)))
-    embedder = EMBEDDERS["e5"]()
+    embedder = make_embedder(EmbedderSettings(name="e5"))
     cache_path = out / "ray" / "local" / "cache.sqlite"
     cache_path.parent.mkdir(parents=True, exist_ok=True)
     with Cache(cache_path) as cache:

@@ -44,7 +44,7 @@ def run_phase(phase: str, labelset: str, work: Path, embedder: str, reranker: st
     from evalkit.pipeline.plan import build_plan
     from evalkit.pipeline.sweep import run_sweep
     from evalkit.retrieval.embedding.base import embed_texts
-    from evalkit.retrieval.embedding.local import EMBEDDERS
+    from evalkit.retrieval.embedding.registry import make_embedder
     from evalkit.retrieval.rerank.factory import make_reranker
 
     # Hybrid retrieval, so the grid's embedding cost is what is measured (BM25 alone embeds nothing).
@@ -65,7 +65,7 @@ def run_phase(phase: str, labelset: str, work: Path, embedder: str, reranker: st
     stats = RunStats()
     started = time.perf_counter()
     with Cache(work / cache_name) as cache:
-        embedder_obj = EMBEDDERS[plan.embedder]()
+        embedder_obj = make_embedder(plan.embedder_config, plan.pricing_dir)
         if phase == "c":
             texts: dict[str, None] = {}
             for spec in plan.chunkings:

@@ -32,13 +32,14 @@ from evalkit.pipeline.errors import (
     SETUP_ERRORS,
     BudgetExceeded,
     LabelsetError,
+    PluginError,
     describe_os_error,
     is_disk_error,
 )
 from evalkit.pipeline.plan import SweepPlan, build_plan
 from evalkit.pipeline.sweep import config_record
 from evalkit.project.help import help_text
-from evalkit.project.layers import ConfigSource, compose_config, find_source, hydra_overrides
+from evalkit.project.layers import ConfigSource, compose_config, find_source, hydra_overrides, register_plugin_configs
 from evalkit.signals import Stopped, stop_on_signals
 from evalkit.tracking.settings import TrackerSettings
 
@@ -188,6 +189,8 @@ def _write_report(run_dir: Path, plan: SweepPlan) -> None:
 def _check_tracker(tracker: TrackerSettings, plan: SweepPlan) -> None:
     from evalkit.tracking.mlflow_log import TrackingError, check_ready
 
+    if tracker.name != "mlflow":  # a plugin's tracker checks what it needs when it logs
+        return
     try:
         check_ready(tracker, plan.options.reports_dir)
     except TrackingError as exc:
@@ -196,14 +199,15 @@ def _check_tracker(tracker: TrackerSettings, plan: SweepPlan) -> None:
 
 def _log_to_tracker(run_dir: Path, tracker: TrackerSettings, plan: SweepPlan) -> None:
     """The finished run folder (summary, decision, manifest, report) logged; a failure leaves the folder complete."""
-    from evalkit.tracking.mlflow_log import TrackingError, log_run
+    from evalkit.tracking.mlflow_log import TrackingError
+    from evalkit.tracking.registry import TRACKERS
 
     try:
-        logged = log_run(run_dir, tracker, plan.options.reports_dir)
-    except TrackingError as exc:
+        line = TRACKERS[tracker.name](run_dir, tracker, plan.options.reports_dir)
+    except (TrackingError, PluginError) as exc:
         fail([f"{exc} (the run folder is complete; log it later with python -m evalkit.tracking {run_dir})"])
-    where = f"{logged.run_id} ({logged.child_runs} configs) at {logged.uri}"
-    print(f"evalkit: logged to MLflow run {where}", file=sys.stderr)
+    if line:
+        print(f"evalkit: {line}", file=sys.stderr)
 
 
 def _task(cfg: DictConfig) -> None:
@@ -296,6 +300,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     verbose = "--verbose" in args or os.environ.get("HYDRA_FULL_ERROR") == "1"
     args = [a for a in args if a != "--verbose"]
     source = find_source(args, Path.cwd())
+    register_plugin_configs()
     if "-h" in args or "--help" in args:
         print(help_text(source.search))
         return

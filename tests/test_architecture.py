@@ -36,17 +36,18 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "confdir.py": NOTHING,
     "distribution.py": NOTHING,
     "signals.py": NOTHING,
+    "plugins.py": NOTHING,  # the one registry shape, read by every kind's own registry
     # the labelled-set format sits below every stage; curation grows sets above it
     "labels/": ("records.py",),
     "curate/": ("records.py", "labels/", "cache.py", "confdir.py", "retrieval/", "answering/", "scoring/", "run/"),
     # the stages
-    "chunking/": ("records.py",),
+    "chunking/": ("records.py", "plugins.py"),
     "cost/": ("records.py",),
     "run/": ("records.py", "console.py"),
-    "retrieval/": ("records.py", "labels/", "cache.py", "settings.py", "retry.py", "cost/", "run/"),
-    "answering/": ("records.py", "cache.py", "settings.py", "retry.py", "chunking/", "cost/"),
+    "retrieval/": ("records.py", "labels/", "cache.py", "settings.py", "plugins.py", "retry.py", "cost/", "run/"),
+    "answering/": ("records.py", "cache.py", "settings.py", "plugins.py", "retry.py", "chunking/", "cost/"),
     "scoring/": ("records.py", "cost/"),
-    "tracking/": ("records.py", "run/"),
+    "tracking/": ("records.py", "plugins.py", "run/"),
     # the only orchestrator
     "pipeline/": (
         "distribution.py",
@@ -54,6 +55,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "cache.py",
         "settings.py",
         "confdir.py",
+        "plugins.py",
         "labels/",
         "chunking/",
         "retrieval/",
@@ -67,7 +69,16 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "report/": ("records.py", "console.py", "labels/", "run/"),
     # the project front door: configs layered over the bundled ones, evalkit from Python
     "overrides.py": ("settings.py", "confdir.py", "project/"),
-    "project/": ("settings.py", "confdir.py", "distribution.py", "overrides.py", "sweep.py", "labels/", "run/"),
+    "project/": (
+        "settings.py",
+        "confdir.py",
+        "plugins.py",
+        "distribution.py",
+        "overrides.py",
+        "sweep.py",
+        "labels/",
+        "run/",
+    ),  # fmt: skip
     "__init__.py": ("project/",),
     # thin entry points: the stage they front
     "__main__.py": NOTHING,  # runs the others by module name (importlib), imports none of them

@@ -29,7 +29,7 @@ from evalkit.pipeline.config import read_config
 from evalkit.pipeline.plan import ConfigError, SweepPlan, build_plan
 from evalkit.pipeline.position import position_experiment, resolve_budget, swept_chunkings
 from evalkit.pipeline.position_run import run_position
-from evalkit.retrieval.embedding.local import EMBEDDERS
+from evalkit.retrieval.embedding.registry import EMBEDDERS
 from evalkit.run.folder import RunFolder
 from evalkit.scoring.answers import contains_match
 from evalkit.scoring.position import summarise_position

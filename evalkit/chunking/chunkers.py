@@ -36,7 +36,6 @@ register it in :data:`CHUNKERS`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from types import MappingProxyType
 
 from evalkit.chunking.code import code_chunks
 from evalkit.chunking.engine import ChunkingError, check_sizes
@@ -44,6 +43,7 @@ from evalkit.chunking.fixed import fixed_chunks
 from evalkit.chunking.markdown import markdown_chunks
 from evalkit.chunking.parent_child import parent_child_chunks
 from evalkit.chunking.recursive import recursive_chunks
+from evalkit.plugins import Registry
 from evalkit.records import Chunk, ChunkingSpec, Document
 
 __all__ = [
@@ -93,13 +93,14 @@ def chunk_corpus(docs: Sequence[Document], spec: ChunkingSpec) -> tuple[Chunk, .
     return tuple(chunks)
 
 
-CHUNKERS: Mapping[str, Chunker] = MappingProxyType(
+CHUNKERS: Mapping[str, Chunker] = Registry(
+    "chunker",
     {
         "fixed": fixed_chunks,
         "recursive": recursive_chunks,
         "markdown": markdown_chunks,
         "code": code_chunks,
         "parent_child": parent_child_chunks,
-    }
+    },
 )
-"""Chunker name (``ChunkingSpec.chunker``) to chunking function."""
+"""Chunker name (``ChunkingSpec.chunker``) to chunking function; installed plugins after evalkit's own."""

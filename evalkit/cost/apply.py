@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from evalkit.cost.model import Cost, TokenUsage, call_cost, index_growth, rerank_cost
-from evalkit.cost.prices import PriceTable
+from evalkit.cost.prices import EmbedPrice, PriceTable
 from evalkit.cost.stuffing import stuff_vs_retrieve
 from evalkit.records import COST_PER_DAY, COST_PER_QUERY
 
@@ -62,8 +62,13 @@ def rerank_cost_per_query(prices: PriceTable, rerank_model: str | None, pool_siz
     return rerank_cost(1, pool_size, prices.reranker(rerank_model))
 
 
-def question_costs(rows: pd.DataFrame, settings: CostSettings, prices: PriceTable, rerank: Cost) -> np.ndarray:
+def question_costs(
+    rows: pd.DataFrame, settings: CostSettings, prices: PriceTable, rerank: Cost, query_embed: EmbedPrice | None = None
+) -> np.ndarray:
     """Dollars per (config, question): system prompt + question + returned chunks in, an answer out.
+
+    ``query_embed``: a paid embedder's price; each question's embedding is added (its token count is
+    the question's estimate, labelled estimated like every token count here).
 
     Prices are linear in tokens, so the per-token rates are taken from :func:`call_cost` itself
     (one million tokens of each kind) rather than restated here.
@@ -72,7 +77,8 @@ def question_costs(rows: pd.DataFrame, settings: CostSettings, prices: PriceTabl
     per_input = call_cost(TokenUsage(1_000_000, 0, estimated=True), price, batch=settings.batch).usd / 1e6
     answer = call_cost(TokenUsage(0, settings.output_tokens, estimated=True), price, batch=settings.batch).usd
     prompt = settings.system_tokens + rows["question_tokens"].to_numpy() + rows["returned_tokens"].to_numpy()
-    return prompt * per_input + answer + rerank.usd
+    embed = 0.0 if query_embed is None else rows["question_tokens"].to_numpy() * query_embed.input_per_mtok / 1e6
+    return prompt * per_input + answer + rerank.usd + embed
 
 
 def price_configs(summary: pd.DataFrame, rows: pd.DataFrame, settings: CostSettings) -> pd.DataFrame:

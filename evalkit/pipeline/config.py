@@ -20,6 +20,7 @@ from evalkit.answering.position.settings import PositionSettings
 from evalkit.confdir import conf_dir, data_root
 from evalkit.cost.apply import CostSettings
 from evalkit.pipeline.executor_settings import ExecutorSettings
+from evalkit.retrieval.embedding.settings import EmbedderSettings, check_embedder_keys
 from evalkit.retrieval.filters import FilterSettings
 from evalkit.retrieval.settings import RerankerSettings, RetrieverSettings, check_reranker_keys
 from evalkit.scoring.objective import ObjectiveSettings
@@ -47,11 +48,6 @@ class ChunkerSettings:
     name: str
     child_size: int = field(default=0, metadata={"min": 0})
     """parent_child only: child chunk size (0: chunk_size // 4)."""
-
-
-@dataclass(frozen=True)
-class EmbedderSettings:
-    name: str
 
 
 @dataclass(frozen=True)
@@ -128,6 +124,8 @@ def read_config(plain: Mapping[str, Any]) -> SweepConfig:
     """The typed config, or a one-line ConfigError naming the first bad key."""
     raw = dict(plain)
     check_reranker_keys(dict(raw.get("reranker") or {"name": "none"}))
+    if isinstance(raw.get("embedder"), Mapping):
+        check_embedder_keys(raw["embedder"])
     position = raw.pop("position", None)
     generator = raw.pop("generator", None)
     judge = raw.pop("judge", None)

@@ -35,6 +35,7 @@ class RunStats:
             "seconds": self.seconds,
             "texts_embedded": self.embed.texts_sent,
             "texts_embedded_total": self.embed.total_texts,
+            "embed_tokens_billed": self.embed.tokens_billed,
             "rerank_pairs_scored": self.rerank.pairs_scored,
             "rerank_requests": self.rerank.requests,
             "rerank_search_units": self.rerank.search_units,

@@ -28,7 +28,7 @@ from evalkit.pipeline.position_notes import sweep_command
 from evalkit.pipeline.sweep import run_sweep, scoped_questions, token_family, unit_store
 from evalkit.pipeline.work import WorkContext, plan_units
 from evalkit.retrieval.embedding.base import Embedder
-from evalkit.retrieval.embedding.local import EMBEDDERS
+from evalkit.retrieval.embedding.registry import make_embedder
 from evalkit.retrieval.rerank.base import Reranker
 from evalkit.retrieval.rerank.factory import make_reranker
 from evalkit.run import files
@@ -68,7 +68,7 @@ def execute(
 ) -> Path:
     """Run (or resume, or dry-run) the plan; returns the run folder."""
     executor = executor or make_executor(plan.options.executor)  # first: a missing extra stops before anything
-    embedder = EMBEDDERS[plan.embedder]()
+    embedder = make_embedder(plan.embedder_config, plan.pricing_dir)
     # One cache, one reranker and one work context per run: threshold=auto reads the first chunking's
     # pool through the same ones the sweep then uses (only the plan's threshold grid changes).
     with Cache(plan.options.cache_path) as cache:

@@ -11,6 +11,7 @@ from evalkit.chunking.chunkers import ChunkingError
 from evalkit.cost.budget import BudgetExceeded
 from evalkit.labels.read import LabelsetError
 from evalkit.pipeline.executor_settings import ClusterError
+from evalkit.plugins import PluginError
 from evalkit.retrieval.embedding.base import EmbeddingError
 from evalkit.retrieval.external.calls import ExternalCallError
 from evalkit.retrieval.external.hits import ExternalHitError
@@ -23,7 +24,9 @@ CALL_ERRORS: tuple[type[Exception], ...] = (
     EmbeddingError, RerankError, GenerationError, ClusterError, ExternalCallError, ExternalHitError,
 )  # fmt: skip
 """A model or API call failed: finished units are kept, the same command resumes."""
-SETUP_ERRORS: tuple[type[Exception], ...] = (ConfigError, ChunkingError, RunLocked, CacheUnusableError, UnwritableError)
+SETUP_ERRORS: tuple[type[Exception], ...] = (
+    ConfigError, ChunkingError, RunLocked, CacheUnusableError, UnwritableError, PluginError,
+)  # fmt: skip
 """The config cannot run: nothing was computed."""
 
 __all__ = [
@@ -32,6 +35,7 @@ __all__ = [
     "BudgetExceeded",
     "ConfigError",
     "LabelsetError",
+    "PluginError",
     "UnwritableError",
     "describe_os_error",
     "is_disk_error",

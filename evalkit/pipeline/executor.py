@@ -9,11 +9,12 @@ anything, sends only the misses, and writes what comes back through the driver.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Protocol
 
 from evalkit.pipeline.executor_settings import ExecutorSettings
 from evalkit.pipeline.work import UnitOfWork, UnitResult, WorkContext, run_unit
+from evalkit.plugins import Registry
 from evalkit.settings import ConfigError
 
 
@@ -48,7 +49,10 @@ def _ray(settings: ExecutorSettings) -> Executor:
     return RayExecutor(settings)
 
 
-EXECUTORS: dict[str, Callable[[ExecutorSettings], Executor]] = {"local": LocalExecutor, "ray": _ray}
+EXECUTORS: Mapping[str, Callable[[ExecutorSettings], Executor]] = Registry(
+    "executor", {"local": LocalExecutor, "ray": _ray}
+)
+"""``executor=<name>`` to ``factory(settings) -> Executor``; installed plugins after evalkit's own."""
 
 
 def make_executor(settings: ExecutorSettings) -> Executor:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from evalkit.plugins import Choices
 from evalkit.retrieval.pools import DEFAULT_BLOCK_CELLS
 
-EXECUTOR_NAMES = ("local", "ray")
+EXECUTOR_NAMES = Choices("executor", ("local", "ray"))
 
 
 class ClusterError(RuntimeError):

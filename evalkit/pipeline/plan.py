@@ -25,10 +25,11 @@ from evalkit.cost.prices import PricingError, price_table
 from evalkit.pipeline.config import PROJECT_ROOT, BaselineSettings, SweepConfig
 from evalkit.pipeline.executor_settings import ExecutorSettings
 from evalkit.records import EXTERNAL_CHUNKING, ChunkingSpec
-from evalkit.retrieval.embedding.local import EMBEDDERS
-from evalkit.retrieval.external.calls import where_of
+from evalkit.retrieval.embedding.registry import EMBEDDERS
+from evalkit.retrieval.embedding.settings import EmbedderSettings
+from evalkit.retrieval.external.calls import ExternalCallError, load_target, where_of
 from evalkit.retrieval.filters import FilterSettings
-from evalkit.retrieval.settings import RerankerSettings, RetrieverSettings, threshold_warnings
+from evalkit.retrieval.settings import RETRIEVERS, RerankerSettings, RetrieverSettings, threshold_warnings
 from evalkit.scoring.objective import ObjectiveSettings
 from evalkit.settings import ConfigError
 
@@ -60,6 +61,7 @@ class SweepPlan:
     chunkings: tuple[ChunkingSpec, ...]
     """Outermost loop: one unit of work (and one candidate pool) per chunking."""
     embedder: str
+    """The embedder's name (``embedder=...``); its model and version are in every unit's id."""
     retriever: RetrieverSettings
     reranker: RerankerSettings
     pool_size: int
@@ -82,6 +84,12 @@ class SweepPlan:
     """The generator's typed settings (read once, with the config) when the position experiment runs."""
     judge: JudgeConfig | None = None
     """The advisory judge's settings (``+judge=claude``)."""
+    embedder_settings: EmbedderSettings | None = None
+    """The embedder group as read (model, path, transport); None: ``embedder`` with its defaults."""
+
+    @property
+    def embedder_config(self) -> EmbedderSettings:
+        return self.embedder_settings or EmbedderSettings(name=self.embedder)
 
     @property
     def uses_embedder(self) -> bool:
@@ -165,6 +173,7 @@ def build_plan(
         name = config.reranker.name
         raise ConfigError(f"reranker.thresholds: reranker {name!r} has no threshold grid; set threshold=")
     _check_prices(config)
+    _check_target(config.retriever)
     if config.compare and not (resolve_path(config.compare) / "summary.parquet").is_file():
         raise ConfigError(f"compare: {config.compare!r} is not a finished run folder (no summary.parquet)")
     if config.position is not None and config.generator is None:
@@ -174,6 +183,7 @@ def build_plan(
         labelset_limit=config.labelset.limit,
         chunkings=chunkings,
         embedder=config.embedder.name,
+        embedder_settings=config.embedder,
         retriever=config.retriever,
         reranker=config.reranker,
         pool_size=config.pool_size,
@@ -218,6 +228,18 @@ def _chunkings(config: SweepConfig) -> tuple[ChunkingSpec, ...]:
 SAFE_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
+def _check_target(retriever: RetrieverSettings) -> None:
+    """A Python retriever (``retriever.target`` or a plugin's) imports before any run folder is made."""
+    if retriever.target is None:
+        return
+    try:
+        load_target(retriever.target)
+    except ExternalCallError as exc:
+        plugin = RETRIEVERS.plugin(retriever.name)
+        cause = str(exc).split(": ", 1)[-1]
+        raise ConfigError(f"{plugin.where} does not load: {cause}" if plugin else str(exc)) from None
+
+
 def _check_prices(config: SweepConfig) -> None:
     """The price files exist and price the target model: a cost stage must not fail after the sweep ran."""
     pricing_dir = resolve_path(config.cost.pricing_dir)
@@ -227,6 +249,11 @@ def _check_prices(config: SweepConfig) -> None:
         price_table(pricing_dir).model(config.cost.model)
     except PricingError as exc:
         raise ConfigError(f"cost.model: {str(exc).splitlines()[0]}") from None
+    if config.embedder.name == "cohere":  # a paid embedder is charged to the budget request by request
+        try:
+            price_table(pricing_dir).embedder(config.embedder.model)
+        except PricingError as exc:
+            raise ConfigError(f"embedder.model: {str(exc).splitlines()[0]}") from None
 
 
 def _options(config: SweepConfig) -> RunOptions:

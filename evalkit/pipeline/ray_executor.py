@@ -58,6 +58,7 @@ from evalkit.retrieval.embedding.base import (
     stack_vectors,
     store_batch,
 )
+from evalkit.retrieval.embedding.settings import EmbedderSettings
 from evalkit.retrieval.pools import CandidatePool, collapse_to_parents
 from evalkit.run.progress import embedding_bar
 
@@ -82,17 +83,17 @@ def chunk_task(shared: Shared, spec: ChunkingSpec) -> tuple[tuple[Chunk, ...], d
     return chunks, record, time.perf_counter() - started
 
 
-_EMBEDDERS: dict[str, Any] = {}
+_EMBEDDERS: dict[EmbedderSettings, Any] = {}
 
 
 @ray.remote
-def embed_task(embedder_name: str, texts: list[str], kind: EmbedKind) -> Any:
+def embed_task(settings: EmbedderSettings, texts: list[str], kind: EmbedKind) -> Any:
     """One batch of cache misses through the embedder, loaded once per worker process."""
-    from evalkit.retrieval.embedding.local import EMBEDDERS
+    from evalkit.retrieval.embedding.registry import make_embedder
 
-    if embedder_name not in _EMBEDDERS:
-        _EMBEDDERS[embedder_name] = EMBEDDERS[embedder_name]()
-    return compute_batch(_EMBEDDERS[embedder_name], texts, kind)
+    if settings not in _EMBEDDERS:
+        _EMBEDDERS[settings] = make_embedder(settings)
+    return compute_batch(_EMBEDDERS[settings], texts, kind)
 
 
 @ray.remote
@@ -276,7 +277,10 @@ class _RaySweep:
             while batches or waiting:
                 while batches and len(waiting) < self.settings.batches_in_flight:
                     batch = batches.pop(0)
-                    waiting[task.remote(ctx.plan.embedder, [text for _, text in batch], kind)] = batch
+                    batch_texts = [text for _, text in batch]
+                    if embedder.priced:  # charged here, before it is sent (a worker's resends are not seen)
+                        ctx.stats.spend.charge(embedder.request_cost_usd(batch_texts), f"embed:{embedder.identity}")
+                    waiting[task.remote(ctx.plan.embedder_config, batch_texts, kind)] = batch
                 (ready,), _ = ray.wait(list(waiting), num_returns=1)
                 batch = waiting.pop(ready)
                 store_batch(ctx.cache, embedder, work, batch, ray.get(ready))

@@ -30,7 +30,7 @@ from evalkit.pipeline.score import config_ids
 from evalkit.pipeline.units import units_of
 from evalkit.pipeline.work import chunk_unit, retrieval_mask
 from evalkit.records import ChunkingSpec, Question
-from evalkit.retrieval.embedding.local import EMBEDDERS
+from evalkit.retrieval.embedding.registry import make_embedder
 from evalkit.retrieval.pools import collapse_to_parents
 from evalkit.retrieval.rerank.factory import make_reranker
 from evalkit.scoring.ir.returned import returned_mask
@@ -103,7 +103,7 @@ def replay_zero_hits(
     allowed = retrieval_mask(plan, questions, chunks, corpus)
     texts = [c.embed_text for c in chunks]
     stats = RunStats(spend=SpendGuard(plan.options.budget_usd))
-    embedder = EMBEDDERS[plan.embedder]() if plan.uses_embedder else None
+    embedder = make_embedder(plan.embedder_config, plan.pricing_dir) if plan.uses_embedder else None
     results = []
     with Cache(plan.options.cache_path) as cache:
         reranker = make_reranker(plan.reranker, cache, plan.pricing_dir)

@@ -56,8 +56,9 @@ def embed_inputs(
     if retriever.name in ("dense", "hybrid"):
         assert embedder is not None
         started = time.perf_counter()
-        passages = embed_texts(embedder, units_text, "passage", cache, stats.embed, progress)
-        queries = embed_texts(embedder, [q.question for q in questions], "query", cache, stats.embed, progress)
+        passages = embed_texts(embedder, units_text, "passage", cache, stats.embed, progress, stats.spend)
+        questions_text = [q.question for q in questions]
+        queries = embed_texts(embedder, questions_text, "query", cache, stats.embed, progress, stats.spend)
         stats.add_time("embed", time.perf_counter() - started)
     known = None
     if retriever.name in ("bm25", "hybrid"):

@@ -150,7 +150,9 @@ def write_results(
     settings, prices = plan.cost, price_table(plan.pricing_dir)
     rerank_model = plan.reranker.model if plan.reranker.name == "cohere" else None
     rerank_cost = rerank_cost_per_query(prices, rerank_model, plan.pool_size)
-    results[COST_PER_QUERY] = question_costs(results, settings, prices, rerank_cost)
+    paid_embedder = plan.embedder == "cohere" and plan.uses_embedder
+    query_embed = prices.embedder(plan.embedder_config.model) if paid_embedder else None
+    results[COST_PER_QUERY] = question_costs(results, settings, prices, rerank_cost, query_embed)
     summary = price_configs(summarise(results, infos), results, settings)
     corpus_tokens = sum(estimate_tokens(doc.text, family) for doc in labelset.documents)
     baseline_k = plan.baseline.top_k or plan.top_ks[0]

@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalkit.confdir import group_options
+from evalkit.plugins import GROUPS as PLUGIN_GROUPS
+from evalkit.plugins import plugin_names
 
 GROUPS = {
     "labelset": "the labelled set (or labelset.path=DIR for your own, labelset.limit=N for a quick look)",
@@ -42,6 +44,14 @@ EXAMPLES = (
 )
 
 
+def _options(group: str, search: tuple[Path, ...]) -> list[str]:
+    """A group's yaml options, then what installed plugins add (marked, so a reader knows whose it is)."""
+    options = group_options(group, search)
+    if group in PLUGIN_GROUPS:
+        options += [f"{name} (plugin)" for name in plugin_names(group) if name not in options]
+    return options
+
+
 def help_text(search: tuple[Path, ...] = ()) -> str:
     """The help for ``search`` (a team's conf/ folders, searched before evalkit's own)."""
     lines = [
@@ -53,11 +63,11 @@ def help_text(search: tuple[Path, ...] = ()) -> str:
         "config groups (group=option):",
     ]
     for group, what in GROUPS.items():
-        options = group_options(group, search)
+        options = _options(group, search)
         if options:
             lines += [f"  {group:<10} {what}", f"  {'':<10} options: {', '.join(options)}"]
     lines += ["", "add-ons (with '+', not sweep axes):"]
-    lines += [f"  {'+' + group:<12} {what}" for group, what in ADD_ONS.items() if group_options(group, search)]
+    lines += [f"  {'+' + group:<12} {what}" for group, what in ADD_ONS.items() if _options(group, search)]
     lines += ["", "grid keys (a number or a list; a list is swept):"]
     lines += [f"  {key:<14} {what}" for key, what in GRID.items()]
     lines += [

@@ -20,6 +20,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from evalkit.confdir import CONFIG_NAME, conf_dir
+from evalkit.plugins import config_nodes
 
 PROJECT_CONFIG = "project"
 """A team's primary config (``DIR/conf/project.yaml``)."""
@@ -89,9 +90,24 @@ def hydra_overrides(args: Sequence[str]) -> list[str]:
     return out
 
 
+def register_plugin_configs() -> None:
+    """A config node per installed plugin (``retriever=mystore``) in Hydra's store; idempotent.
+
+    Hydra composes a group option from a yaml file or from its ConfigStore: a plugin package ships
+    no yaml inside evalkit's conf/, so its option is stored here before any composition.
+    """
+    from hydra.core.config_store import ConfigStore
+
+    store = ConfigStore.instance()
+    for group, option, node in config_nodes():
+        store.store(group=group, name=option, node=node, provider="evalkit-plugin")
+
+
 def compose_config(source: ConfigSource, overrides: Sequence[str]) -> DictConfig:
     """The composed config, as the sweep would see it (team's folder first, evalkit's after it)."""
     from hydra import compose, initialize_config_dir
+
+    register_plugin_configs()
 
     if source.team_dir is None:
         with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir())):

@@ -6,9 +6,11 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from evalkit.plugins import Choices
 from evalkit.settings import ConfigError, check_keys
 
-RETRIEVERS = ("dense", "bm25", "hybrid", "external")
+RETRIEVERS = Choices("retriever", ("dense", "bm25", "hybrid", "external"))
+"""evalkit's own retrievers, then installed plugins' (each an external retriever: its entry point is the target)."""
 INDEXES = ("exact", "hnsw")
 HNSW_KEYS = ("hnsw_connectivity", "hnsw_expansion_add", "hnsw_expansion_search")
 EXTERNAL_KEYS = (
@@ -18,7 +20,7 @@ EXTERNAL_KEYS = (
 """The external retriever's settings; other retrievers leave them out of their ids."""
 EXTERNAL_IDENTITY = ("target", "url", "version")
 """What names an external retriever's answers (the rest is transport: how the calls are made)."""
-RERANKERS = ("none", "local", "e5", "cohere", "fake")
+RERANKERS = Choices("reranker", ("none", "local", "e5", "cohere", "fake"))
 TRANSPORT_KEYS = frozenset(
     {
         "base_url",
@@ -64,6 +66,11 @@ class RetrieverSettings:
     retry_max_delay_s: float = field(default=10.0, metadata={"min": 0.0})
 
     def __post_init__(self) -> None:
+        plugin = RETRIEVERS.plugin(self.name)
+        if plugin is not None:  # an installed retriever: the external contract, its entry point the target
+            if self.url is not None or self.target not in (None, plugin.value):
+                raise ConfigError(f"retriever.target: retriever={self.name} is {plugin.where}; drop target and url")
+            object.__setattr__(self, "target", plugin.value)
         if self.index == "hnsw" and self.name != "dense":
             raise ConfigError(f"retriever.index: hnsw applies to retriever=dense, not {self.name}; use index=exact")
         if self.name == "external" and (self.target is None) == (self.url is None):
@@ -74,7 +81,8 @@ class RetrieverSettings:
 
     @property
     def external(self) -> bool:
-        return self.name == "external"
+        """Production's own retriever: ``retriever=external`` or an installed retriever plugin."""
+        return self.name == "external" or self.name not in RETRIEVERS.builtins
 
     def identity(self) -> dict[str, Any]:
         """What changes the pool (the threshold grid does not: it slices the pool).
@@ -97,6 +105,10 @@ _RERANKER_KEYS = {
         "retry_base_delay_s", "retry_max_delay_s", "retry_deadline_s", "timeout_s", "api_key_env", "base_url",
     },
 }  # fmt: skip
+
+
+_PLUGIN_RERANKER_KEYS = {"name", "thresholds"}
+"""An installed reranker's keys: its name and its threshold grid (on its own score scale)."""
 
 
 @dataclass(frozen=True)
@@ -132,9 +144,9 @@ class RerankerSettings:
 def check_reranker_keys(raw: dict[str, Any], where: str = "reranker") -> None:
     """Each backend takes its own keys: ``reranker=local`` with ``model=`` is a mistake, not a no-op."""
     name = raw.get("name", "none")
-    if name not in _RERANKER_KEYS:
+    if name not in RERANKERS:
         raise ConfigError(f"{where}.name: unknown reranker {name!r}; known: {', '.join(RERANKERS)}")
-    check_keys(raw, _RERANKER_KEYS[name], where)
+    check_keys(raw, _RERANKER_KEYS.get(name, _PLUGIN_RERANKER_KEYS), where)
 
 
 def score_range(retriever: RetrieverSettings, reranker: str) -> tuple[float, float] | None:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from evalkit.plugins import Choices
+
 
 @dataclass(frozen=True)
 class TrackerSettings:
     """Where a finished sweep is logged (``conf/tracker/<name>.yaml``)."""
 
-    name: str = field(metadata={"choices": ("mlflow",)})
+    name: str = field(metadata={"choices": Choices("tracker", ("mlflow",))})
     """The tracker: ``mlflow`` (pip install "evalkit-sweep[tracking]")."""
     uri: str | None = None
     """Tracking URI: ``http://host:5000``, ``sqlite:///path.db``, ...; None: ``sqlite:///<reports_dir>/mlflow.db``."""

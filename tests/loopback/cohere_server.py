@@ -15,6 +15,7 @@ big request.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -23,7 +24,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import Any, ClassVar
 
 from tests.loopback.faults import FaultInjector, FaultPlan, write_fault
 from tests.loopback.threaded import ThreadedLoopback
@@ -218,8 +219,16 @@ def word_overlap(query: str, document: str) -> float:
     return len(query_words & set(_WORDS.findall(document.lower()))) / len(query_words)
 
 
+def hashed_words(text: str, dim: int) -> list[float]:
+    """A content-only embedding: the text's words hashed into ``dim`` counts (stable across processes)."""
+    vector = [0.0] * dim
+    for word in _WORDS.findall(text.lower()):
+        vector[int(hashlib.sha256(word.encode()).hexdigest()[:8], 16) % dim] += 1.0
+    return vector
+
+
 class CohereServer(LoopbackServer):
-    """Cohere's ``POST /v2/rerank`` with :func:`word_overlap` as the model."""
+    """Cohere's ``POST /v2/rerank`` with :func:`word_overlap` as the model, and ``POST /v2/embed``."""
 
     MAX_DOCUMENTS = 10_000
     """Cohere's documented cap per request; more is a 400."""
@@ -233,6 +242,7 @@ class CohereServer(LoopbackServer):
         super().__init__(api_key=api_key, faults=faults)
         self.score = score
         self.route("POST", "/v2/rerank", self._rerank)
+        self.route("POST", "/v2/embed", self._embed)
 
     @property
     def rerank_requests(self) -> list[RecordedRequest]:
@@ -243,8 +253,35 @@ class CohereServer(LoopbackServer):
         """Documents in each rerank request, in order (including those answered with an error)."""
         return [len((request.body or {}).get("documents") or []) for request in self.rerank_requests]
 
+    MAX_EMBED_TEXTS = 96
+    """Cohere's cap on texts per embed request; more is a 400."""
+    EMBED_DIMENSIONS: ClassVar[dict[str, int]] = {"embed-v4.0": 1536}
+
+    @property
+    def embed_requests(self) -> list[RecordedRequest]:
+        return self.requests_to("/v2/embed")
+
+    def _embed(self, body: JSON) -> tuple[int, JSON]:
+        problem = _embed_problem(body, self.MAX_EMBED_TEXTS)
+        if problem is not None:
+            return 400, {"message": problem}
+        dim = body.get("output_dimension") or self.EMBED_DIMENSIONS.get(body["model"], 1024)
+        texts: Sequence[str] = body["texts"]
+        return 200, {
+            "id": f"loopback-{len(self.requests)}",
+            "response_type": "embeddings_by_type",
+            "embeddings": {"float": [hashed_words(text, dim) for text in texts]},
+            "texts": list(texts),
+            "meta": {
+                "api_version": {"version": "2"},
+                "billed_units": {"input_tokens": sum(len(_WORDS.findall(text)) for text in texts)},
+            },
+        }
+
     def corrupt(self, reply: JSON, body: JSON) -> JSON:
-        """One of four impossible rerank replies, chosen by the request (deterministic)."""
+        """One of four impossible replies (rerank or embed), chosen by the request (deterministic)."""
+        if "embeddings" in reply:
+            return _corrupt_embeddings(reply, body)
         results = [dict(result) for result in reply.get("results") or []]
         if not results:
             return reply
@@ -299,3 +336,35 @@ def _rerank_problem(body: JSON, max_documents: int) -> str | None:
         if value is not None and (not isinstance(value, int) or value < 1):
             return f"invalid request: {name} must be a positive integer"
     return None
+
+
+def _embed_problem(body: JSON, max_texts: int) -> str | None:
+    """Cohere-like validation of an embed request: the message a 400 would carry, or None."""
+    if not isinstance(body, dict):
+        return "invalid request: body must be a JSON object"
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        return "invalid request: model is required"
+    if body.get("input_type") not in ("search_document", "search_query", "classification", "clustering"):
+        return f"invalid request: input_type {body.get('input_type')!r} is not valid"
+    texts = body.get("texts")
+    if not isinstance(texts, list) or not texts or not all(isinstance(text, str) for text in texts):
+        return "invalid request: texts must be a non-empty list of strings"
+    if len(texts) > max_texts:
+        return f"invalid request: too many texts ({len(texts)} > {max_texts})"
+    if body.get("embedding_types") not in (None, ["float"]):
+        return "loopback: only embedding_types ['float'] is served"
+    return None
+
+
+def _corrupt_embeddings(reply: JSON, body: JSON) -> JSON:
+    vectors = [list(vector) for vector in reply["embeddings"]["float"]]
+    variant = sum(json.dumps(body, sort_keys=True).encode()) % 4
+    if variant == 0:
+        vectors = vectors[:-1]  # fewer vectors than texts
+    elif variant == 1:
+        vectors = [*vectors, vectors[0]]  # more vectors than texts
+    elif variant == 2:
+        vectors[0] = vectors[0][:-1]  # one vector a component short
+    else:
+        vectors[-1][0] = math.nan
+    return {**reply, "embeddings": {"float": vectors}}

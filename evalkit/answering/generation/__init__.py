@@ -12,7 +12,13 @@ from typing import Any
 
 from evalkit.answering.generation.base import Generator
 from evalkit.answering.generation.request import GenerationError
-from evalkit.answering.generation.settings import BACKENDS, USE_ONE_OF, GeneratorSettings, read_generator_settings
+from evalkit.answering.generation.settings import (
+    GENERATOR_NAMES,
+    USE_ONE_OF,
+    GeneratorSettings,
+    read_generator_settings,
+)
+from evalkit.plugins import PluginError, Registry
 
 __all__ = ["make_generator", "prompts_for", "refusal_for"]
 
@@ -44,23 +50,43 @@ def prompts_for(cfg: Mapping[str, Any], lang: str) -> dict[str, str]:
     }
 
 
+def _anthropic() -> type:
+    from evalkit.answering.generation.anthropic import AnthropicGenerator
+
+    return AnthropicGenerator
+
+
+def _local() -> type:
+    from evalkit.answering.generation.local import LlamaCppGenerator
+
+    return LlamaCppGenerator
+
+
+def _fake() -> type:
+    from evalkit.answering.generation.fake import FakeGenerator
+
+    return FakeGenerator
+
+
+GENERATORS = Registry("generator", {"anthropic": _anthropic, "local": _local, "fake": _fake})
+"""``generator=<name>`` to the class whose ``from_config(settings, **overrides)`` builds it (imported when chosen).
+
+An installed plugin's entry point names that class itself.
+"""
+
+
 def make_generator(cfg: Mapping[str, Any] | GeneratorSettings, **overrides: Any) -> Generator:
-    """The generator a ``conf/generator/*.yaml`` names (``name: anthropic``, ``local`` or ``fake``).
+    """The generator a ``conf/generator/*.yaml`` names (``name: anthropic``, ``local``, ``fake`` or a plugin's).
 
     ``cfg`` is the typed settings the plan read once, or a mapping, read strictly here
     (:func:`~evalkit.answering.generation.settings.read_generator_settings`).
     """
-    if isinstance(cfg, Mapping) and cfg.get("name") not in BACKENDS:
+    if isinstance(cfg, Mapping) and cfg.get("name") not in GENERATOR_NAMES:
         raise GenerationError(f"unknown generator {cfg.get('name')!r}: {USE_ONE_OF}")
     settings = read_generator_settings(cfg)
-    if settings.name == "anthropic":
-        from evalkit.answering.generation.anthropic import AnthropicGenerator
-
-        return AnthropicGenerator.from_config(settings, **overrides)  # type: ignore[arg-type]
-    if settings.name == "local":
-        from evalkit.answering.generation.local import LlamaCppGenerator
-
-        return LlamaCppGenerator.from_config(settings, **overrides)  # type: ignore[arg-type]
-    from evalkit.answering.generation.fake import FakeGenerator
-
-    return FakeGenerator.from_config(settings, **overrides)  # type: ignore[arg-type]
+    entry = GENERATORS[settings.name]
+    backend = entry() if GENERATORS.builtin(settings.name) else entry
+    generator = backend.from_config(settings, **overrides)  # type: ignore[attr-defined]
+    if not isinstance(generator, Generator):
+        raise PluginError(f"generator={settings.name} built {type(generator).__name__}, not a Generator")
+    return generator

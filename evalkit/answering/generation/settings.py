@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from evalkit.answering.generation.local import DEFAULT_MODEL_ID, LocalSettings
+from evalkit.plugins import Choices
 from evalkit.settings import ConfigError, parse_settings, suggest
 
 DEFAULT_REFUSALS: Mapping[str, str] = MappingProxyType(
@@ -105,12 +106,22 @@ class FakeSettings(GeneratorCommon):
 
 USE_ONE_OF = "use generator=local (or local-1.5b), generator=anthropic or generator=fake"
 
-GeneratorSettings = AnthropicSettings | LocalGeneratorSettings | FakeSettings
+
+@dataclass(frozen=True)
+class PluginGeneratorSettings(GeneratorCommon):
+    """An installed generator plugin's keys: the shared ones and a window (its prompts from its yaml)."""
+
+    window: int | None = field(default=None, metadata={"min": 1})
+
+
+GeneratorSettings = AnthropicSettings | LocalGeneratorSettings | FakeSettings | PluginGeneratorSettings
 """A generator's settings, by backend."""
 
+GENERATOR_NAMES = Choices("generator", ("anthropic", "local", "fake"))
 BACKENDS: Mapping[str, type[GeneratorCommon]] = MappingProxyType(
     {"anthropic": AnthropicSettings, "local": LocalGeneratorSettings, "fake": FakeSettings}
 )
+"""evalkit's own backends' settings; an installed plugin reads :class:`PluginGeneratorSettings`."""
 
 
 def read_generator_settings(
@@ -122,9 +133,11 @@ def read_generator_settings(
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}: expected a section of keys, got {raw!r}")
     name = raw.get("name", default_name)
-    if not isinstance(name, str) or name not in BACKENDS:
-        raise ConfigError(f"{where}.name: unknown generator {name!r}; {suggest(str(name), BACKENDS)} ({USE_ONE_OF})")
-    settings = parse_settings(BACKENDS[name], {**raw, "name": name}, where)
+    if not isinstance(name, str) or name not in GENERATOR_NAMES:
+        raise ConfigError(
+            f"{where}.name: unknown generator {name!r}; {suggest(str(name), GENERATOR_NAMES)} ({USE_ONE_OF})"
+        )
+    settings = parse_settings(BACKENDS.get(name, PluginGeneratorSettings), {**raw, "name": name}, where)
     _check_texts(settings.refusal, f"{where}.refusal")
     for lang, texts in settings.prompts.items():
         if not isinstance(texts, Mapping):

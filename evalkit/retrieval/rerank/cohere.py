@@ -27,24 +27,23 @@ large pool merge by score and thresholds mean the same across questions.
 from __future__ import annotations
 
 import math
-import os
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from evalkit.cache import cache_key, text_hash
+from evalkit.retrieval.cohere_api import describe, make_client, problem, resolve_api_key
 from evalkit.retrieval.rerank.base import RerankCounter, Reranker, RerankError
-from evalkit.retry import RetriesExhausted, RetryPolicy, Transient, attempts_text, call_with_retries
+from evalkit.retry import RetriesExhausted, RetryPolicy, Transient, call_with_retries
 
 if TYPE_CHECKING:
     from evalkit.cost.prices import RerankPrice
 
 DEFAULT_API_KEY_ENV = "COHERE_API_KEY"
-SDK_API_KEY_ENV = "CO_API_KEY"
-"""The variable the SDK itself documents; read when ``api_key_env`` is unset."""
+WHAT = "reranker=cohere"
 
 DEFAULT_MODEL = "rerank-v3.5"
 DEFAULT_MAX_TOKENS_PER_DOC = 4096
@@ -115,7 +114,9 @@ class CohereReranker(Reranker):
         self.price = price
         self.api_key_env = api_key_env
         self._sleep = sleep
-        self._client = _make_client(_resolve_api_key(api_key, api_key_env), base_url, timeout)
+        offline = "rerank offline with reranker=local (or reranker=e5)"
+        key = resolve_api_key(api_key, api_key_env, RerankError, WHAT, offline)
+        self._client = make_client(key, base_url, timeout, RerankError, WHAT)
 
     def request_cost_usd(self, n_documents: int) -> float:
         """Dollars for one request: search units (one per ``documents_per_search`` documents) times the price."""
@@ -181,6 +182,7 @@ class CohereReranker(Reranker):
         from httpx import TransportError
 
         tries = 0
+        what = f"Cohere rerank ({self.model_id})"
 
         def attempt() -> tuple[Any, np.ndarray]:
             nonlocal tries
@@ -202,7 +204,7 @@ class CohereReranker(Reranker):
                     raise
                 raise Transient(f"HTTP {exc.status_code}", exc.headers) from exc
             except (ParsingError, TransportError, _ImpossibleReply) as exc:
-                raise Transient(_problem(exc)) from exc
+                raise Transient(problem(exc, _ImpossibleReply)) from exc
 
         def before_resend(failure: Transient) -> None:
             cause = failure.__cause__
@@ -216,12 +218,12 @@ class CohereReranker(Reranker):
             )
         except ApiError as exc:  # a status a retry cannot fix
             self._count_failure(counter, tries)
-            raise RerankError(_describe(exc, self.model_id, tries, False, self.api_key_env)) from exc
+            raise RerankError(describe(exc, what, tries, False, self.api_key_env)) from exc
         except RetriesExhausted as exc:
             self._count_failure(counter, tries)
             cause = exc.last.__cause__
             if isinstance(cause, ApiError):
-                raise RerankError(_describe(cause, self.model_id, tries, True, self.api_key_env)) from exc
+                raise RerankError(describe(cause, what, tries, True, self.api_key_env)) from exc
             raise RerankError(f"Cohere rerank ({self.model_id}) {exc}") from exc
         return response, scores, tries
 
@@ -230,31 +232,6 @@ class CohereReranker(Reranker):
         # score no pair and bill no search unit.
         if counter is not None:
             counter.add(self.model_id, 0, requests=attempts, search_units=0)
-
-
-def _resolve_api_key(api_key: str | None, api_key_env: str) -> str:
-    if api_key:
-        return api_key
-    for name in dict.fromkeys((api_key_env, SDK_API_KEY_ENV)):
-        value = os.environ.get(name, "").strip()
-        if value:
-            return value
-    raise RerankError(
-        f"reranker=cohere needs an API key: set {api_key_env} (or {SDK_API_KEY_ENV}), "
-        "or rerank offline with reranker=local (or reranker=e5)"
-    )
-
-
-def _make_client(api_key: str, base_url: str | None, timeout: float) -> Any:
-    try:
-        import cohere
-    except ImportError as exc:
-        raise RerankError("reranker=cohere needs the cohere SDK (pip install cohere); offline: reranker=local") from exc
-    options: dict[str, Any] = {"api_key": api_key, "timeout": timeout, "max_retries": 0, "client_name": "evalkit"}
-    if base_url is not None:
-        # Passing base_url=None explicitly would bypass the SDK's CO_API_URL default, so only pass a real URL.
-        options["base_url"] = base_url
-    return cohere.ClientV2(**options)
 
 
 class _ImpossibleReply(RerankError):
@@ -288,19 +265,6 @@ def _scores_in_input_order(response: Any, n_documents: int) -> np.ndarray:
     return scores
 
 
-def _problem(exc: BaseException) -> str:
-    """One bounded line for a failure that has no HTTP error status."""
-    from cohere.core.parse_error import ParsingError
-
-    if isinstance(exc, ParsingError):
-        text = f"an unexpected response (HTTP {exc.status_code}): {exc}"
-    elif isinstance(exc, _ImpossibleReply):
-        text = f"an impossible reply: {exc}"
-    else:
-        text = f"{type(exc).__name__}: {exc}"
-    return " ".join(text.split())[:300]
-
-
 def _search_units(response: Any, n_documents: int) -> int:
     """Billed search units as reported, else what Cohere's pricing implies (one per 100 documents)."""
     meta = getattr(response, "meta", None)
@@ -309,18 +273,3 @@ def _search_units(response: Any, n_documents: int) -> int:
     if units is None:
         return math.ceil(n_documents / DOCUMENTS_PER_SEARCH_UNIT)
     return round(float(units))
-
-
-def _describe(exc: Any, model: str, attempts: int, retryable: bool, api_key_env: str) -> str:
-    """One line: status, the server's message, and what to do about it."""
-    status = exc.status_code
-    body = exc.body
-    message = body.get("message") if isinstance(body, Mapping) else body
-    # One line, bounded: a proxy's 502 may carry a whole HTML page.
-    text = " ".join(str(message).split())[:300] if message not in (None, "") else "(no message)"
-    hint = ""
-    if status in (401, 498):
-        hint = f" (check {api_key_env})"
-    elif retryable:
-        hint = f" (gave up after {attempts_text(attempts)})"
-    return f"Cohere rerank ({model}) failed: HTTP {status}: {text}{hint}"

@@ -1,0 +1,68 @@
+"""What Cohere's rerank and embed clients share: the key, the SDK client, and one line per failure.
+
+Retries are evalkit's (:mod:`~evalkit.retry`), not the SDK's: the client is built with
+``max_retries=0`` so every HTTP request is counted and the retry budget is one number in the config.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from evalkit.retry import attempts_text
+
+SDK_API_KEY_ENV = "CO_API_KEY"
+"""The variable the SDK itself documents; read when ``api_key_env`` is unset."""
+
+
+def resolve_api_key(api_key: str | None, api_key_env: str, error: type[Exception], what: str, offline: str) -> str:
+    """The key given, else the variable ``api_key_env``, else ``CO_API_KEY`` (``what``: "reranker=cohere")."""
+    if api_key:
+        return api_key
+    for name in dict.fromkeys((api_key_env, SDK_API_KEY_ENV)):
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    raise error(f"{what} needs an API key: set {api_key_env} (or {SDK_API_KEY_ENV}), or {offline}")
+
+
+def make_client(api_key: str, base_url: str | None, timeout: float, error: type[Exception], what: str) -> Any:
+    """A ``cohere.ClientV2`` with the SDK's own retries off."""
+    try:
+        import cohere
+    except ImportError as exc:
+        raise error(f"{what} needs the cohere SDK (pip install cohere)") from exc
+    options: dict[str, Any] = {"api_key": api_key, "timeout": timeout, "max_retries": 0, "client_name": "evalkit"}
+    if base_url is not None:
+        # Passing base_url=None explicitly would bypass the SDK's CO_API_URL default, so only pass a real URL.
+        options["base_url"] = base_url
+    return cohere.ClientV2(**options)
+
+
+def problem(exc: BaseException, impossible: type[Exception]) -> str:
+    """One bounded line for a failure that has no HTTP error status."""
+    from cohere.core.parse_error import ParsingError
+
+    if isinstance(exc, ParsingError):
+        text = f"an unexpected response (HTTP {exc.status_code}): {exc}"
+    elif isinstance(exc, impossible):
+        text = f"an impossible reply: {exc}"
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+    return " ".join(text.split())[:300]
+
+
+def describe(exc: Any, what: str, attempts: int, retryable: bool, api_key_env: str) -> str:
+    """One line: status, the server's message, and what to do about it (``what``: "Cohere rerank (model)")."""
+    status = exc.status_code
+    body = exc.body
+    message = body.get("message") if isinstance(body, Mapping) else body
+    # One line, bounded: a proxy's 502 may carry a whole HTML page.
+    text = " ".join(str(message).split())[:300] if message not in (None, "") else "(no message)"
+    hint = ""
+    if status in (401, 498):
+        hint = f" (check {api_key_env})"
+    elif retryable:
+        hint = f" (gave up after {attempts_text(attempts)})"
+    return f"{what} failed: HTTP {status}: {text}{hint}"

