@@ -19,7 +19,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from evalkit.confdir import CONFIG_NAME, conf_dir
+from evalkit.confdir import CONFIG_NAME, conf_dir, group_options
 from evalkit.plugins import config_nodes
 
 PROJECT_CONFIG = "project"
@@ -100,7 +100,8 @@ def register_plugin_configs() -> None:
 
     store = ConfigStore.instance()
     for group, option, node in config_nodes():
-        store.store(group=group, name=option, node=node, provider="evalkit-plugin")
+        if option not in group_options(group):  # a plugin never stands in for evalkit's own yaml of that name
+            store.store(group=group, name=option, node=node, provider="evalkit-plugin")
 
 
 def compose_config(source: ConfigSource, overrides: Sequence[str]) -> DictConfig:
