@@ -68,6 +68,8 @@ def execute(
 ) -> Path:
     """Run (or resume, or dry-run) the plan; returns the run folder."""
     executor = executor or make_executor(plan.options.executor)  # first: a missing extra stops before anything
+    if not plan.options.dry_run:
+        executor.ready()  # a cluster that cannot be reached stops before the run folder is announced
     embedder = EMBEDDERS[plan.embedder]()
     # One cache, one reranker and one work context per run: threshold=auto reads the first chunking's
     # pool through the same ones the sweep then uses (only the plan's threshold grid changes).
