@@ -131,7 +131,9 @@ def test_the_cluster_and_a_sweep_on_it_listen_on_loopback_only(tmp_path: Path, c
 
 def test_a_local_instance_started_by_evalkit_listens_on_loopback_only(tmp_path: Path) -> None:
     # executor=ray without an address: the driver starts Ray itself (its GCS and raylet are its children).
+    # HOME of its own: Ray 2.60 writes a token for a local instance to ~/.ray/auth_token when none exists.
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")} | {"RAY_USAGE_STATS_ENABLED": "0"}
+    env["HOME"] = str(tmp_path / "home")
     grid = ["chunk_size=[256,512]", "chunk_overlap=[0]", "executor=ray", "executor.num_cpus=1"]
     driver = _sweep_driver(tmp_path, grid, env)
     seen = _watch_sockets(driver, set)
