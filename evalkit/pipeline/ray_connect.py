@@ -130,7 +130,7 @@ def check_reachable(address: str, timeout_s: float) -> None:
             raise ClusterUnreachable(token_refused(address)) from None
         except ray.exceptions.RayError:
             raise ClusterUnreachable(
-                f"executor=ray: {address} accepts connections but no Ray GCS answered within {timeout_s:g} s; "
+                f"executor=ray: {address} accepts connections but no Ray GCS answered in about {timeout_s:g} s; "
                 "give the head's GCS port (ray start --head --port) in executor.address"
             ) from None
 

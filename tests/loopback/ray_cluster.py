@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -131,7 +132,9 @@ def cluster_pids(cluster: Cluster) -> set[int]:
 
 
 def stop_cluster(cluster: Cluster) -> None:
-    """SIGTERM to this cluster's processes, SIGKILL to what is left after 10 s; no other Ray process is touched."""
+    """SIGTERM to this cluster's processes, SIGKILL to what is left after 10 s, its temp dir removed.
+
+    No other Ray process is touched (another cluster on the machine keeps running)."""
     if cluster.second_node.poll() is None:
         cluster.second_node.terminate()
         try:
@@ -146,6 +149,7 @@ def stop_cluster(cluster: Cluster) -> None:
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
             time.sleep(0.2)
+    shutil.rmtree(cluster.temp_dir, ignore_errors=True)  # the session's logs and sockets go with the cluster
 
 
 def _alive(pid: int) -> bool:
