@@ -78,7 +78,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "sweep.py",
         "labels/",
         "run/",
-    ),  # fmt: skip
+    ),
     "__init__.py": ("project/",),
     # thin entry points: the stage they front
     "__main__.py": NOTHING,  # runs the others by module name (importlib), imports none of them

@@ -9,16 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -26,6 +22,16 @@ import pytest
 
 from tests.blas_env import in_other_core_child, other_core_env
 from tests.loopback.cohere_server import CohereServer
+from tests.loopback.ray_cluster import (
+    Cluster,
+    cluster_pids,
+    free_port,
+    is_loopback,
+    listening_sockets,
+    process_tree,
+    start_cluster,
+    stop_cluster,
+)
 from tests.test_sweep import REPO, run_in_process
 
 ray = pytest.importorskip("ray", reason='the ray extra is not installed: pip install -e ".[ray]"')
@@ -36,70 +42,20 @@ KEY = "loopback-cohere-key-do-not-log"
 GRID5 = ["chunk_size=[256,384,512,768,1024]", "chunk_overlap=[0]"]
 
 
-@dataclass
-class Cluster:
-    address: str
-    env: dict[str, str]
-    second_node: subprocess.Popen[bytes]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _alive_nodes(address: str, env: dict[str, str]) -> int:
-    status = subprocess.run(["ray", "status", f"--address={address}"], env=env, capture_output=True, text=True)
-    active = status.stdout.split("Active:")[-1].split("Pending:")[0]
-    return active.count("node_")
-
-
-def _start_cluster(tmp: Path) -> Cluster:
-    env = {
-        **os.environ,
-        "RAY_AUTH_MODE": "token",
-        "RAY_AUTH_TOKEN": secrets.token_hex(32),
-        "RAY_USAGE_STATS_ENABLED": "0",
-    }
-    port = _free_port()
-    address = f"127.0.0.1:{port}"
-    common = ["--num-cpus=1", "--node-ip-address=127.0.0.1"]
-    head = ["ray", "start", "--head", f"--port={port}", "--include-dashboard=false", "--disable-usage-stats", *common]
-    subprocess.run(head, env=env, check=True, capture_output=True)
-    log = (tmp / "second-node.log").open("wb")
-    second = subprocess.Popen(
-        ["ray", "start", f"--address={address}", "--block", *common], env=env, stdout=log, stderr=log
-    )
-    deadline = time.monotonic() + 90
-    while _alive_nodes(address, env) < 2:
-        if time.monotonic() > deadline:
-            raise RuntimeError("the second Ray node did not join within 90 s")
-        time.sleep(1)
-    return Cluster(address, env, second)
-
-
-def _stop_cluster(cluster: Cluster) -> None:
-    if cluster.second_node.poll() is None:
-        cluster.second_node.terminate()
-        cluster.second_node.wait(timeout=60)
-    subprocess.run(["ray", "stop", "--force"], env=cluster.env, capture_output=True)
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    started = _start_cluster(tmp_path_factory.mktemp("ray"))
+    started = start_cluster(tmp_path_factory.mktemp("ray"))
     try:
         yield started
     finally:
-        _stop_cluster(started)
+        stop_cluster(started)
 
 
 def run_on_ray(cluster: Cluster, overrides: list[str], env: dict[str, str] | None = None) -> Path:
     """A sweep with executor=ray as its own driver process (authenticated like the nodes); its run folder."""
     command = [sys.executable, "-m", "evalkit.sweep", *QUIET, *overrides, "executor=ray"]
     command.append(f"executor.address={cluster.address}")
-    done = subprocess.run(command, cwd=REPO, env={**cluster.env, **(env or {})}, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=REPO, env={**cluster.driver_env, **(env or {})}, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     reports = next(o.split("=", 1)[1] for o in overrides if o.startswith("reports_dir="))
     return Path(reports) / "r"
@@ -146,6 +102,74 @@ def test_ray_equals_local_on_the_shared_sets_bm25(tmp_path: Path, cluster: Clust
         pytest.skip(f"{SHARED_SETS / name} is not here")
     local, on_ray = sweep_pair(tmp_path, cluster, [f"labelset.path={SHARED_SETS / name}", "chunk_size=[512,1024]"])
     assert_same_run(local, on_ray)
+
+
+def _watch_sockets(driver: subprocess.Popen[str], pids: Callable[[], set[int]]) -> list[tuple[int, str, str, int]]:
+    """Every listening socket of ``pids()`` and of the driver's process tree, sampled until the driver ends."""
+    seen: set[tuple[int, str, str, int]] = set()
+    while driver.poll() is None:
+        seen.update(listening_sockets(pids() | process_tree({driver.pid})))
+        time.sleep(0.1)
+    return sorted(seen)
+
+
+def _sweep_driver(reports: Path, overrides: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    command = [sys.executable, "-m", "evalkit.sweep", *QUIET, f"reports_dir={reports}", "run_id=r", *overrides]
+    return subprocess.Popen(command, cwd=REPO, env=env, stderr=subprocess.PIPE, text=True)
+
+
+def test_the_cluster_and_a_sweep_on_it_listen_on_loopback_only(tmp_path: Path, cluster: Cluster) -> None:
+    # Workers start (and open their gRPC servers) while a sweep runs, so the sockets are sampled during one.
+    grid = ["chunk_size=[256,512]", "chunk_overlap=[0]", "executor=ray", f"executor.address={cluster.address}"]
+    driver = _sweep_driver(tmp_path, grid, cluster.driver_env)
+    seen = _watch_sockets(driver, lambda: cluster_pids(cluster))
+    assert driver.wait() == 0, driver.stderr.read()[-2000:] if driver.stderr else ""
+    names = {name for _, name, _, _ in seen}
+    assert {"gcs_server", "raylet"} <= names, seen  # the check saw the cluster's servers
+    assert all(is_loopback(host) for _, _, host, _ in seen), [s for s in seen if not is_loopback(s[2])]
+
+
+def test_a_local_instance_started_by_evalkit_listens_on_loopback_only(tmp_path: Path) -> None:
+    # executor=ray without an address: the driver starts Ray itself (its GCS and raylet are its children).
+    # HOME of its own: Ray 2.60 writes a token for a local instance to ~/.ray/auth_token when none exists.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")} | {"RAY_USAGE_STATS_ENABLED": "0"}
+    env["HOME"] = str(tmp_path / "home")
+    grid = ["chunk_size=[256,512]", "chunk_overlap=[0]", "executor=ray", "executor.num_cpus=1"]
+    driver = _sweep_driver(tmp_path, grid, env)
+    seen = _watch_sockets(driver, set)
+    assert driver.wait() == 0, driver.stderr.read()[-2000:] if driver.stderr else ""
+    assert {"gcs_server", "raylet"} <= {name for _, name, _, _ in seen}, seen
+    assert all(is_loopback(host) for _, _, host, _ in seen), [s for s in seen if not is_loopback(s[2])]
+
+
+def _one_line_failure(tmp_path: Path, address: str, env: dict[str, str]) -> str:
+    """A sweep against ``address`` that must stop with one line and exit 2, nothing stored; that line."""
+    command = [sys.executable, "-m", "evalkit.sweep", *QUIET, f"reports_dir={tmp_path}", "executor=ray",
+               f"executor.address={address}", "executor.connect_timeout_s=20"]  # fmt: skip
+    started = time.monotonic()
+    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    print(f"{address}: exit {done.returncode} after {time.monotonic() - started:.1f} s")  # recorded, not asserted
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr[-3000:]
+    assert address in lines[0] and "resume" not in lines[0] and "Traceback" not in done.stderr
+    assert {p.name for p in tmp_path.iterdir()} <= {".hydra"}, "nothing was started, nothing to resume"
+    return lines[0]
+
+
+def test_a_wrong_port_is_one_line_within_the_connect_timeout(tmp_path: Path, cluster: Cluster) -> None:
+    line = _one_line_failure(tmp_path, f"127.0.0.1:{free_port()}", cluster.driver_env)
+    assert "no Ray cluster at" in line
+
+
+@pytest.mark.parametrize("token", [None, "not-the-cluster-token"])
+def test_a_refused_token_is_one_line_that_says_how_to_give_it(
+    tmp_path: Path, cluster: Cluster, token: str | None
+) -> None:
+    env = {k: v for k, v in cluster.driver_env.items() if k not in ("RAY_AUTH_TOKEN", "RAY_AUTH_MODE")}
+    env |= {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token} if token else {}
+    line = _one_line_failure(tmp_path, cluster.address, env)
+    assert "token" in line and "RAY_AUTH_TOKEN" in line and "RAY_AUTH_MODE=token" in line
+    assert cluster.env["RAY_AUTH_TOKEN"] not in line and (token is None or token not in line)
 
 
 def _worker_pids(task_names: tuple[str, ...]) -> list[int]:
@@ -198,8 +222,9 @@ def test_a_worker_killed_mid_task_is_retried_and_no_paid_call_repeats(
     assert_same_run(local, on_ray)
     assert local_calls > 0 and ray_calls == local_calls, "each rerank request was paid for once"
     # The key stayed with the driver: it is in no log of the cluster's session.
-    session = Path(tempfile.gettempdir()) / "ray" / "session_latest" / "logs"  # Ray's default temp dir
-    for log in session.rglob("*") if session.exists() else []:
+    session = cluster.session_logs
+    assert session.exists(), session
+    for log in session.rglob("*"):
         if log.is_file():
             assert KEY.encode() not in log.read_bytes(), log
 
@@ -231,7 +256,7 @@ def test_a_killed_driver_resumes_from_the_finished_units(tmp_path: Path, cluster
     labelset = SHARED_SETS / "squad2-en"
     reports = tmp_path / "ray"
     command = _sweep_command(reports, cluster, labelset)
-    driver = subprocess.Popen(command, cwd=REPO, env=cluster.env, stderr=subprocess.PIPE)
+    driver = subprocess.Popen(command, cwd=REPO, env=cluster.driver_env, stderr=subprocess.PIPE)
     scored = reports / ".units" / "score"
     deadline = time.monotonic() + 300
     while not _finished(scored):
@@ -242,7 +267,7 @@ def test_a_killed_driver_resumes_from_the_finished_units(tmp_path: Path, cluster
     driver.wait()
     finished_before = _finished(scored)
     assert finished_before < 5, "killed mid-sweep"
-    resumed = subprocess.run(command, cwd=REPO, env=cluster.env, capture_output=True, text=True)
+    resumed = subprocess.run(command, cwd=REPO, env=cluster.driver_env, capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     stats = json.loads((reports / "r" / "run_stats.json").read_text())
     assert stats["stages_reused"]["score"] >= finished_before
@@ -258,7 +283,7 @@ def test_a_node_lost_mid_sweep_leaves_the_sweep_to_finish_on_the_other(
     # Last of the cluster's tests (pytest keeps file order): it takes the second node away.
     labelset = SHARED_SETS / "squad2-en"
     reports = tmp_path / "ray"
-    driver = subprocess.Popen(_sweep_command(reports, cluster, labelset), cwd=REPO, env=cluster.env)
+    driver = subprocess.Popen(_sweep_command(reports, cluster, labelset), cwd=REPO, env=cluster.driver_env)
     chunked = reports / ".units" / "chunk"
     deadline = time.monotonic() + 300
     while not _finished(chunked):
@@ -295,8 +320,8 @@ def test_without_ray_executor_ray_is_one_line_and_exit_2(tmp_path: Path) -> None
 def test_ray_equals_local_hybrid_under_another_openblas_core_type(tmp_path: Path) -> None:
     """The hybrid ray == local test again, in a child whose cluster, workers and driver use another core type.
 
-    Last in the file on purpose: the child's cluster stops with ``ray stop --force``, which ends every Ray
-    process on the machine, this module's cluster included, so no test of this module may run after it.
+    Last in the file on purpose: it is the slowest, and runs a second cluster beside this module's (the
+    child's cluster stops by its own pids, so this module's cluster is left alone).
     """
     test = "tests/test_ray.py::test_ray_equals_local_hybrid_with_embeddings_fanned_out[fake]"
     command = [sys.executable, "-m", "pytest", test, "-n0", "-p", "no:cacheprovider", f"--basetemp={tmp_path / 't'}"]

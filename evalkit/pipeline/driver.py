@@ -68,6 +68,9 @@ def execute(
 ) -> Path:
     """Run (or resume, or dry-run) the plan; returns the run folder."""
     executor = executor or make_executor(plan.options.executor)  # first: a missing extra stops before anything
+    ready = getattr(executor, "ready", None)  # an executor plugin may have no check of its own
+    if ready is not None and not plan.options.dry_run:
+        ready()  # a cluster that cannot be reached stops before the run folder is announced
     embedder = make_embedder(plan.embedder_config, plan.pricing_dir)
     # One cache, one reranker and one work context per run: threshold=auto reads the first chunking's
     # pool through the same ones the sweep then uses (only the plan's threshold grid changes).

@@ -10,7 +10,7 @@ from evalkit.cache import CacheUnusableError
 from evalkit.chunking.chunkers import ChunkingError
 from evalkit.cost.budget import BudgetExceeded
 from evalkit.labels.read import LabelsetError
-from evalkit.pipeline.executor_settings import ClusterError
+from evalkit.pipeline.executor_settings import ClusterError, ClusterUnreachable
 from evalkit.plugins import PluginError
 from evalkit.retrieval.embedding.base import EmbeddingError
 from evalkit.retrieval.external.calls import ExternalCallError
@@ -25,7 +25,7 @@ CALL_ERRORS: tuple[type[Exception], ...] = (
 )  # fmt: skip
 """A model or API call failed: finished units are kept, the same command resumes."""
 SETUP_ERRORS: tuple[type[Exception], ...] = (
-    ConfigError, ChunkingError, RunLocked, CacheUnusableError, UnwritableError, PluginError,
+    ConfigError, ChunkingError, RunLocked, CacheUnusableError, UnwritableError, PluginError, ClusterUnreachable,
 )  # fmt: skip
 """The config cannot run: nothing was computed."""
 

@@ -21,6 +21,10 @@ from evalkit.settings import ConfigError
 class Executor(Protocol):
     name: str
 
+    def ready(self) -> None:
+        """Raise a one-line error now if the units cannot run where this executor sends them (nothing ran yet)."""
+        ...
+
     def run(self, units: Sequence[UnitOfWork], ctx: WorkContext) -> Iterator[UnitResult]:
         """Every unit's result, in the units' order."""
         ...
@@ -33,6 +37,9 @@ class LocalExecutor:
 
     def __init__(self, settings: ExecutorSettings | None = None) -> None:
         self.settings = settings or ExecutorSettings()
+
+    def ready(self) -> None:
+        """This process can always run them."""
 
     def run(self, units: Sequence[UnitOfWork], ctx: WorkContext) -> Iterator[UnitResult]:
         for unit in units:

@@ -14,6 +14,10 @@ class ClusterError(RuntimeError):
     """The cluster could not finish a unit (after its retries): finished units are kept, the command resumes."""
 
 
+class ClusterUnreachable(RuntimeError):
+    """Ray could not be started or reached (a wrong address, a refused token): nothing ran, nothing to resume."""
+
+
 @dataclass(frozen=True)
 class ExecutorSettings:
     """``executor=local`` (this process) or ``executor=ray`` (a Ray cluster); results are identical."""
@@ -25,6 +29,9 @@ class ExecutorSettings:
     addresses also need ``pip install "ray[client]==2.60.0"``)."""
     num_cpus: int | None = field(default=None, metadata={"min": 1})
     """Ray only: CPUs of the local instance started when ``address`` is null (null: all)."""
+    connect_timeout_s: float = field(default=20.0, metadata={"min": 1, "max": 300})
+    """Ray only: how long reaching ``address`` may take before the sweep stops with one line (the GCS
+    handshake within it also waits Ray's own 10 s, so keep it >= 11 to give the handshake a second)."""
     max_retries: int = field(default=3, metadata={"min": 0})
     """Ray only: times a task whose worker died is run again (its results are the same)."""
     batches_in_flight: int = field(default=8, metadata={"min": 1})

@@ -21,7 +21,6 @@ would re-batch and buffer on its own. Tasks keep both in the driver's hands.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -33,6 +32,7 @@ import ray
 from evalkit.labels.read import LabelSet
 from evalkit.pipeline.executor_settings import ClusterError, ExecutorSettings
 from evalkit.pipeline.plan import SweepPlan
+from evalkit.pipeline.ray_connect import check_reachable, connect
 from evalkit.pipeline.retrieve import SearchInputs, rerank_pool, search
 from evalkit.pipeline.units import units_of
 from evalkit.pipeline.work import (
@@ -125,23 +125,10 @@ def score_task(shared: Shared, spec: ChunkingSpec, chunks: tuple[Chunk, ...], po
 
 @contextmanager
 def ray_session(settings: ExecutorSettings) -> Iterator[None]:
-    """Connect to ``executor.address``, or start a local instance that stops with the sweep."""
+    """Connect to ``executor.address``, or start a local instance (loopback only) that stops with the sweep."""
     started_here = not ray.is_initialized()
     if started_here:
-        options: dict[str, Any] = {
-            "include_dashboard": False,
-            "log_to_driver": False,
-            "logging_level": logging.WARNING,
-        }
-        if settings.address is None:
-            options["num_cpus"] = settings.num_cpus
-        else:
-            options["address"] = settings.address
-        try:
-            ray.init(**options)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            where = settings.address or "a local instance"
-            raise ClusterError(f"executor=ray: cannot start or reach Ray at {where}: {exc}") from None
+        connect(settings)
     try:
         yield
     finally:
@@ -154,6 +141,11 @@ class RayExecutor:
 
     def __init__(self, settings: ExecutorSettings) -> None:
         self.settings = settings
+
+    def ready(self) -> None:
+        """A wrong ``executor.address`` or a refused token stops here, before the run folder is announced."""
+        if self.settings.address is not None and not ray.is_initialized():
+            check_reachable(self.settings.address, self.settings.connect_timeout_s)
 
     def run(self, units: Sequence[UnitOfWork], ctx: WorkContext) -> Iterator[UnitResult]:
         with ray_session(self.settings):
@@ -188,8 +180,9 @@ class _RaySweep:
                 self.done += 1
         except ray.exceptions.RayError as exc:
             raise ClusterError(
+                # The entry point adds the resume hint (finished units are in the store).
                 f"executor=ray: {type(exc).__name__} after {self.retries} retries; {self.done} of {len(units)} "
-                f"chunkings finished and are kept, the same command resumes ({_first_line(exc)})"
+                f"chunkings had finished ({_first_line(exc)})"
             ) from None
 
     def _chunk(self, todo: Sequence[UnitOfWork]) -> dict[str, Any]:
