@@ -29,6 +29,7 @@ from evalkit.retrieval.embedding.local import EMBEDDERS
 from evalkit.retrieval.external.calls import where_of
 from evalkit.retrieval.filters import FilterSettings
 from evalkit.retrieval.settings import RerankerSettings, RetrieverSettings, threshold_warnings
+from evalkit.retrieval.vectorstore import StoreUnavailableError, check_installed
 from evalkit.scoring.objective import ObjectiveSettings
 from evalkit.settings import ConfigError
 
@@ -165,6 +166,11 @@ def build_plan(
         name = config.reranker.name
         raise ConfigError(f"reranker.thresholds: reranker {name!r} has no threshold grid; set threshold=")
     _check_prices(config)
+    if config.retriever.index == "lancedb":
+        try:
+            check_installed()  # before any work: a missing extra is one line, not a traceback mid-sweep
+        except StoreUnavailableError as exc:
+            raise ConfigError(str(exc)) from None
     if config.compare and not (resolve_path(config.compare) / "summary.parquet").is_file():
         raise ConfigError(f"compare: {config.compare!r} is not a finished run folder (no summary.parquet)")
     if config.position is not None and config.generator is None:
