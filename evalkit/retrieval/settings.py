@@ -99,6 +99,8 @@ class RetrieverSettings:
         skip |= {"index"} if self.index == "exact" else set()
         skip |= set() if self.index == "hnsw" else set(HNSW_KEYS)
         skip |= set() if self.index == "lancedb" else set(LANCEDB_KEYS)
+        if self.lancedb_index == "flat":  # a full scan: IVF partitions and probes do not change its pool
+            skip |= {"lancedb_partitions", "lancedb_nprobes"}
         return {k: v for k, v in asdict(self).items() if k not in skip}
 
 
