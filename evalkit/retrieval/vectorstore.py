@@ -112,7 +112,9 @@ def open_table(index: DenseIndex, table: StoreTable, settings: StoreSettings) ->
             "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), index.dim),
         }
     )
-    built = db.create_table(table.name, data, mode="overwrite")
+    # "overwrite" on a table that is not there yet makes LanceDB log a warning on the sweep's stderr.
+    mode = "overwrite" if (table.folder / f"{table.name}.lance").exists() else "create"
+    built = db.create_table(table.name, data, mode=mode)
     if not settings.exact:
         built.create_index("vector", config=_index_config(settings, len(vectors)), replace=True)
     marker.write_text(json.dumps({"fingerprint": wanted, "model": index.model, **asdict(settings)}), encoding="utf-8")
