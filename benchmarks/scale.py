@@ -1,4 +1,4 @@
-"""How a sweep scales: local vs Ray, a corpus grown 1x..8x, exact vs hnsw dense search.
+"""How a sweep scales: local vs Ray, a corpus grown 1x..8x, exact vs hnsw vs LanceDB dense search.
 
     PYTHONPATH=. python benchmarks/scale.py all --out reports/scale   # or: ray | grow | ann
 
@@ -10,7 +10,8 @@
     repeated with its gold moved to the copy (k = 1, 2, 4, 8), BM25 default grid: wall time,
     seconds per million (question x chunk) pairs and peak RSS per size.
 (c) ``ann``: exact against hnsw dense search (e5 vectors of squad2-en at 512/64, pool 50): search
-    time and recall@10 / recall@50 of hnsw against exact.
+    time and recall@10 / recall@50 of hnsw against exact; and through a LanceDB table (flat: checked equal to
+    exact; IVF indexes: recall), each time with the table's build.
 
 Every sweep runs as its own process (``python -m evalkit.sweep``); peak RSS is the kernel's
 high-water mark (``VmHWM``) of each process, sampled every 0.2 s. Not part of CI: it takes minutes.
@@ -22,11 +23,13 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
@@ -164,6 +167,7 @@ def bench_ann(out: Path) -> pd.DataFrame:
     from evalkit.retrieval.embedding.registry import make_embedder
     from evalkit.retrieval.embedding.settings import EmbedderSettings
     from evalkit.retrieval.pools import DenseIndex, QueryVectors, dense_pool
+    from evalkit.retrieval.vectorstore import StoreSettings, StoreTable, store_pool
 
     labelset = load_labelset(SQUAD)
     chunks = list(chunk_corpus(labelset.documents, ChunkingSpec("recursive", 512, 64)))
@@ -175,12 +179,31 @@ def bench_ann(out: Path) -> pd.DataFrame:
         queries = embed_texts(embedder, [q.question for q in labelset.questions], "query", cache)
     index, asked = DenseIndex(embedder.identity, embedder.dim, units), QueryVectors(embedder.identity, queries)
     started = time.perf_counter()
-    dense_pool(index, asked, 50)
+    exact = dense_pool(index, asked, 50)
     exact_s = time.perf_counter() - started
     started = time.perf_counter()
     approximate = hnsw_pool(index, asked, 50)
     hnsw_s = time.perf_counter() - started
     recall = recall_against_exact(index, asked, approximate)
+    store_rows = []
+    for settings in (StoreSettings("flat"), StoreSettings("ivf_flat"), StoreSettings("ivf_hnsw_sq")):
+        table = StoreTable(Path(tempfile.mkdtemp(prefix="evalkit-ann-")), "t")  # a fresh table: its build is timed
+        started = time.perf_counter()
+        pool = store_pool(index, asked, 50, table, settings=settings)
+        seconds = time.perf_counter() - started
+        found = recall_against_exact(index, asked, pool)
+        if settings.exact:  # the store's exact mode is exact search, pool for pool
+            assert np.array_equal(pool.indices, exact.indices) and np.array_equal(pool.scores, exact.scores, True)
+        store_rows.append(
+            {
+                "index": f"lancedb {settings.index}" + ("" if settings.exact else f" (nprobes={settings.nprobes})"),
+                "units": len(chunks),
+                "questions": len(queries),
+                "seconds (build + search)": round(seconds, 2),
+                "recall@10 vs exact": round(found["recall_at_10"], 4),
+                "recall@50 vs exact": round(found["recall_at_pool"], 4),
+            }
+        )
     return pd.DataFrame(
         [
             {"index": "exact", "units": len(chunks), "questions": len(queries), "seconds": round(exact_s, 2)},
@@ -192,6 +215,7 @@ def bench_ann(out: Path) -> pd.DataFrame:
                 "recall@10 vs exact": round(recall["recall_at_10"], 4),
                 "recall@50 vs exact": round(recall["recall_at_pool"], 4),
             },
+            *store_rows,
         ]
     )
 

@@ -30,6 +30,7 @@ from evalkit.retrieval.embedding.settings import EmbedderSettings
 from evalkit.retrieval.external.calls import ExternalCallError, load_target, where_of
 from evalkit.retrieval.filters import FilterSettings
 from evalkit.retrieval.settings import RETRIEVERS, RerankerSettings, RetrieverSettings, threshold_warnings
+from evalkit.retrieval.vectorstore import StoreUnavailableError, check_installed
 from evalkit.scoring.objective import ObjectiveSettings
 from evalkit.settings import ConfigError
 
@@ -174,6 +175,11 @@ def build_plan(
         raise ConfigError(f"reranker.thresholds: reranker {name!r} has no threshold grid; set threshold=")
     _check_prices(config)
     _check_target(config.retriever)
+    if config.retriever.index == "lancedb":
+        try:
+            check_installed()  # before any work: a missing extra is one line, not a traceback mid-sweep
+        except StoreUnavailableError as exc:
+            raise ConfigError(str(exc)) from None
     if config.compare and not (resolve_path(config.compare) / "summary.parquet").is_file():
         raise ConfigError(f"compare: {config.compare!r} is not a finished run folder (no summary.parquet)")
     if config.position is not None and config.generator is None:

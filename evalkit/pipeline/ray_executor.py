@@ -33,7 +33,7 @@ from evalkit.labels.read import LabelSet
 from evalkit.pipeline.executor_settings import ClusterError, ExecutorSettings
 from evalkit.pipeline.plan import SweepPlan
 from evalkit.pipeline.ray_connect import check_reachable, connect
-from evalkit.pipeline.retrieve import SearchInputs, rerank_pool, search
+from evalkit.pipeline.retrieve import SearchInputs, rerank_pool, search, store_table
 from evalkit.pipeline.units import units_of
 from evalkit.pipeline.work import (
     UnitOfWork,
@@ -60,6 +60,7 @@ from evalkit.retrieval.embedding.base import (
 )
 from evalkit.retrieval.embedding.settings import EmbedderSettings
 from evalkit.retrieval.pools import CandidatePool, collapse_to_parents
+from evalkit.retrieval.vectorstore import StoreTable
 from evalkit.run.progress import embedding_bar
 
 
@@ -98,14 +99,15 @@ def embed_task(settings: EmbedderSettings, texts: list[str], kind: EmbedKind) ->
 
 @ray.remote
 def retrieve_task(
-    shared: Shared, chunks: tuple[Chunk, ...], inputs: SearchInputs
+    shared: Shared, chunks: tuple[Chunk, ...], inputs: SearchInputs, store: StoreTable | None = None
 ) -> tuple[CandidatePool, dict[str, Any], dict[str, list[str]], float]:
     started = time.perf_counter()
     plan = shared.plan
     allowed = retrieval_mask(plan, shared.questions, chunks, shared.labelset)
     texts = [c.embed_text for c in chunks]
     cells = plan.options.executor.block_cells
-    pool, report, fresh = search(plan.retriever, plan.pool_size, texts, shared.questions, inputs, allowed, cells)
+    questions = shared.questions
+    pool, report, fresh = search(plan.retriever, plan.pool_size, texts, questions, inputs, allowed, cells, store)
     _, child_to_parent = units_of(chunks, shared.labelset)
     if child_to_parent is not None:
         pool = collapse_to_parents(pool, child_to_parent)
@@ -212,7 +214,9 @@ class _RaySweep:
             chunks: tuple[Chunk, ...] = ray.get(chunk_refs[unit.ids.chunk])
             inputs = self._search_inputs([c.embed_text for c in chunks])
             task = retrieve_task.options(**self._options())
-            dispatched[unit.ids.retrieve] = task.remote(self.shared, chunk_refs[unit.ids.chunk], inputs)
+            # retriever.index=lancedb: the table sits beside the cache file (a worker on this machine shares it).
+            store = store_table(ctx.plan, unit.spec.key, ctx.embedder.identity if ctx.embedder is not None else None)
+            dispatched[unit.ids.retrieve] = task.remote(self.shared, chunk_refs[unit.ids.chunk], inputs, store)
         pools: dict[str, Any] = {}
         for unit in todo:
             pool = self._retrieved_pool(unit, dispatched)

@@ -11,6 +11,7 @@ import numpy as np
 
 from evalkit.cache import Cache
 from evalkit.pipeline.counters import RunStats
+from evalkit.pipeline.plan import SweepPlan
 from evalkit.pipeline.units import Units
 from evalkit.records import Question
 from evalkit.retrieval.ann import HnswSettings, hnsw_pool, recall_against_exact
@@ -27,6 +28,7 @@ from evalkit.retrieval.pools import (
 )
 from evalkit.retrieval.rerank.base import Reranker, cached_scores, rerank_scores
 from evalkit.retrieval.settings import RetrieverSettings
+from evalkit.retrieval.vectorstore import STORE_FOLDER, StoreSettings, StoreTable, store_pool, table_name
 from evalkit.run.progress import bar
 
 
@@ -71,6 +73,14 @@ def embed_inputs(
     return SearchInputs(passages, queries, identity, embedder.dim if embedder is not None else 0, known)
 
 
+def store_table(plan: SweepPlan, chunking: str, embedder_identity: str | None) -> StoreTable | None:
+    """Where ``retriever.index=lancedb`` keeps this chunking's table: beside the cache file (None: no store)."""
+    if plan.retriever.index != "lancedb":
+        return None
+    folder = plan.options.cache_path.parent / STORE_FOLDER
+    return StoreTable(folder, table_name(chunking, str(embedder_identity), plan.labelset_path))
+
+
 def search(
     retriever: RetrieverSettings,
     pool_size: int,
@@ -79,8 +89,9 @@ def search(
     inputs: SearchInputs,
     allowed: np.ndarray | None = None,
     cells: int = DEFAULT_BLOCK_CELLS,
+    store: StoreTable | None = None,
 ) -> tuple[CandidatePool, dict[str, Any], dict[str, list[str]]]:
-    """One candidate pool of ``pool_size`` per question; pure given ``inputs``.
+    """One candidate pool of ``pool_size`` per question; pure given ``inputs`` (and the store's table).
 
     Returns the pool, what the search reports (the approximate index's recall against
     exact search), and BM25 tokens it had to compute (for the driver to cache).
@@ -107,6 +118,15 @@ def search(
             )
             pool = hnsw_pool(index, queries, pool_size, allowed, settings)
             report["ann"] = recall_against_exact(index, queries, pool, allowed, cells)
+        elif retriever.index == "lancedb":
+            assert store is not None, "retriever.index=lancedb searches a table: pass its StoreTable"
+            settings = StoreSettings(retriever.lancedb_index, retriever.lancedb_partitions, retriever.lancedb_nprobes)
+            pool = store_pool(index, queries, pool_size, store, allowed, settings)
+            if not settings.exact:  # flat is exact search (equal pools, tested): nothing lost to report
+                report["ann"] = {
+                    "index": f"lancedb {settings.index}",
+                    **recall_against_exact(index, queries, pool, allowed, cells),
+                }
         else:
             pool = dense_pool(index, queries, pool_size, allowed, cells)
     elif retriever.name == "bm25":
@@ -130,11 +150,12 @@ def retrieve(
     allowed: np.ndarray | None = None,
     cells: int = DEFAULT_BLOCK_CELLS,
     progress: bool = False,
+    store: StoreTable | None = None,
 ) -> tuple[CandidatePool, dict[str, Any]]:
     """One candidate pool of ``pool_size`` per question for this chunking (in this process)."""
     inputs = embed_inputs(retriever, units_text, questions, embedder, cache, stats, progress)
     started = time.perf_counter()
-    pool, report, _ = search(retriever, pool_size, units_text, questions, inputs, allowed, cells)
+    pool, report, _ = search(retriever, pool_size, units_text, questions, inputs, allowed, cells, store)
     stats.add_time("retrieve", time.perf_counter() - started)
     return pool, report
 

@@ -108,10 +108,11 @@ def collect(
             rows_file, pool_file = (store.path("score", score_id, f"{name}.parquet") for name in ("rows", "pool"))
             folder.link_chunking(result.key, rows_file, pool_file, result.info)
         finished.append(replace(result, pool=None))
-        if "ann" in result.info:  # retriever.index=hnsw: what the approximation cost, where the user looks
+        if "ann" in result.info:  # an approximate index (hnsw, lancedb's): what it cost, where the user looks
             ann = result.info["ann"]
+            index = ann.get("index", "hnsw")
             print(
-                f"evalkit: {result.key}: hnsw found {ann['recall_at_pool']:.1%} of exact search's top "
+                f"evalkit: {result.key}: {index} found {ann['recall_at_pool']:.1%} of exact search's top "
                 f"{ann['depth']} (recall@10 {ann['recall_at_10']:.1%}) on {ann['questions']} questions",
                 file=sys.stderr,
             )

@@ -31,7 +31,7 @@ from evalkit.labels.read import LabelSet, document_fingerprints
 from evalkit.pipeline.counters import RunStats
 from evalkit.pipeline.external import external_unit
 from evalkit.pipeline.plan import SweepPlan
-from evalkit.pipeline.retrieve import rerank_pool, retrieve
+from evalkit.pipeline.retrieve import rerank_pool, retrieve, store_table
 from evalkit.pipeline.score import gold_cut_share, judge, pool_table, score_chunking
 from evalkit.pipeline.units import Units, chunk_table, chunks_from_table, units_of
 from evalkit.records import EXTERNAL_CHUNKING, Chunk, ChunkingSpec, Question
@@ -189,8 +189,19 @@ def pool_stage(
         allowed = retrieval_mask(plan, questions, chunks, ctx.labelset)
         texts = [c.embed_text for c in chunks]
         cells, shown = plan.options.executor.block_cells, ctx.progress
+        store = store_table(plan, unit.spec.key, ctx.embedder.identity if ctx.embedder is not None else None)
         pool, report = retrieve(
-            plan.retriever, plan.pool_size, texts, questions, ctx.embedder, ctx.cache, ctx.stats, allowed, cells, shown
+            plan.retriever,
+            plan.pool_size,
+            texts,
+            questions,
+            ctx.embedder,
+            ctx.cache,
+            ctx.stats,
+            allowed,
+            cells,
+            shown,
+            store,
         )
         if child_to_parent is not None:
             pool = collapse_to_parents(pool, child_to_parent)

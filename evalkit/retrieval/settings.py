@@ -11,8 +11,11 @@ from evalkit.settings import ConfigError, check_keys
 
 RETRIEVERS = Choices("retriever", ("dense", "bm25", "hybrid", "external"))
 """evalkit's own retrievers, then installed plugins' (each an external retriever: its entry point is the target)."""
-INDEXES = ("exact", "hnsw")
+INDEXES = ("exact", "hnsw", "lancedb")
 HNSW_KEYS = ("hnsw_connectivity", "hnsw_expansion_add", "hnsw_expansion_search")
+LANCEDB_INDEXES = ("flat", "ivf_flat", "ivf_pq", "ivf_hnsw_sq")
+"""``flat``: no index, LanceDB scans every row (exact). The others: its approximate indexes (recall reported)."""
+LANCEDB_KEYS = ("lancedb_index", "lancedb_partitions", "lancedb_nprobes")
 EXTERNAL_KEYS = (
     "target", "url", "version", "batch_size", "max_concurrency", "timeout_s", "max_retries",
     "retry_base_delay_s", "retry_max_delay_s",
@@ -48,10 +51,16 @@ class RetrieverSettings:
     thresholds: tuple[float, ...] = (0.0,)
     """This retriever's threshold grid (scores differ in scale between retrievers)."""
     index: str = field(default="exact", metadata={"choices": INDEXES})
-    """Dense search: ``exact`` (every unit scored) or ``hnsw`` (usearch graph; recall against exact reported)."""
+    """Dense search: ``exact`` (every unit scored), ``hnsw`` (usearch graph; recall against exact reported) or
+    ``lancedb`` (a LanceDB table per chunking: exact when ``lancedb_index=flat``, else recall reported)."""
     hnsw_connectivity: int = field(default=16, metadata={"min": 2, "max": 256})
     hnsw_expansion_add: int = field(default=128, metadata={"min": 1})
     hnsw_expansion_search: int = field(default=64, metadata={"min": 1})
+    lancedb_index: str = field(default="flat", metadata={"choices": LANCEDB_INDEXES})
+    lancedb_partitions: int | None = field(default=None, metadata={"min": 1})
+    """IVF partitions of an approximate LanceDB index; None: LanceDB's choice (about sqrt of the rows)."""
+    lancedb_nprobes: int = field(default=20, metadata={"min": 1})
+    """IVF partitions searched per question."""
     target: str | None = None
     """retriever=external: ``package.module:function``, called as ``function(queries, k)``."""
     url: str | None = None
@@ -71,8 +80,10 @@ class RetrieverSettings:
             if self.url is not None or self.target not in (None, plugin.value):
                 raise ConfigError(f"retriever.target: retriever={self.name} is {plugin.where}; drop target and url")
             object.__setattr__(self, "target", plugin.value)
-        if self.index == "hnsw" and self.name != "dense":
-            raise ConfigError(f"retriever.index: hnsw applies to retriever=dense, not {self.name}; use index=exact")
+        if self.index != "exact" and self.name != "dense":
+            raise ConfigError(
+                f"retriever.index: {self.index} applies to retriever=dense, not {self.name}; use index=exact"
+            )
         if self.name == "external" and (self.target is None) == (self.url is None):
             raise ConfigError(
                 "retriever.target: retriever=external needs exactly one of retriever.target=package.module:function "
@@ -87,11 +98,17 @@ class RetrieverSettings:
     def identity(self) -> dict[str, Any]:
         """What changes the pool (the threshold grid does not: it slices the pool).
 
-        Exact search leaves the HNSW keys out, so adding them changed no existing run or unit id.
+        Each index's keys count only with that index (exact leaves out ``index`` too), so adding
+        an index's keys changed no existing run or unit id.
         """
         if self.external:
             return {"name": self.name, **{k: getattr(self, k) for k in EXTERNAL_IDENTITY}}
-        skip = {"thresholds", *EXTERNAL_KEYS} | ({"index", *HNSW_KEYS} if self.index == "exact" else set())
+        skip = {"thresholds", *EXTERNAL_KEYS}
+        skip |= {"index"} if self.index == "exact" else set()
+        skip |= set() if self.index == "hnsw" else set(HNSW_KEYS)
+        skip |= set() if self.index == "lancedb" else set(LANCEDB_KEYS)
+        if self.lancedb_index == "flat":  # a full scan: IVF partitions and probes do not change its pool
+            skip |= {"lancedb_partitions", "lancedb_nprobes"}
         return {k: v for k, v in asdict(self).items() if k not in skip}
 
 
