@@ -36,7 +36,8 @@ from evalkit.chunking.chunkers import chunk_corpus
 from evalkit.labels.read import load_labelset
 from evalkit.records import ChunkingSpec
 from evalkit.retrieval.embedding.base import Embedder, compute_batch
-from evalkit.retrieval.embedding.local import EMBEDDERS
+from evalkit.retrieval.embedding.registry import EMBEDDERS, make_embedder
+from evalkit.retrieval.embedding.settings import EmbedderSettings
 
 STORE_ENV = "EVALKIT_LANCEDB_STORE"
 """The store's folder (the production side's setting; evalkit never reads it)."""
@@ -63,7 +64,7 @@ def _embed(embedder: Embedder, texts: Sequence[str], kind: str) -> np.ndarray:
 def build_store(chunks: Iterable[dict[str, Any]], folder: str | Path, embedder_name: str = "e5") -> int:
     """Write the chunks and their unit-norm vectors into ``folder`` (replacing the table); the row count."""
     records = list(chunks)
-    embedder = EMBEDDERS[embedder_name]()
+    embedder = make_embedder(EmbedderSettings(name=embedder_name))
     vectors = _embed(embedder, [r.get("embed_text", r["text"]) for r in records], "passage")
     table = pa.table(
         {
@@ -84,7 +85,7 @@ def build_store(chunks: Iterable[dict[str, Any]], folder: str | Path, embedder_n
 def _opened(folder: str) -> tuple[Any, Embedder]:
     """The table and its embedder, loaded once per process (evalkit calls :func:`retrieve` per batch)."""
     meta = json.loads((Path(folder) / META).read_text())
-    return lancedb.connect(folder).open_table(TABLE), EMBEDDERS[meta["embedder"]]()
+    return lancedb.connect(folder).open_table(TABLE), make_embedder(EmbedderSettings(name=meta["embedder"]))
 
 
 def retrieve(queries: list[dict[str, Any]], k: int) -> list[list[dict[str, Any]]]:
