@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -69,10 +69,13 @@ class UnitOfWork:
 
 @dataclass(frozen=True)
 class UnitResult:
-    """What a finished unit gives the sweep: per-question rows, the pool for drill-down, its info record."""
+    """What a finished unit gives the sweep: the pool for drill-down and its info record.
+
+    Its per-question rows are in the unit store only (``score/<id>.rows.parquet``): they are questions x
+    grid points, so the sweep reads them back in blocks (:mod:`evalkit.pipeline.results`), never whole.
+    """
 
     key: str
-    rows: pd.DataFrame
     pool: pd.DataFrame | None
     """None once the pool is on disk only (the sweep keeps rows and info for the summary)."""
     info: dict[str, Any]
@@ -239,8 +242,9 @@ def score_unit(
     chunks: Sequence[Chunk],
     units: Units,
     pool: CandidatePool,
-) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
-    """Per-question rows, the drill-down pool and the unit's info record (pure: runs on any worker)."""
+) -> tuple[Iterator[pd.DataFrame], pd.DataFrame, dict[str, Any]]:
+    """Per-question rows (one block per grid point, computed as they are read), the drill-down pool and the
+    unit's info record (pure: runs on any worker)."""
     unit_access = access(questions, units.doc_ids, labelset.documents, plan.filters)
     judgement = judge(questions, pool, units, plan.relevance_tau)
     rows = score_chunking(plan, spec, questions, pool, units, judgement, token_family, unit_access)
@@ -265,7 +269,7 @@ def score_unit(
 def save_score(
     ctx: WorkContext,
     unit: UnitOfWork,
-    rows: pd.DataFrame,
+    rows: Iterable[pd.DataFrame],
     drill: pd.DataFrame,
     scored: dict[str, Any],
     seconds: float,
@@ -280,17 +284,17 @@ def save_score(
     for report in ("ann", "external"):
         if report in retrieved:
             info[report] = retrieved[report]
+    started = time.perf_counter()
     ctx.store.save("score", unit.ids.score, info, tables={"rows": rows, "pool": drill})
-    ctx.stats.add_time("score", seconds)
+    ctx.stats.add_time("score", seconds + time.perf_counter() - started)  # the rows are computed as they are written
     ctx.stats.stages_run["score"] += 1
-    return UnitResult(unit.spec.key, rows, drill, info)
+    return UnitResult(unit.spec.key, drill, info)
 
 
 def stored_result(unit: UnitOfWork, ctx: WorkContext) -> UnitResult:
     ctx.stats.stages_reused["score"] += 1
-    rows = ctx.store.table("score", unit.ids.score, "rows")
     drill = ctx.store.table("score", unit.ids.score, "pool")
-    return UnitResult(unit.spec.key, rows, drill, ctx.store.record("score", unit.ids.score))
+    return UnitResult(unit.spec.key, drill, ctx.store.record("score", unit.ids.score))
 
 
 def load_pool(ctx: WorkContext, stage: str, stage_id: str) -> CandidatePool | None:
