@@ -37,6 +37,7 @@ from evalkit.pipeline.units import Units, chunk_table, chunks_from_table, units_
 from evalkit.records import EXTERNAL_CHUNKING, Chunk, ChunkingSpec, Question
 from evalkit.retrieval.embedding.base import Embedder
 from evalkit.retrieval.filters import access
+from evalkit.retrieval.mask import UnitMask
 from evalkit.retrieval.pools import CandidatePool, collapse_to_parents, keep_allowed
 from evalkit.retrieval.rerank.base import Reranker
 from evalkit.run.units import UnitStore
@@ -215,7 +216,7 @@ def _allowed_only(ctx: WorkContext, chunks: Sequence[Chunk], pool: CandidatePool
 
 def retrieval_mask(
     plan: SweepPlan, questions: Sequence[Question], chunks: Sequence[Chunk], labelset: LabelSet
-) -> np.ndarray | None:
+) -> UnitMask | None:
     """Per question, the chunks metadata filters let it retrieve (None: no filters)."""
     if not plan.filters.enabled:
         return None
