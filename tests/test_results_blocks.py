@@ -20,21 +20,24 @@ from tests.test_sweep import run_in_process
 QUIET = ["progress=false", "report=false", "results_csv=true"]
 ONE_BLOCK = 1 << 30
 """More rows than any of these sweeps has: the whole grid in one block, as when the table was built whole."""
-TIMINGS = {"run_stats.json", "manifest.json"}
-"""Seconds and the command line (its run id) differ between two runs; nothing else may."""
+NOT_COMPARED = {"run_stats.json", "manifest.json", "freshness.json"}
+"""Seconds, the command line (its run id) and what changed since the earlier run (only the second run has
+one) differ between two runs; nothing else may."""
 
 
 def run_files(run_dir: Path) -> dict[str, Path]:
     return {
         str(p.relative_to(run_dir)): p
         for p in sorted(run_dir.rglob("*"))
-        if p.is_file() and p.name not in TIMINGS and not p.name.startswith(".")
+        if p.is_file() and p.name not in NOT_COMPARED and not p.name.startswith(".")
     }
 
 
 def assert_same_run(one: Path, blocked: Path) -> None:
     whole, parts = run_files(one), run_files(blocked)
     assert whole.keys() == parts.keys()
+    compared = {"results.parquet", "results.csv", "summary.csv", "recommendation.json", "recall_at_budget.csv"}
+    assert compared <= set(whole)
     for name, path in whole.items():
         if name.endswith(".parquet"):
             a, b = pd.read_parquet(path), pd.read_parquet(parts[name])
