@@ -74,6 +74,8 @@ def write_results(
         for block in config_blocks(paths, plan.options.executor.results_block_rows):
             block[COST_PER_QUERY] = question_costs(block, settings, prices, rerank_cost)
             results.write(block)
+            # The same group means as over the whole table: pandas takes a sorted-groups fast path unless a
+            # column holds NaN, and a metric is NaN on unanswerable questions only, which every config shares.
             totals.summaries.append(summarise(block, infos))
             totals.costs.append(config_costs(block))
             totals.returned_tokens += int(block["returned_tokens"].sum())
