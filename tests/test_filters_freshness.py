@@ -7,12 +7,13 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from evalkit.chunking.chunkers import chunk_corpus
 from evalkit.labels.read import load_labelset
 from evalkit.records import ChunkingSpec
-from evalkit.retrieval.filters import in_effect, visible_to
+from evalkit.retrieval.filters import FilterSettings, access, in_effect, visible_to
 from tests.test_sweep import run_in_process
 
 
@@ -25,6 +26,23 @@ def test_version_in_effect_and_acl_rules() -> None:
     assert visible_to({"acl": ["all"]}, None) and visible_to({}, "employee")
     assert visible_to({"acl": ["hr"]}, "hr") and not visible_to({"acl": ["hr"]}, "employee")
     assert not visible_to({"acl": ["security", "exec"]}, None)
+
+
+def test_a_mask_per_role_and_date_reads_like_the_whole_questions_x_units_mask() -> None:
+    labelset = load_labelset(Path(__file__).resolve().parents[1] / "labelsets" / "demo")
+    chunks = list(chunk_corpus(labelset.documents, ChunkingSpec("recursive", 256, 0)))
+    doc_ids = np.array([c.doc_id for c in chunks], dtype=object)
+    found = access(labelset.questions, doc_ids, labelset.documents, FilterSettings(enabled=True))
+    assert 1 < len(found.visible.kinds) < len(labelset.questions), "the demo's questions have a few roles and dates"
+    whole = {name: getattr(found, name).dense() for name in ("visible", "current", "allowed")}
+    assert whole["visible"].shape == (len(labelset.questions), len(chunks)) and not whole["allowed"].all()
+    np.testing.assert_array_equal(whole["allowed"], whole["visible"] & whole["current"])
+    ranks = np.random.default_rng(0).integers(0, len(chunks), (len(labelset.questions), 7))
+    for name, mask in whole.items():
+        unit_mask = getattr(found, name)
+        np.testing.assert_array_equal(unit_mask[10:40], mask[10:40])
+        np.testing.assert_array_equal(unit_mask[3, ranks[3]], mask[3, ranks[3]])
+        np.testing.assert_array_equal(unit_mask.at_ranks(ranks), np.take_along_axis(mask, ranks, axis=1))
 
 
 def test_demo_leakage_is_zero_with_filters_and_counted_without(tmp_path: Path) -> None:

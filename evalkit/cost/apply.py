@@ -81,10 +81,12 @@ def question_costs(
     return prompt * per_input + answer + rerank.usd + embed
 
 
-def price_configs(summary: pd.DataFrame, rows: pd.DataFrame, settings: CostSettings) -> pd.DataFrame:
-    """Add $/query (mean over questions), $/day and index growth columns to a per-config summary."""
+def price_configs(summary: pd.DataFrame, per_config: pd.Series, settings: CostSettings) -> pd.DataFrame:
+    """Add $/query, $/day and index growth columns to a per-config summary.
+
+    ``per_config``: each config's mean $/query over its questions, indexed by config_id (:func:`config_costs`).
+    """
     out = summary.copy()
-    per_config = rows.groupby("config_id", sort=False)[COST_PER_QUERY].mean()
     out["cost_model"] = settings.model
     out[COST_PER_QUERY] = out["config_id"].map(per_config)
     out[COST_PER_DAY] = out[COST_PER_QUERY] * settings.queries_per_day
@@ -98,6 +100,11 @@ def price_configs(summary: pd.DataFrame, rows: pd.DataFrame, settings: CostSetti
         for _, row in out.iterrows()
     ]
     return out
+
+
+def config_costs(rows: pd.DataFrame) -> pd.Series:
+    """Each config's mean $/query over its rows (rows holding whole configs), indexed by config_id."""
+    return rows.groupby("config_id", sort=False)[COST_PER_QUERY].mean()
 
 
 def stuffing_decision(

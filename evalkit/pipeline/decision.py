@@ -22,13 +22,14 @@ from evalkit.run import files
 from evalkit.run.folder import write_json, write_table
 from evalkit.scoring.at_budget import production_budget, recall_at_budget
 from evalkit.scoring.decide import NO_PRODUCTION, RECOMMEND, decide, find_production
+from evalkit.scoring.per_config import Results, config_rows
 from evalkit.scoring.registry import MEASURES
 from evalkit.scoring.segments import segment_frame
 
 
 def write_recommendation(
     plan: SweepPlan,
-    results: pd.DataFrame,
+    results: Results,
     summary: pd.DataFrame,
     run_dir: Path,
     questions: Sequence[Question] = (),
@@ -47,9 +48,9 @@ def write_recommendation(
     return record
 
 
-def equal_budget(results: pd.DataFrame, production: str, summary: pd.DataFrame, run_dir: Path) -> dict[str, Any]:
+def equal_budget(results: Results, production: str, summary: pd.DataFrame, run_dir: Path) -> dict[str, Any]:
     """Every chunking at production's prompt-token budget (recall_at_budget.parquet), and the best of them."""
-    budget = production_budget(results, production)
+    budget = production_budget(config_rows(results, production), production)
     table = recall_at_budget(results, budget)
     write_table(run_dir / files.RECALL_AT_BUDGET, table, csv=True)
     row = summary.set_index("config_id").loc[production]

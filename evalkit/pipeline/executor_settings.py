@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from evalkit.plugins import Choices
 from evalkit.retrieval.pools import DEFAULT_BLOCK_CELLS
+from evalkit.run.blocks import DEFAULT_RESULTS_BLOCK_ROWS
 
 EXECUTOR_NAMES = Choices("executor", ("local", "ray"))
 
@@ -38,3 +39,6 @@ class ExecutorSettings:
     """Ray only: embedding batches sent to the cluster before the driver waits for one."""
     block_cells: int = field(default=DEFAULT_BLOCK_CELLS, metadata={"min": 1})
     """Scores held at once (questions x units) when retrieving: bounds memory on large corpora."""
+    results_block_rows: int = field(default=DEFAULT_RESULTS_BLOCK_ROWS, metadata={"min": 1})
+    """Result rows (config x question) held at once when results are written and aggregated; a block holds
+    whole configs, so at least one config's questions. Bounds memory on large sets; never changes a number."""

@@ -118,8 +118,12 @@ def retrieve_task(
 def score_task(shared: Shared, spec: ChunkingSpec, chunks: tuple[Chunk, ...], pool: CandidatePool) -> Any:
     started = time.perf_counter()
     units, _ = units_of(chunks, shared.labelset)
-    scored = score_unit(shared.plan, shared.labelset, shared.questions, shared.token_family, spec, chunks, units, pool)
-    return (*scored, time.perf_counter() - started)
+    rows, drill, info = score_unit(
+        shared.plan, shared.labelset, shared.questions, shared.token_family, spec, chunks, units, pool
+    )
+    # The rows travel to the driver, so they are computed here (one chunking's, block by block).
+    blocks = tuple(rows)
+    return blocks, drill, info, time.perf_counter() - started
 
 
 # ----- the driver's side ---------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from evalkit.records import Question
 from evalkit.retrieval.ann import HnswSettings, hnsw_pool, recall_against_exact
 from evalkit.retrieval.bm25 import BM25Index, BM25Params, cached_tokens, complete_tokens, store_tokens
 from evalkit.retrieval.embedding.base import Embedder, embed_texts
+from evalkit.retrieval.mask import Mask
 from evalkit.retrieval.pools import (
     DEFAULT_BLOCK_CELLS,
     CandidatePool,
@@ -87,7 +88,7 @@ def search(
     units_text: Sequence[str],
     questions: Sequence[Question],
     inputs: SearchInputs,
-    allowed: np.ndarray | None = None,
+    allowed: Mask | None = None,
     cells: int = DEFAULT_BLOCK_CELLS,
     store: StoreTable | None = None,
 ) -> tuple[CandidatePool, dict[str, Any], dict[str, list[str]]]:
@@ -147,7 +148,7 @@ def retrieve(
     embedder: Embedder | None,
     cache: Cache,
     stats: RunStats,
-    allowed: np.ndarray | None = None,
+    allowed: Mask | None = None,
     cells: int = DEFAULT_BLOCK_CELLS,
     progress: bool = False,
     store: StoreTable | None = None,

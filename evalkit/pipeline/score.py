@@ -7,7 +7,7 @@ this stage.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -71,8 +71,12 @@ def score_chunking(
     judgement: PoolJudgement,
     token_family: str,
     unit_access: Access,
-) -> pd.DataFrame:
-    """Rows for every (top_k, threshold) x question of one chunking (slices of one pool)."""
+) -> Iterator[pd.DataFrame]:
+    """Rows for every (top_k, threshold) x question of one chunking (slices of one pool), one grid point at a time.
+
+    A generator: the chunking's rows are questions x grid points, so the caller writes each block as it
+    comes instead of holding them all (their concatenation is the chunking's rows table).
+    """
     unit_tokens = unit_token_counts(units.texts, token_family)
     best = best_score(pool.scores)
     best_relevant, best_irrelevant = best_scores(pool.scores, judgement.relevant)
@@ -94,7 +98,6 @@ def score_chunking(
     evidence = [[(e.doc_id, e.start, e.end) for e in q.evidence] for q in questions]
     omega = overlapping_units(units.doc_ids, units.starts, units.ends, evidence)
     multi_hop = np.array([q.evidence_mode == "all" for q in questions])
-    frames = []
     for k in plan.top_ks:
         for threshold in plan.thresholds:
             sliced = slice_metrics(judgement, k, threshold)
@@ -106,33 +109,30 @@ def score_chunking(
             ranking = {m.name: values[m.name] * na for m in WRITTEN if m.answerable_only}
             by_char = {name: v * na for name, v in chars.columns().items()}
             abstention = {m.name: values[m.name] for m in WRITTEN if not m.answerable_only}
-            frames.append(
-                pd.DataFrame(
-                    base
-                    | {
-                        "chunking": spec.key,
-                        "chunker": spec.chunker,
-                        "chunk_size": spec.chunk_size,
-                        "chunk_overlap": spec.chunk_overlap,
-                        "retriever": plan.retriever.name,
-                        "reranker": plan.reranker.name,
-                        "top_k": k,
-                        "threshold": threshold,
-                    }
-                    | ranking
-                    | by_char
-                    | abstention
-                    | {
-                        "n_returned": sliced.n_returned,
-                        "returned_tokens": returned_tokens(sliced.returned, pool.indices, unit_tokens),
-                        "leaked_units": leaked(sliced.returned, pool.indices, unit_access.visible),
-                        "outdated_units": leaked(sliced.returned, pool.indices, unit_access.current),
-                    }
-                )
+            frame = pd.DataFrame(
+                base
+                | {
+                    "chunking": spec.key,
+                    "chunker": spec.chunker,
+                    "chunk_size": spec.chunk_size,
+                    "chunk_overlap": spec.chunk_overlap,
+                    "retriever": plan.retriever.name,
+                    "reranker": plan.reranker.name,
+                    "top_k": k,
+                    "threshold": threshold,
+                }
+                | ranking
+                | by_char
+                | abstention
+                | {
+                    "n_returned": sliced.n_returned,
+                    "returned_tokens": returned_tokens(sliced.returned, pool.indices, unit_tokens),
+                    "leaked_units": leaked(sliced.returned, pool.indices, unit_access.visible),
+                    "outdated_units": leaked(sliced.returned, pool.indices, unit_access.current),
+                }
             )
-    rows = pd.concat(frames, ignore_index=True)
-    rows.insert(0, "config_id", config_ids(rows))
-    return rows
+            frame.insert(0, "config_id", config_ids(frame))
+            yield frame
 
 
 def config_ids(rows: pd.DataFrame) -> pd.Series:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from evalkit.cost.apply import price_configs, question_costs, rerank_cost_per_query, stuffing_decision
+from evalkit.cost.apply import stuffing_decision
 from evalkit.cost.prices import price_table
 from evalkit.cost.tokens import estimate_tokens
 from evalkit.distribution import installed_version
@@ -28,8 +28,9 @@ from evalkit.labels.read import LabelSet, document_fingerprints
 from evalkit.pipeline.decision import announce, write_recommendation
 from evalkit.pipeline.executor import Executor, LocalExecutor
 from evalkit.pipeline.plan import SweepPlan
+from evalkit.pipeline.results import write_results as results_stage
 from evalkit.pipeline.work import UnitResult, WorkContext, plan_units
-from evalkit.records import COST_PER_QUERY, Question
+from evalkit.records import Question
 from evalkit.retrieval.embedding.base import Embedder
 from evalkit.retrieval.rerank.base import Reranker
 from evalkit.run import files
@@ -37,8 +38,8 @@ from evalkit.run.folder import RunFolder, write_json, write_table
 from evalkit.run.freshness import FINGERPRINTS, compare, latest_earlier_run, read_fingerprints
 from evalkit.run.progress import bar as progress_bar
 from evalkit.run.units import UNITS_DIR, UnitStore
-from evalkit.scoring.aggregate import summarise
 from evalkit.scoring.calibration import Calibration
+from evalkit.scoring.per_config import PerConfig
 
 
 def token_family(plan: SweepPlan) -> str:
@@ -97,7 +98,7 @@ def collect(
 ) -> list[UnitResult]:
     """Link each unit's files into the run folder as it finishes (the report reads them), with a progress bar.
 
-    Only rows and info are kept in memory for the summary; each pool stays on disk.
+    Only each unit's info is kept in memory; its rows and pool stay on disk.
     """
 
     finished = []
@@ -144,25 +145,16 @@ def external_line(report: Mapping[str, Any]) -> str:
 
 def write_results(
     plan: SweepPlan, labelset: LabelSet, finished: Sequence[UnitResult], run_dir: Path, family: str
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Results, summary, costs, calibration and chunk health of the whole grid; returns results and summary."""
-    results = pd.concat([r.rows for r in finished], ignore_index=True)
+) -> tuple[PerConfig, pd.DataFrame]:
+    """Results, summary, costs, calibration and chunk health of the whole grid; returns the decision's
+    per-config values and the summary (the rows themselves are read and written in blocks)."""
     infos = pd.DataFrame([r.info for r in finished])
+    values, summary, chunk_tokens = results_stage(plan, [r.key for r in finished], infos, run_dir)
     settings, prices = plan.cost, price_table(plan.pricing_dir)
-    rerank_model = plan.reranker.model if plan.reranker.name == "cohere" else None
-    rerank_cost = rerank_cost_per_query(prices, rerank_model, plan.pool_size)
-    paid_embedder = plan.embedder == "cohere" and plan.uses_embedder
-    query_embed = prices.embedder(plan.embedder_config.model) if paid_embedder else None
-    results[COST_PER_QUERY] = question_costs(results, settings, prices, rerank_cost, query_embed)
-    summary = price_configs(summarise(results, infos), results, settings)
     corpus_tokens = sum(estimate_tokens(doc.text, family) for doc in labelset.documents)
     baseline_k = plan.baseline.top_k or plan.top_ks[0]
-    chunk_tokens = float(results["returned_tokens"].sum() / max(results["n_returned"].sum(), 1))
     costs = stuffing_decision(corpus_tokens, chunk_tokens, baseline_k, settings, prices)
     write_json(run_dir / files.COSTS_JSON, costs)
-    # Per-question rows are for tools (parquet); a CSV of them is opt-in: at 6,000 questions x 100
-    # configs it is 600k lines no person reads, and writing it costs more than a warm re-run's scoring.
-    write_table(run_dir / files.RESULTS, results, csv=plan.options.results_csv)
     write_table(run_dir / files.SUMMARY, summary, csv=True)
     findings = [f for r in finished for f in r.info.get("chunk_health", [])]
     write_json(run_dir / files.CHUNK_HEALTH_JSON, {"findings": findings})
@@ -178,7 +170,7 @@ def write_results(
         order = [f.name for f in fields(Calibration)]
         frame = frame.reindex(columns=[c for c in order if c in frame] + [c for c in frame if c not in order])
     write_table(run_dir / files.CALIBRATION_TABLE, frame, csv=True)
-    return results, summary
+    return values, summary
 
 
 def _timed(work: Any) -> float:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -37,6 +37,7 @@ from evalkit.pipeline.units import Units, chunk_table, chunks_from_table, units_
 from evalkit.records import EXTERNAL_CHUNKING, Chunk, ChunkingSpec, Question
 from evalkit.retrieval.embedding.base import Embedder
 from evalkit.retrieval.filters import access
+from evalkit.retrieval.mask import UnitMask
 from evalkit.retrieval.pools import CandidatePool, collapse_to_parents, keep_allowed
 from evalkit.retrieval.rerank.base import Reranker
 from evalkit.run.units import UnitStore
@@ -69,10 +70,13 @@ class UnitOfWork:
 
 @dataclass(frozen=True)
 class UnitResult:
-    """What a finished unit gives the sweep: per-question rows, the pool for drill-down, its info record."""
+    """What a finished unit gives the sweep: the pool for drill-down and its info record.
+
+    Its per-question rows are in the unit store only (``score/<id>.rows.parquet``): they are questions x
+    grid points, so the sweep reads them back in blocks (:mod:`evalkit.pipeline.results`), never whole.
+    """
 
     key: str
-    rows: pd.DataFrame
     pool: pd.DataFrame | None
     """None once the pool is on disk only (the sweep keeps rows and info for the summary)."""
     info: dict[str, Any]
@@ -223,7 +227,7 @@ def _allowed_only(ctx: WorkContext, chunks: Sequence[Chunk], pool: CandidatePool
 
 def retrieval_mask(
     plan: SweepPlan, questions: Sequence[Question], chunks: Sequence[Chunk], labelset: LabelSet
-) -> np.ndarray | None:
+) -> UnitMask | None:
     """Per question, the chunks metadata filters let it retrieve (None: no filters)."""
     if not plan.filters.enabled:
         return None
@@ -250,8 +254,9 @@ def score_unit(
     chunks: Sequence[Chunk],
     units: Units,
     pool: CandidatePool,
-) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
-    """Per-question rows, the drill-down pool and the unit's info record (pure: runs on any worker)."""
+) -> tuple[Iterator[pd.DataFrame], pd.DataFrame, dict[str, Any]]:
+    """Per-question rows (one block per grid point, computed as they are read), the drill-down pool and the
+    unit's info record (pure: runs on any worker)."""
     unit_access = access(questions, units.doc_ids, labelset.documents, plan.filters)
     judgement = judge(questions, pool, units, plan.relevance_tau)
     rows = score_chunking(plan, spec, questions, pool, units, judgement, token_family, unit_access)
@@ -276,7 +281,7 @@ def score_unit(
 def save_score(
     ctx: WorkContext,
     unit: UnitOfWork,
-    rows: pd.DataFrame,
+    rows: Iterable[pd.DataFrame],
     drill: pd.DataFrame,
     scored: dict[str, Any],
     seconds: float,
@@ -291,17 +296,17 @@ def save_score(
     for report in ("ann", "external"):
         if report in retrieved:
             info[report] = retrieved[report]
+    started = time.perf_counter()
     ctx.store.save("score", unit.ids.score, info, tables={"rows": rows, "pool": drill})
-    ctx.stats.add_time("score", seconds)
+    ctx.stats.add_time("score", seconds + time.perf_counter() - started)  # the rows are computed as they are written
     ctx.stats.stages_run["score"] += 1
-    return UnitResult(unit.spec.key, rows, drill, info)
+    return UnitResult(unit.spec.key, drill, info)
 
 
 def stored_result(unit: UnitOfWork, ctx: WorkContext) -> UnitResult:
     ctx.stats.stages_reused["score"] += 1
-    rows = ctx.store.table("score", unit.ids.score, "rows")
     drill = ctx.store.table("score", unit.ids.score, "pool")
-    return UnitResult(unit.spec.key, rows, drill, ctx.store.record("score", unit.ids.score))
+    return UnitResult(unit.spec.key, drill, ctx.store.record("score", unit.ids.score))
 
 
 def load_pool(ctx: WorkContext, stage: str, stage_id: str) -> CandidatePool | None:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from evalkit.retrieval.cosine import exact_cosines, to_fixed_point
+from evalkit.retrieval.mask import Mask
 from evalkit.retrieval.pools import (
     DEFAULT_BLOCK_CELLS,
     CandidatePool,
@@ -50,7 +51,7 @@ def hnsw_pool(
     index: DenseIndex,
     queries: QueryVectors,
     n: int,
-    allowed: np.ndarray | None = None,
+    allowed: Mask | None = None,
     settings: HnswSettings = HnswSettings(),
 ) -> CandidatePool:
     """Approximate top-n by inner product on unit vectors (= cosine), best first, ties by lower unit.
@@ -114,7 +115,7 @@ def recall_against_exact(
     index: DenseIndex,
     queries: QueryVectors,
     approximate: CandidatePool,
-    allowed: np.ndarray | None = None,
+    allowed: Mask | None = None,
     cells: int = DEFAULT_BLOCK_CELLS,
 ) -> dict[str, float | int]:
     """Share of the exact pool the approximate pool holds, on a sample of questions (mean over them)."""

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from evalkit.records import Document, Question
+from evalkit.retrieval.mask import UnitMask
 
 PUBLIC = "all"
 
@@ -70,13 +71,13 @@ def visible_to(meta: Mapping[str, Any], role: str | None) -> bool:
 class Access:
     """Per question and unit: may this role see it, and is it in effect at the question's date."""
 
-    visible: np.ndarray
-    """bool (n_q, n_units)."""
-    current: np.ndarray
+    visible: UnitMask
+    """bool (n_q, n_units), one row per distinct (role, date)."""
+    current: UnitMask
     """bool (n_q, n_units); all True where no date applies."""
 
     @property
-    def allowed(self) -> np.ndarray:
+    def allowed(self) -> UnitMask:
         return self.visible & self.current
 
 
@@ -87,26 +88,30 @@ def access(
     doc_index = {doc.doc_id: i for i, doc in enumerate(documents)}
     unit_doc = np.array([doc_index[str(d)] for d in unit_doc_ids], dtype=np.int64)
     effective_of = {doc.doc_id: _date(doc.meta.get("effective_date")) for doc in documents}
-    visible = np.ones((len(questions), len(unit_doc)), dtype=bool)
-    current = np.ones((len(questions), len(unit_doc)), dtype=bool)
-    by_key: dict[tuple[str | None, str | None], tuple[np.ndarray, np.ndarray]] = {}
+    row_of = np.zeros(len(questions), dtype=np.intp)
+    kinds: dict[tuple[str | None, str | None], int] = {}
+    visible, current = [], []
     for row, question in enumerate(questions):
         role = question.tags.get(settings.role_tag)
         as_of = question.tags.get(settings.as_of_tag) or settings.as_of
         key = (None if role is None else str(role), None if as_of is None else str(as_of))
-        if key not in by_key:
+        if key not in kinds:
+            kinds[key] = len(kinds)
             doc_visible = np.array([visible_to(doc.meta, key[0]) for doc in documents], dtype=bool)
             date = _date(key[1])
             doc_current = np.array(
                 [True if date is None else in_effect(doc.meta, date, effective_of) for doc in documents], dtype=bool
             )
-            by_key[key] = (doc_visible[unit_doc], doc_current[unit_doc])
-        visible[row], current[row] = by_key[key]
-    return Access(visible=visible, current=current)
+            visible.append(doc_visible[unit_doc])
+            current.append(doc_current[unit_doc])
+        row_of[row] = kinds[key]
+    shape = (len(kinds), len(unit_doc))
+    stack = lambda rows: np.array(rows, dtype=bool).reshape(shape)  # noqa: E731  (no question: no row)
+    return Access(visible=UnitMask(row_of, stack(visible)), current=UnitMask(row_of, stack(current)))
 
 
-def leaked(returned: np.ndarray, pool_indices: np.ndarray, allowed_units: np.ndarray) -> np.ndarray:
+def leaked(returned: np.ndarray, pool_indices: np.ndarray, allowed_units: UnitMask) -> np.ndarray:
     """Per question: returned units the question may not have (not visible, or not in effect)."""
     safe = np.maximum(pool_indices, 0)
-    forbidden = ~np.take_along_axis(allowed_units, safe, axis=1) & (pool_indices >= 0)
+    forbidden = ~allowed_units.at_ranks(safe) & (pool_indices >= 0)
     return (forbidden & returned).sum(axis=1)

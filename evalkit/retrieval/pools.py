@@ -25,6 +25,7 @@ import numpy as np
 
 from evalkit.records import Hit, HitSource, Ranking
 from evalkit.retrieval.cosine import exact_cosines, to_fixed_point
+from evalkit.retrieval.mask import Mask
 
 FusionMethod = Literal["rrf", "max"]
 MAX_BLOCK_QUESTIONS = 256
@@ -126,7 +127,7 @@ def question_blocks(n_rows: int, n_units: int, cells: int = DEFAULT_BLOCK_CELLS)
     return [slice(i, min(i + size, n_rows)) for i in range(0, n_rows, size)]
 
 
-def _filtered(scores: np.ndarray, allowed: np.ndarray | None, rows: slice) -> np.ndarray:
+def _filtered(scores: np.ndarray, allowed: Mask | None, rows: slice) -> np.ndarray:
     """Scores with the units a question may not retrieve (metadata filters) set to -inf."""
     return scores if allowed is None else np.where(allowed[rows], scores, -np.inf)
 
@@ -140,7 +141,7 @@ def dense_pool(
     index: DenseIndex,
     queries: QueryVectors,
     n: int,
-    allowed: np.ndarray | None = None,
+    allowed: Mask | None = None,
     cells: int = DEFAULT_BLOCK_CELLS,
 ) -> CandidatePool:
     """Exact cosine top-n for every query (``allowed``: per-question unit mask from metadata filters)."""
@@ -157,7 +158,7 @@ def bm25_pool(
     score_rows: Callable[[slice], np.ndarray],
     n_queries: int,
     n: int,
-    allowed: np.ndarray | None = None,
+    allowed: Mask | None = None,
     n_units: int = 0,
     cells: int = DEFAULT_BLOCK_CELLS,
 ) -> CandidatePool:
@@ -179,7 +180,7 @@ def hybrid_pool(
     n: int,
     method: FusionMethod = "rrf",
     rrf_k: int = 60,
-    allowed: np.ndarray | None = None,
+    allowed: Mask | None = None,
     cells: int = DEFAULT_BLOCK_CELLS,
 ) -> CandidatePool:
     """Fuse dense and BM25 top-n lists; each unit appears once; never sums raw scores.
@@ -255,7 +256,7 @@ def collapse_to_parents(pool: CandidatePool, parent_of: np.ndarray) -> Candidate
     return CandidatePool(indices, scores, pool.source)
 
 
-def keep_allowed(pool: CandidatePool, allowed: np.ndarray) -> CandidatePool:
+def keep_allowed(pool: CandidatePool, allowed: Mask) -> CandidatePool:
     """Drop the hits ``allowed[question, unit]`` forbids, keeping the others' order (a pool searched elsewhere)."""
     indices = np.full_like(pool.indices, -1)
     scores = np.full_like(pool.scores, np.nan)

@@ -16,7 +16,7 @@ import json
 import os
 import tempfile
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from evalkit.console import warn
+from evalkit.run.blocks import write_frames
 
 UNITS_DIR = ".units"
 
@@ -88,12 +89,19 @@ class UnitStore:
         stage: str,
         unit_id: str,
         record: Mapping[str, Any],
-        tables: Mapping[str, pd.DataFrame] | None = None,
+        tables: Mapping[str, pd.DataFrame | Iterable[pd.DataFrame]] | None = None,
         arrays: Mapping[str, np.ndarray] | None = None,
     ) -> None:
-        """Tables and arrays first, the record last: its presence means the unit is complete."""
+        """Tables and arrays first, the record last: its presence means the unit is complete.
+
+        A table given as frames is written a frame at a time (a chunking's rows are never held whole).
+        """
         for name, frame in (tables or {}).items():
-            atomic_write(self.path(stage, unit_id, f"{name}.parquet"), lambda p, f=frame: f.to_parquet(p, index=False))
+            path = self.path(stage, unit_id, f"{name}.parquet")
+            if isinstance(frame, pd.DataFrame):
+                atomic_write(path, lambda p, f=frame: f.to_parquet(p, index=False))
+            else:
+                write_frames(path, frame)
         if arrays is not None:
             atomic_write(self.path(stage, unit_id, "npz"), lambda p: _save_npz(p, arrays))
         text = json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False, default=str)

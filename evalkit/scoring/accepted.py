@@ -23,6 +23,7 @@ from evalkit.scoring.gatecheck import ConfigData, evaluate
 from evalkit.scoring.moves import COST, Sweep
 from evalkit.scoring.objective import column_means
 from evalkit.scoring.out_of_sample import point_constraints
+from evalkit.scoring.per_config import config_rows
 from evalkit.scoring.registry import MEASURES
 
 NO_GAIN = "gain"
@@ -43,7 +44,7 @@ def gate_passing(sweep: Sweep) -> dict[str, Any]:
         .sort_values(ascending=False, kind="stable")
         .index
     ]
-    base = ConfigData(sweep.results, sweep.summary, sweep.production_id)
+    base = ConfigData(config_rows(sweep.results, sweep.production_id), sweep.summary, sweep.production_id)
     accepted: list[dict[str, Any]] = []
     checked = 0
     for config_id in order:
@@ -55,7 +56,8 @@ def gate_passing(sweep: Sweep) -> dict[str, Any]:
         if checked >= sweep.objective.max_candidates:
             break
         checked += 1
-        checks, _ = evaluate(base, ConfigData(sweep.results, sweep.summary, config_id), sweep.gate)
+        candidate = ConfigData(config_rows(sweep.results, config_id), sweep.summary, config_id)
+        checks, _ = evaluate(base, candidate, sweep.gate)
         if not all(c.passed for c in checks):
             continue
         breaks = [

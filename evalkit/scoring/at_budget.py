@@ -10,11 +10,24 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from evalkit.scoring.per_config import PerConfig, Results
+
 GROUP = ["chunking", "retriever", "reranker", "threshold"]
 
 
-def recall_at_budget(results: pd.DataFrame, budget: float, measure: str = "recall") -> pd.DataFrame:
+def recall_at_budget(results: Results, budget: float, measure: str = "recall") -> pd.DataFrame:
     """One row per (chunking, retriever, reranker, threshold): mean recall at the budget and the k it used."""
+    if isinstance(results, PerConfig):
+        # Each group's choices from its own configs' rows (its every top_k), in the order the groups first
+        # appear in a results table: the same per-question frame as from the whole table, so the same means.
+        groups = results.identity.groupby(GROUP, sort=False)["config_id"]
+        parts = [budget_choices(results.rows(list(ids)), budget, measure) for _, ids in groups]
+        return budget_means(pd.concat(parts, ignore_index=True), budget, measure)
+    return budget_means(budget_choices(results, budget, measure), budget, measure)
+
+
+def budget_choices(results: pd.DataFrame, budget: float, measure: str = "recall") -> pd.DataFrame:
+    """Per group and answerable question: the largest top_k that fits the budget and its value (NaN k, 0: none)."""
     rows = results[results["answerable"].astype(bool)]
     fits = rows[rows["returned_tokens"] <= budget]
     # The largest fitting k per question and chunking; a question with no fitting k scores 0.
@@ -22,6 +35,12 @@ def recall_at_budget(results: pd.DataFrame, budget: float, measure: str = "recal
     per_question = rows[[*GROUP, "question_id"]].drop_duplicates()
     merged = per_question.merge(best[[*GROUP, "question_id", "top_k", measure]], on=[*GROUP, "question_id"], how="left")
     merged[measure] = merged[measure].fillna(0.0)
+    return merged
+
+
+def budget_means(merged: pd.DataFrame, budget: float, measure: str = "recall") -> pd.DataFrame:
+    """The per-group means of :func:`budget_choices` (pandas' group means depend on the whole frame's group
+    order, so they are taken once over every group's choices)."""
     grouped = merged.groupby(GROUP, sort=True)
     out = grouped[measure].mean().rename(f"{measure}_at_budget").to_frame()
     out["mean_k_at_budget"] = grouped["top_k"].mean()

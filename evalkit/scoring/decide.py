@@ -24,6 +24,7 @@ from evalkit.scoring.gatecheck import ConfigData, GateConfig, evaluate
 from evalkit.scoring.moves import Sweep, cheaper_pick, one_knob_moves
 from evalkit.scoring.objective import ConfigTable, ObjectiveSettings, column_means, config_table
 from evalkit.scoring.out_of_sample import out_of_sample_gain, point_constraints, selection_flags
+from evalkit.scoring.per_config import Results, config_rows
 from evalkit.scoring.registry import MEASURES
 from evalkit.scoring.segments import segment_flags, segment_gains
 from evalkit.scoring.values import at_threshold
@@ -34,7 +35,7 @@ NO_PRODUCTION = "no production config"
 
 
 def decide(
-    results: pd.DataFrame,
+    results: Results,
     summary: pd.DataFrame,
     production_id: str | None,
     objective: ObjectiveSettings,
@@ -60,7 +61,7 @@ def decide(
 
 
 def _decide(
-    results: pd.DataFrame,
+    results: Results,
     summary: pd.DataFrame,
     production_id: str | None,
     objective: ObjectiveSettings,
@@ -182,7 +183,7 @@ def _abstention_applies(objective: ObjectiveSettings, table: ConfigTable) -> boo
 def _try(
     config_id: str,
     production_id: str,
-    results: pd.DataFrame,
+    results: Results,
     summary: pd.DataFrame,
     table: ConfigTable,
     means: Mapping[str, pd.Series],
@@ -196,7 +197,8 @@ def _try(
     miss = {"config_id": config_id, "primary": float(means[PRIMARY][config_id])}
     if broken:
         return {"decision": KEEP, "bootstrapped": 0, "miss": miss | _breaks(broken) | {"stage": 0}}
-    checks, _ = evaluate(ConfigData(results, summary, production_id), ConfigData(results, summary, config_id), gate)
+    base, cand = (ConfigData(config_rows(results, c), summary, c) for c in (production_id, config_id))
+    checks, _ = evaluate(base, cand, gate)
     failed = [c for c in checks if not c.passed]
     gain = compare.paired(
         table.primary[production_id].to_numpy(),

@@ -25,6 +25,7 @@ from evalkit.scoring import compare
 from evalkit.scoring.gatecheck import ConfigData, GateConfig, evaluate, paired_values
 from evalkit.scoring.objective import ConfigTable, ObjectiveSettings
 from evalkit.scoring.out_of_sample import point_constraints
+from evalkit.scoring.per_config import Results, config_rows, result_columns
 from evalkit.scoring.registry import MEASURES
 
 KNOBS = ("chunk_size", "chunk_overlap", "top_k", "threshold", "reranker")
@@ -43,7 +44,7 @@ CHEAPER_LABEL = "same quality, {pct:.0f}% cheaper"
 class Sweep:
     """What every move is judged on: the run's frames, production, the objective and the gate's margins."""
 
-    results: pd.DataFrame
+    results: Results
     summary: pd.DataFrame
     production_id: str
     table: ConfigTable
@@ -107,12 +108,12 @@ def evidence(sweep: Sweep, config_id: str) -> dict[str, Any]:
     """A candidate against production: paired recall and context precision, the bill, the index, the verdicts."""
     production, candidate = sweep.row(sweep.production_id), sweep.row(config_id)
     base, cand = (
-        ConfigData(sweep.results, sweep.summary, sweep.production_id),
-        ConfigData(sweep.results, sweep.summary, config_id),
+        ConfigData(config_rows(sweep.results, sweep.production_id), sweep.summary, sweep.production_id),
+        ConfigData(config_rows(sweep.results, config_id), sweep.summary, config_id),
     )
     intervals = {}
     for name in EVIDENCE:
-        if MEASURES[name].column not in sweep.results.columns:
+        if MEASURES[name].column not in result_columns(sweep.results):
             continue
         c = compare.paired(*paired_values(base, cand, MEASURES[name]), sweep.gate.resampling, name)
         intervals[name] = None if c is None else {"delta": c.delta, "low": c.delta_low, "high": c.delta_high}

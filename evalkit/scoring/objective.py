@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from evalkit.scoring.registry import MEASURES
+from evalkit.scoring.per_config import PerConfig, Results
+from evalkit.scoring.registry import MEASURES, Measure
 from evalkit.scoring.values import matrix
 
 PROMPT_TOKENS = "prompt_tokens"
@@ -61,7 +62,9 @@ class ConfigTable:
         return bool(self.abstention.notna().to_numpy().any())
 
 
-def config_table(results: pd.DataFrame, primary: str, margin_measures: tuple[str, ...]) -> ConfigTable:
+def config_table(results: Results, primary: str, margin_measures: tuple[str, ...]) -> ConfigTable:
+    if isinstance(results, PerConfig):
+        return _config_table(results, primary, margin_measures)
     tokens = results.assign(**{PROMPT_TOKENS: results["returned_tokens"] + results["question_tokens"]})
     wide = tokens.pivot_table(index="question_id", columns="config_id", values=PROMPT_TOKENS, aggfunc="first")
     available = [n for n in margin_measures if MEASURES[n].column in results.columns]
@@ -71,6 +74,22 @@ def config_table(results: pd.DataFrame, primary: str, margin_measures: tuple[str
         abstention=matrix(results, MEASURES["zero_hit_unanswerable"]),
         prompt_tokens=wide.astype(np.float64),
         margins={n: matrix(results, MEASURES[n]) for n in available},
+    )
+
+
+def _config_table(values: PerConfig, primary: str, margin_measures: tuple[str, ...]) -> ConfigTable:
+    """The same frames as from a results table, from the sweep's per-config arrays."""
+
+    def matrix_of(m: Measure) -> pd.DataFrame:
+        return values.wide([m.column], m.subset)
+
+    available = [n for n in margin_measures if MEASURES[n].column in values.columns]
+    return ConfigTable(
+        primary=matrix_of(MEASURES[primary]),
+        zero_hit_answerable=matrix_of(MEASURES["zero_hit_answerable"]),
+        abstention=matrix_of(MEASURES["zero_hit_unanswerable"]),
+        prompt_tokens=values.wide(["returned_tokens", "question_tokens"]),
+        margins={n: matrix_of(MEASURES[n]) for n in available},
     )
 
 
