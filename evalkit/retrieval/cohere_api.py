@@ -7,10 +7,14 @@ Retries are evalkit's (:mod:`~evalkit.retry`), not the SDK's: the client is buil
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import Any
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
-from evalkit.retry import attempts_text
+from evalkit.retry import RetryPolicy, Transient, attempts_text, call_with_retries
+
+T = TypeVar("T")
 
 SDK_API_KEY_ENV = "CO_API_KEY"
 """The variable the SDK itself documents; read when ``api_key_env`` is unset."""
@@ -66,3 +70,51 @@ def describe(exc: Any, what: str, attempts: int, retryable: bool, api_key_env: s
     elif retryable:
         hint = f" (gave up after {attempts_text(attempts)})"
     return f"{what} failed: HTTP {status}: {text}{hint}"
+
+
+@dataclass
+class Attempts:
+    """HTTP requests one call took (the caller reads it after success or failure alike)."""
+
+    n: int = 0
+
+
+def call_with_cohere_retries(
+    send: Callable[[], T],
+    retry: RetryPolicy,
+    impossible: type[Exception],
+    attempts: Attempts,
+    *,
+    sleep: Callable[[float], None],
+    jitter: random.Random,
+    on_resend: Callable[[], None] | None = None,
+) -> T:
+    """``send()`` (one SDK request and the check of its reply) under evalkit's retries.
+
+    Retried: the policy's transient statuses, connection errors, bodies the SDK cannot parse and replies
+    ``send`` finds ``impossible``. ``on_resend`` runs before a resend after a reply that arrived but could
+    not be used (the server may have done, and billed, that work). A status a retry cannot fix is raised
+    as the SDK's ``ApiError``; exhausted retries as :class:`~evalkit.retry.RetriesExhausted`.
+    """
+    from cohere.core.api_error import ApiError
+    from cohere.core.parse_error import ParsingError
+    from httpx import TransportError
+
+    def attempt() -> T:
+        attempts.n += 1
+        try:
+            return send()
+        except ApiError as exc:
+            if not retry.retryable(exc.status_code, exc.headers):
+                raise
+            raise Transient(f"HTTP {exc.status_code}", exc.headers) from exc
+        except (ParsingError, TransportError, impossible) as exc:
+            raise Transient(problem(exc, impossible)) from exc
+
+    def before_resend(failure: Transient) -> None:
+        cause = failure.__cause__
+        status = getattr(cause, "status_code", None) if isinstance(cause, ApiError) else 200
+        if on_resend is not None and status is not None and status < 300:
+            on_resend()
+
+    return call_with_retries(attempt, retry, sleep=sleep, jitter=jitter, on_retry=before_resend)

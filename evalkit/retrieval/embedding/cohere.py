@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from evalkit.retrieval.cohere_api import describe, make_client, problem, resolve_api_key
+from evalkit.retrieval.cohere_api import Attempts, call_with_cohere_retries, describe, make_client, resolve_api_key
 from evalkit.retrieval.embedding.base import Embedder, EmbeddingError, EmbedKind
 from evalkit.retrieval.embedding.settings import COHERE_MAX_TEXTS, EmbedderSettings
-from evalkit.retry import RetriesExhausted, RetryPolicy, Transient, call_with_retries
+from evalkit.retry import RetriesExhausted, RetryPolicy
 
 if TYPE_CHECKING:
     from evalkit.cost.prices import EmbedPrice
@@ -110,41 +110,24 @@ class CohereEmbedder(Embedder):
 
     def embed_batch(self, texts: Sequence[str], kind: EmbedKind) -> np.ndarray:
         from cohere.core.api_error import ApiError
-        from cohere.core.parse_error import ParsingError
-        from httpx import TransportError
 
-        tries = 0
-        what = f"Cohere embed ({self.model_id})"
+        what, attempts = f"Cohere embed ({self.model_id})", Attempts()
 
-        def attempt() -> tuple[Any, np.ndarray]:
-            nonlocal tries
-            tries += 1
-            try:
-                response = self._client.embed(**self._request(texts, kind), request_options={"max_retries": 0})
-                return response, _vectors(response, len(texts), self.dim)
-            except ApiError as exc:
-                if not self.retry.retryable(exc.status_code, exc.headers):
-                    raise
-                raise Transient(f"HTTP {exc.status_code}", exc.headers) from exc
-            except (ParsingError, TransportError, _ImpossibleReply) as exc:
-                raise Transient(problem(exc, _ImpossibleReply)) from exc
-
-        def before_resend(failure: Transient) -> None:
-            cause = failure.__cause__
-            status = getattr(cause, "status_code", None) if isinstance(cause, ApiError) else 200
-            if status is not None and status < 300:
-                self.resent()  # the server may have done (and billed) the work whose reply was lost or unreadable
+        def send() -> tuple[Any, np.ndarray]:
+            response = self._client.embed(**self._request(texts, kind), request_options={"max_retries": 0})
+            return response, _vectors(response, len(texts), self.dim)
 
         try:
-            response, vectors = call_with_retries(
-                attempt, self.retry, sleep=self._sleep, jitter=self._jitter, on_retry=before_resend
-            )
+            response, vectors = call_with_cohere_retries(
+                send, self.retry, _ImpossibleReply, attempts, sleep=self._sleep, jitter=self._jitter,
+                on_resend=self.resent,
+            )  # fmt: skip
         except ApiError as exc:  # a status a retry cannot fix
-            raise EmbeddingError(describe(exc, what, tries, False, self.settings.api_key_env)) from None
+            raise EmbeddingError(describe(exc, what, attempts.n, False, self.settings.api_key_env)) from None
         except RetriesExhausted as exc:
             cause = exc.last.__cause__
             if isinstance(cause, ApiError):
-                raise EmbeddingError(describe(cause, what, tries, True, self.settings.api_key_env)) from None
+                raise EmbeddingError(describe(cause, what, attempts.n, True, self.settings.api_key_env)) from None
             raise EmbeddingError(f"{what} {exc}") from None
         self.billed_tokens += _billed_tokens(response)
         return vectors

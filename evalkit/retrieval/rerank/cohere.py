@@ -35,9 +35,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from evalkit.cache import cache_key, text_hash
-from evalkit.retrieval.cohere_api import describe, make_client, problem, resolve_api_key
+from evalkit.retrieval.cohere_api import Attempts, call_with_cohere_retries, describe, make_client, resolve_api_key
 from evalkit.retrieval.rerank.base import RerankCounter, Reranker, RerankError
-from evalkit.retry import RetriesExhausted, RetryPolicy, Transient, call_with_retries
+from evalkit.retry import RetriesExhausted, RetryPolicy
 
 if TYPE_CHECKING:
     from evalkit.cost.prices import RerankPrice
@@ -178,54 +178,37 @@ class CohereReranker(Reranker):
         that cannot be right). The last failure becomes one :class:`RerankError` line.
         """
         from cohere.core.api_error import ApiError
-        from cohere.core.parse_error import ParsingError
-        from httpx import TransportError
 
-        tries = 0
-        what = f"Cohere rerank ({self.model_id})"
+        what, attempts = f"Cohere rerank ({self.model_id})", Attempts()
 
-        def attempt() -> tuple[Any, np.ndarray]:
-            nonlocal tries
-            tries += 1
-            try:
-                response = self._client.rerank(
-                    model=self.model_id,
-                    query=query,
-                    documents=documents,
-                    top_n=len(documents),
-                    max_tokens_per_doc=self.max_tokens_per_doc,
-                    # The client is built with max_retries=0 too; repeating it per request guards
-                    # against an SDK whose client-level setting stops applying.
-                    request_options={"max_retries": 0},
-                )
-                return response, _scores_in_input_order(response, len(documents))
-            except ApiError as exc:
-                if not self.retry.retryable(exc.status_code, exc.headers):
-                    raise
-                raise Transient(f"HTTP {exc.status_code}", exc.headers) from exc
-            except (ParsingError, TransportError, _ImpossibleReply) as exc:
-                raise Transient(problem(exc, _ImpossibleReply)) from exc
-
-        def before_resend(failure: Transient) -> None:
-            cause = failure.__cause__
-            status = getattr(cause, "status_code", None) if isinstance(cause, ApiError) else 200
-            if on_resend is not None and status is not None and status < 300:
-                on_resend()  # the server may have done (and billed) the work whose reply was lost or unreadable
+        def send() -> tuple[Any, np.ndarray]:
+            response = self._client.rerank(
+                model=self.model_id,
+                query=query,
+                documents=documents,
+                top_n=len(documents),
+                max_tokens_per_doc=self.max_tokens_per_doc,
+                # The client is built with max_retries=0 too; repeating it per request guards
+                # against an SDK whose client-level setting stops applying.
+                request_options={"max_retries": 0},
+            )
+            return response, _scores_in_input_order(response, len(documents))
 
         try:
-            response, scores = call_with_retries(
-                attempt, self.retry, sleep=self._sleep, jitter=self._jitter, on_retry=before_resend
-            )
+            response, scores = call_with_cohere_retries(
+                send, self.retry, _ImpossibleReply, attempts, sleep=self._sleep, jitter=self._jitter,
+                on_resend=on_resend,
+            )  # fmt: skip
         except ApiError as exc:  # a status a retry cannot fix
-            self._count_failure(counter, tries)
-            raise RerankError(describe(exc, what, tries, False, self.api_key_env)) from exc
+            self._count_failure(counter, attempts.n)
+            raise RerankError(describe(exc, what, attempts.n, False, self.api_key_env)) from exc
         except RetriesExhausted as exc:
-            self._count_failure(counter, tries)
+            self._count_failure(counter, attempts.n)
             cause = exc.last.__cause__
             if isinstance(cause, ApiError):
-                raise RerankError(describe(cause, what, tries, True, self.api_key_env)) from exc
+                raise RerankError(describe(cause, what, attempts.n, True, self.api_key_env)) from exc
             raise RerankError(f"Cohere rerank ({self.model_id}) {exc}") from exc
-        return response, scores, tries
+        return response, scores, attempts.n
 
     def _count_failure(self, counter: RerankCounter | None, attempts: int) -> None:
         # Failed requests are recorded (they cost time, and show up in rate-limit reports) but
