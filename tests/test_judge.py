@@ -283,13 +283,15 @@ def test_a_reply_cut_at_max_tokens_is_a_nan_row(server: ScriptedJudge) -> None:
 def test_evalkit_cache_serves_repeat_runs_and_keys_on_the_model(server: ScriptedJudge, cache: Cache) -> None:
     llm = make_llm(server)
     first = judge_answers([PARIS, LYON], llm, cache=cache)
-    sent = server.counts["messages"]  # 6, or more when a loaded machine made ragas retry a slow call
+    # ragas decides how many calls a verdict takes (6 here on a quiet machine; 5 and 7 seen under load,
+    # when it retries or drops a slow step): the claim under test is the cache's, not that count.
+    sent = server.counts["messages"]
     again = judge_answers([PARIS, LYON], llm, cache=cache)
-    assert sent >= 6 and server.counts["messages"] == sent  # the second run sent nothing
+    assert sent > 0 and server.counts["messages"] == sent  # the second run sent nothing
     assert [s.score for s in again] == [s.score for s in first] == [1.0, 0.0]
     assert all(s.cached and s.calls == 0 for s in again)
     judge_answers([PARIS], ragas_llm("claude-sonnet-5", server.url, "test-key", 256, max_retries=0), cache=cache)
-    assert server.counts["messages"] == 6 + 3  # another model: other keys
+    assert server.counts["messages"] > sent  # another model: other keys, so it asks again
 
 
 def test_no_duplicate_requests_over_keep_alive_between_runs(server: ScriptedJudge) -> None:
