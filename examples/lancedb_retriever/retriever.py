@@ -6,9 +6,9 @@ character offsets into that document, and its vector; :func:`retrieve` embeds th
 model, searches the store and answers with offset hits, which evalkit scores like any of its own configs::
 
     # once (or whenever the chunks change): build the store from your chunks
-    python examples/lancedb_retriever/retriever.py build labelsets/demo /tmp/store --chunk-size 300
+    python examples/lancedb_retriever/retriever.py build labelsets/demo reports/lancedb-store --chunk-size 300
     # then sweep production's retriever, reading the store at EVALKIT_LANCEDB_STORE
-    EVALKIT_LANCEDB_STORE=/tmp/store python -m evalkit.sweep retriever=external \\
+    EVALKIT_LANCEDB_STORE=reports/lancedb-store python -m evalkit.sweep retriever=external \\
         retriever.target=examples.lancedb_retriever.retriever:retrieve retriever.version=store-1
 
 Here the chunks are evalkit's own recursive chunking of a labelled set (so the example runs on the demo
