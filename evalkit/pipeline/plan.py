@@ -267,7 +267,9 @@ def _options(config: SweepConfig) -> RunOptions:
     if run_id is not None and (not SAFE_RUN_ID.fullmatch(run_id) or ".." in run_id):
         # The run folder must stay inside reports_dir: no separators, no '..', no absolute names.
         raise ConfigError(f"run_id: {run_id!r} is not a safe folder name (letters, digits, '.', '_', '-')")
-    reports_dir = resolve_path(config.reports_dir)
+    # An output folder is the user's, from the working directory: never the checkout's own reports/
+    # (resolve_path falls back to the project root, which is right only for inputs).
+    reports_dir = Path(config.reports_dir).expanduser().absolute()
     cache_path = Path(config.cache_path).expanduser()
     if not cache_path.is_absolute():
         cache_path = reports_dir.parent / cache_path
