@@ -68,7 +68,17 @@ def delta(c: stats.PairedComparison | None, proportion: bool = True) -> str:
 
 
 def check_delta(check: Mapping[str, Any]) -> str:
-    """A gate check's difference: points with CI for proportions; dollars and percent otherwise."""
+    """A gate check's difference: points with CI for proportions; dollars and percent otherwise.
+
+    When every question moved alike (the candidate is production, say) the bootstrap's interval has
+    width zero: that is said in words, never printed as an interval (the gate's statistic is unchanged).
+    """
+    if _same_everywhere(check):
+        return (
+            f"{signed_points(check['delta'])} points (the same on every question: no interval)"
+            if check.get("proportion", True)
+            else f"{_signed_money(check['delta'])} (the same on every question: no interval)"
+        )
     if check.get("proportion", True):
         return (
             f"{signed_points(check['delta'])} [{signed_points(check['delta_low'])}, "
@@ -81,6 +91,11 @@ def check_delta(check: Mapping[str, Any]) -> str:
     if check.get("method") != "point" and _finite(check.get("delta_low")) and _finite(check.get("delta_high")):
         text += f" [{_signed_money(check['delta_low'])}, {_signed_money(check['delta_high'])}]"
     return text
+
+
+def _same_everywhere(check: Mapping[str, Any]) -> bool:
+    low, high = check.get("delta_low"), check.get("delta_high")
+    return check.get("method") != "point" and _finite(low) and _finite(high) and low == high
 
 
 def _signed_money(x: float) -> str:
