@@ -18,6 +18,7 @@ import yaml
 from evalkit.distribution import DISTRIBUTION, installed_version
 from evalkit.project.init import init_project
 from evalkit.project.install import PLACEHOLDER, source_from_direct_url
+from evalkit.report.__main__ import compare_lines
 from evalkit.report.compare import compare_runs
 from evalkit.run.folder import load_run
 from tests.wheel_env import WheelEnv, make_env
@@ -224,3 +225,27 @@ def test_run_over_run_pairs_matching_questions_and_says_when_nothing_matches(tmp
     no_questions = compare_runs(other, a, [baseline])
     assert no_questions.note is not None and no_questions.note.startswith("The runs share no question")
     assert os.fspath(a.root) != os.fspath(b.root)
+
+
+def test_report_compare_on_external_runs_counts_the_flips_the_report_shows(
+    tmp_path: Path, small_demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reindex against reindex: two ``retriever=external`` runs (no manifest grid point is production there).
+    The terminal's flipped-question count is the page's, and it is not zero when production changed."""
+    from evalkit.report.__main__ import main as report_main
+    from tests.external import gold_retriever
+
+    monkeypatch.setenv("EVALKIT_GOLD_LABELSET", str(small_demo))
+    gold_retriever._labelset.cache_clear()
+    external = ["retriever=external", "top_k=[1,5]", "pool_size=5"]
+    target = "retriever.target=tests.external.gold_retriever"
+    reports = tmp_path / "reports"
+    before = _sweep(reports, small_demo, "before", *external, f"{target}:offsets")
+    after = _sweep(reports, small_demo, "after", *external, f"{target}:gold_for_some")
+    lines = compare_lines(str(after), str(before))
+    counted = re.search(r"(\d+) flipped questions", lines[0])
+    assert counted is not None and int(counted.group(1)) > 0, lines
+    assert report_main([str(after), "--compare", str(before), "--resamples", "200"]) == 0
+    page = (after / "index.html").read_text(encoding="utf-8")
+    shown = re.search(r"Questions that flipped \(hit@k changed\): (\d+)", page)
+    assert shown is not None and shown.group(1) == counted.group(1), (lines[0], shown)

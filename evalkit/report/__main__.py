@@ -53,14 +53,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def compare_lines(run_dir: str, earlier_dir: str) -> list[str]:
     """What the run-over-run comparison found, for the terminal: a plain note, or the focus configs' deltas."""
-    from evalkit.report.analysis import resolve_baseline
     from evalkit.report.compare import compare_runs
+    from evalkit.report.model import focus_and_production
     from evalkit.run.folder import load_run
 
     now, earlier = load_run(run_dir), load_run(earlier_dir)
-    recommended = ((now.recommendation or {}).get("recommended") or {}).get("config_id")
-    baseline = resolve_baseline(now.summary, now.baseline_point())
-    delta = compare_runs(now, earlier, [c for c in (recommended, baseline) if c])
+    focus, production = focus_and_production(now)
+    delta = compare_runs(now, earlier, [c for c in (focus, production) if c])
     lines = [delta.summary_line()]
     if delta.note is None:
         rows = delta.deltas[(delta.deltas["metric"] == "recall") & (delta.deltas["n_paired"] > 0)]

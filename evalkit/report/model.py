@@ -143,6 +143,18 @@ def _production(run: Run, decision: Decision | None) -> str | None:
     return analysis.resolve_baseline(run.summary, run.baseline_point())
 
 
+def focus_and_production(run: Run) -> tuple[str, str | None]:
+    """The configs the report follows (its focus and production), read as the report reads them.
+
+    One home for the choice, so ``python -m evalkit.report --compare`` on the terminal names the same configs,
+    and so the same flipped questions, as the page (an external retriever's production is the decision's, not
+    a grid point of the manifest's baseline).
+    """
+    decision = read_decision(run.recommendation)
+    production_id = _production(run, decision)
+    return _focus(run, decision, production_id), production_id
+
+
 def _focus(run: Run, decision: Decision | None, production_id: str | None) -> str:
     """The decision's focus config; without a decision, production, else the grid's first config."""
     if decision is not None and decision.focus_id in set(run.summary["config_id"]):

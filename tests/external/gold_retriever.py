@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -65,3 +66,12 @@ def reversed_offsets(queries: list[dict[str, Any]], k: int) -> list[list[dict[st
         hit = out[1][0]
         hit["start"], hit["end"] = hit["end"], hit["start"]
     return out
+
+
+def gold_for_some(queries: list[dict[str, Any]], k: int) -> list[list[dict[str, Any]]]:
+    """The gold for about two queries in three, filler only for the rest: a worse production than ``offsets``."""
+    out = offsets(queries, k)
+    _, docs = _labelset(os.environ["EVALKIT_GOLD_LABELSET"])
+    return [
+        hits if zlib.crc32(q["id"].encode()) % 3 else _filler(docs, k) for q, hits in zip(queries, out, strict=True)
+    ]
