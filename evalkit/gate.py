@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from evalkit.pipeline.margins import load_gate_config
+from evalkit.pipeline.production_file import load_production_point
 from evalkit.report import fmt
 from evalkit.run import files
 from evalkit.run.disk import describe_os_error
@@ -64,6 +65,18 @@ def _baseline_config(run: Run) -> str:
     )
 
 
+def _config_at_point(run: Run, production_file: str) -> str:
+    """The config of ``run`` at the grid point a production file names (e.g. the pull request base's)."""
+    point = load_production_point(production_file)
+    config_id = find_production(run.summary, **asdict(point))
+    if config_id is None:
+        raise GateError(
+            f"{production_file}: production ({point.describe()}) is not a config of {run.root}; "
+            "add it to the sweep's grid so the gate can compare with it"
+        )
+    return config_id
+
+
 def _choose(run: Run, config_id: str | None, flag: str, fallback_to_baseline: bool) -> str:
     if config_id is not None:
         if config_id not in set(run.summary["config_id"]):
@@ -90,12 +103,18 @@ def check_same_labelset(baseline: Run, candidate: Run) -> None:
 
 
 def report_payload(
-    baseline: Side, candidate: Side, config: GateConfig, checks: Sequence[Check], skipped: Sequence[Mapping[str, str]]
+    baseline: Side,
+    candidate: Side,
+    config: GateConfig,
+    checks: Sequence[Check],
+    skipped: Sequence[Mapping[str, str]],
+    route: str | None = None,
 ) -> dict[str, Any]:
     """The content of gate.json."""
     passed = all(c.passed for c in checks)
     return {
         "passed": passed,
+        "route": route,
         "verdict": "pass" if passed else "fail",
         "confidence": config.confidence,
         "n_resamples": config.n_resamples,
@@ -133,6 +152,7 @@ def markdown(payload: Mapping[str, Any]) -> str:
         f"Non-inferiority at {payload['confidence']:.0%} confidence: paired bootstrap over questions, "
         f"{payload['n_resamples']} resamples.",
         "",
+        *([f"Route: {payload['route']}", ""] if payload.get("route") else []),
         "| metric | baseline | candidate | Δ [CI] | margin | result |",
         "|---|---:|---:|---:|---|---|",
     ]
@@ -178,7 +198,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         metavar="CONFIG_ID",
         help="default: the folder's only config, else its manifest's baseline grid point",
     )
+    parser.add_argument(
+        "--baseline-point",
+        metavar="PRODUCTION_YAML",
+        help="with --run: the baseline is the grid point this production file names (e.g. the base branch's)",
+    )
     parser.add_argument("--candidate-config", metavar="CONFIG_ID", help="default: the folder's only config")
+    parser.add_argument("--route", metavar="TEXT", help="why these two configs are compared (shown in gate.md)")
     parser.add_argument("--margins", default="default", help="a file, or a name in conf/gate/ (default: default)")
     parser.add_argument("--out", metavar="DIR", help="where to write gate.json and gate.md (default: candidate folder)")
     return parser.parse_args(argv)
@@ -192,8 +218,13 @@ def gate(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
         if not args.candidate_config:
             raise GateError("--run needs --candidate-config (and optionally --baseline-config)")
         run = load_run(args.run)
-        baseline = Side(run, _choose(run, args.baseline_config, "--baseline-config", True))
+        if args.baseline_point and args.baseline_config:
+            raise GateError("give --baseline-config or --baseline-point, not both")
+        baseline_id = _config_at_point(run, args.baseline_point) if args.baseline_point else args.baseline_config
+        baseline = Side(run, _choose(run, baseline_id, "--baseline-config", True))
         candidate = Side(run, _choose(run, args.candidate_config, "--candidate-config", False))
+    elif args.baseline_point:
+        raise GateError("--baseline-point needs --run (one folder whose grid holds both points)")
     elif args.baseline and args.candidate:
         base_run, cand_run = load_run(args.baseline), load_run(args.candidate)
         check_same_labelset(base_run, cand_run)
@@ -205,7 +236,7 @@ def gate(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
     checks, skipped = evaluate(baseline.data, candidate.data, config)
     if not checks:
         raise GateError("no check could run (every metric of the margins file lacks data)")
-    payload = report_payload(baseline, candidate, config, checks, skipped)
+    payload = report_payload(baseline, candidate, config, checks, skipped, args.route)
     return payload, Path(args.out) if args.out else candidate.run.root
 
 

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -198,6 +199,80 @@ def test_the_workflow_steps_run_locally(tmp_path: Path, installed: WheelEnv, git
     assert "## evalkit gate" in post[2], "gate.md is printed to the log instead"
 
 
+def _git(project: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=project, check=True, capture_output=True)
+
+
+def _set_production(project: Path, chunk_size: int, overlap: int, top_k: int, message: str) -> None:
+    production = project / "conf" / "baseline" / "production.yaml"
+    text = production.read_text(encoding="utf-8")
+    for key, value in (("chunk_size", chunk_size), ("chunk_overlap", overlap), ("top_k", top_k)):
+        text = re.sub(rf"(?m)^{key}: \d+", f"{key}: {value}", text)
+    production.write_text(text, encoding="utf-8")
+    _git(project, "commit", "-qam", message)
+
+
+def test_a_pull_request_that_changes_production_gates_the_new_production_against_the_base(
+    tmp_path: Path, installed: WheelEnv, github: str
+) -> None:
+    """The baseline is the base branch's production, read with git from origin: a pull request that makes
+    production worse fails with the failing checks in the comment, one that makes it better passes. The sweep
+    prints progress lines into the job's log."""
+    project = tmp_path / "team"
+    init_project(project)
+    (project / "conf" / "labelset" / "team.yaml").write_text("path: labelsets/team\nlimit: 60\n", encoding="utf-8")
+    (project / ".gitignore").write_text("reports/\n.evalkit-cache/\n", encoding="utf-8")
+    _git(tmp_path, "init", "-q", "--bare", "origin.git")
+    _git(project, "init", "-q", "-b", "main")
+    _git(project, "config", "user.email", "ci@example.com")
+    _git(project, "config", "user.name", "ci")
+    _git(project, "add", "-A")
+    _git(project, "commit", "-qm", "evalkit init")
+    _git(project, "remote", "add", "origin", str(tmp_path / "origin.git"))
+    _git(project, "push", "-q", "origin", "main")
+    env = installed.env()
+    pull_request = {
+        "EVALKIT_INSTALL": f"--no-deps --no-index -q {installed.wheel}",
+        "EVALKIT_BASE_REF": "main",  # what ${{ github.base_ref }} gives on a pull request
+        "EVALKIT_PROGRESS_EVERY_S": "1",
+        "GITHUB_TOKEN": "t0ken", "GITHUB_REPOSITORY": "team/rag", "GITHUB_API_URL": github, "PR_NUMBER": "8",
+    }  # fmt: skip
+
+    # Worse: 512/64/k5 -> 256/0/k3 (recall about -13 points). A shallow checkout has no origin/main: fetched.
+    _git(project, "checkout", "-q", "-b", "worse")
+    _set_production(project, 256, 0, 3, "smaller chunks, fewer of them")
+    _git(project, "update-ref", "-d", "refs/remotes/origin/main")
+    outcomes = run_steps(project, env, pull_request)
+    codes = {name: code for name, code, _ in outcomes}
+    assert codes["Sweep the candidate and gate it"] == 1, outcomes
+    log = outcomes[1][2]
+    assert re.search(r"(?m)^chunkings: \d+/\d+ \[", log), "progress lines reach the job's log"
+    assert "route: this pull request changes production" in log, log
+    body = Comments.stored[max(Comments.stored)]
+    assert "## evalkit gate: ❌ FAIL" in body, body
+    assert "Candidate `recursive-s256-o0|bm25|none|k3|t0`" in body and "production `recursive-s512-o64|" in body
+    assert re.search(r"\| recall@k \|.*\*\*FAIL\*\* \|", body), body
+    assert "Route: this pull request changes production" in body
+
+    # Better: main's production is 256/64/k3; the pull request moves it to 256/64/k5 (recall about +19 points).
+    _git(project, "checkout", "-q", "main")
+    _set_production(project, 256, 64, 3, "production as it runs today")
+    _git(project, "push", "-q", "origin", "main")
+    _git(project, "checkout", "-q", "-b", "better")
+    _set_production(project, 256, 64, 5, "five chunks instead of three")
+    outcomes = run_steps(project, env, pull_request)
+    assert {name: code for name, code, _ in outcomes}["Sweep the candidate and gate it"] == 0, outcomes
+    body = Comments.stored[max(Comments.stored)]
+    assert "## evalkit gate: ✅ PASS" in body and "Candidate `recursive-s256-o64|bm25|none|k5|t0`" in body, body
+    assert "production `recursive-s256-o64|bm25|none|k3|t0`" in body, body
+
+    # The same branch with production unchanged from its base: the recommendation is gated, and the route says so.
+    _git(project, "push", "-q", "origin", "better:main")
+    outcomes = run_steps(project, env, pull_request)
+    assert {name: code for name, code, _ in outcomes}["Sweep the candidate and gate it"] == 0, outcomes
+    assert "route: production is unchanged from the base branch main" in outcomes[1][2]
+
+
 def _sweep(reports: Path, labelset: Path, run_id: str, *overrides: str) -> Path:
     from evalkit.project.api import run_sweep
 
@@ -249,3 +324,28 @@ def test_report_compare_on_external_runs_counts_the_flips_the_report_shows(
     page = (after / "index.html").read_text(encoding="utf-8")
     shown = re.search(r"Questions that flipped \(hit@k changed\): (\d+)", page)
     assert shown is not None and shown.group(1) == counted.group(1), (lines[0], shown)
+
+
+def test_a_base_production_that_cannot_be_read_is_one_line_and_never_a_pass(tmp_path: Path, small_demo: Path) -> None:
+    from evalkit.gate import main as gate_main
+    from evalkit.project.ci_route import main as route_main
+
+    run = _sweep(tmp_path / "reports", small_demo, "r", "sweep=quick", "top_k=[3,5]")
+    cases = {
+        "not-yaml.yaml": "chunk_size: [1,\n",
+        "missing.yaml": "chunk_size: 512\nchunk_overlap: 64\n",
+        "typo.yaml": "chunk_size: 512\nchunk_overlap: 64\ntop_k: 5\nthreshhold: 0\n",
+        "off-grid.yaml": "chunk_size: 333\nchunk_overlap: 64\ntop_k: 5\n",
+    }
+    for name, text in cases.items():
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        args = ["--run", str(run), "--baseline-point", str(path), "--candidate-config", "x", "--out", str(tmp_path)]
+        done = subprocess.run(
+            [sys.executable, "-m", "evalkit.gate", *args], capture_output=True, text=True, cwd=tmp_path
+        )
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, (name, done.stderr)
+        assert done.stderr.startswith("evalkit.gate: error: ") and name in done.stderr, done.stderr
+        routed = route_main(["--run", str(run), "--base-production", str(path)]) if name != "off-grid.yaml" else 2
+        assert routed == 2, name
+    assert gate_main(["--baseline-point", str(path), "--candidate-config", "x"]) == 2, "needs --run"

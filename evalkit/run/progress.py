@@ -3,8 +3,8 @@
 - Bars go to stderr only: stdout (a dry run's table, piped output) stays clean.
 - A bar is off when the run says ``progress=false``. When stderr is not a terminal (a CI
   log, a file, a pipe) there is no bar and no carriage-return noise: each stage prints a
-  plain line (stage, done/total, elapsed, ETA, rate) when it starts, then one every
-  :data:`LOG_EVERY_S` seconds while it runs, even when no item finished, and one when it ends.
+  plain line (stage, done/total, elapsed, ETA, rate) every :data:`LOG_EVERY_S` seconds while
+  it runs, even when no item finished, and one when it ends (none at 0/N: nothing was done yet).
 - Inner bars (embedding, rerank, generation, the report) leave nothing behind when
   they finish, so the sweep's one ``chunkings`` bar stays readable.
 - A bar only counts: it never changes what is computed, or in which batches.

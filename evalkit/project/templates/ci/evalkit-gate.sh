@@ -3,11 +3,20 @@
 #   bash ci/evalkit-gate.sh sweep-and-gate   sweep the project's grid, gate the candidate; exit = the gate's
 #   bash ci/evalkit-gate.sh post             post reports/$EVALKIT_RUN_ID/gate.md to the pull request (one comment,
 #                                            updated in place on every run)
+# Which two configs are gated (the route, printed in the log and in gate.md; python -m evalkit.project.ci_route):
+#   1. The pull request changes production (conf/baseline/production.yaml names another point than the base
+#      branch's): the NEW production is the candidate and the base branch's production the baseline. The
+#      head's production file cannot be the baseline: production against itself passes any change.
+#   2. Otherwise: EVALKIT_CANDIDATE, else ci/candidate.txt, else the sweep's recommendation, against production.
 # Environment:
+#   EVALKIT_BASE_REF     the base branch (default GITHUB_BASE_REF, which GitHub sets on pull requests); its
+#                        production file is read with git from origin (fetched when the checkout lacks it)
+#   EVALKIT_BASE_PRODUCTION  instead of git: a production.yaml kept from the last main run (an artefact)
 #   EVALKIT_CACHE_DIR    where the model-call cache lives between CI runs (restore/save it with the CI's cache)
 #   EVALKIT_CANDIDATE    the candidate config id; empty: ci/candidate.txt, else the sweep's recommendation
 #   EVALKIT_RUN_ID       the run folder's name under reports/ (default ci)
 #   EVALKIT_SWEEP_ARGS   extra overrides for the sweep (e.g. "labelset.limit=200")
+#   EVALKIT_PROGRESS_EVERY_S  seconds between the sweep's progress lines in the log (default 30)
 #   GITHUB_TOKEN, GITHUB_REPOSITORY, PR_NUMBER   for `post`; without a token, or with a fork's read-only one,
 #                                                post prints gate.md and skips (GITHUB_API_URL: GitHub Enterprise)
 # Exit codes: 0 the gate passed, 1 it failed (worse than production beyond the margins), 2 an error.
@@ -17,21 +26,46 @@ run_id="${EVALKIT_RUN_ID:-ci}"
 run="reports/$run_id"
 cache_dir="${EVALKIT_CACHE_DIR:-.evalkit-cache}"
 
+production_file="conf/baseline/production.yaml"
+
+base_production() {
+    # Writes the base branch's production file to $1 and prints its path; prints nothing when no base is
+    # known or the base has no production file yet. A base that cannot be read is an error: gating against
+    # the head's own production would pass any change to it.
+    if [ -n "${EVALKIT_BASE_PRODUCTION:-}" ]; then
+        [ -f "$EVALKIT_BASE_PRODUCTION" ] || {
+            echo "evalkit-gate: error: EVALKIT_BASE_PRODUCTION=$EVALKIT_BASE_PRODUCTION is not a file" >&2; exit 2; }
+        echo "$EVALKIT_BASE_PRODUCTION"
+        return
+    fi
+    local base="${EVALKIT_BASE_REF:-${GITHUB_BASE_REF:-}}"
+    [ -n "$base" ] || return 0
+    if ! git rev-parse -q --verify "origin/$base^{commit}" >/dev/null; then
+        git fetch -q --no-tags --depth=1 origin "+refs/heads/$base:refs/remotes/origin/$base" || {
+            echo "evalkit-gate: error: cannot fetch the base branch $base from origin (its production is the baseline)" >&2
+            exit 2; }
+    fi
+    if git cat-file -e "origin/$base:./$production_file" 2>/dev/null; then
+        git show "origin/$base:./$production_file" > "$1"
+        echo "$1"
+    fi
+}
+
 sweep_and_gate() {
     mkdir -p "$cache_dir"
+    scratch="$(mktemp -d)"
+    trap 'rm -rf "$scratch"' EXIT
+    base_file="$(base_production "$scratch/base-production.yaml")"
+    # Progress: off a terminal the sweep prints a plain line per stage every
+    # EVALKIT_PROGRESS_EVERY_S seconds (30) while it runs and one when it ends: a long job never looks hung.
     # shellcheck disable=SC2086  # EVALKIT_SWEEP_ARGS is a list of overrides
-    python -m evalkit.sweep run_id="$run_id" cache_path="$(pwd)/$cache_dir/evalkit.sqlite" progress=false \
-        ${EVALKIT_SWEEP_ARGS:-}
-    candidate="${EVALKIT_CANDIDATE:-}"
-    if [ -z "$candidate" ] && [ -f ci/candidate.txt ]; then
-        candidate="$(tr -d '\n' < ci/candidate.txt)"
-    fi
-    if [ -z "$candidate" ]; then
-        # The sweep's recommendation; when it keeps production, production is gated against itself (a pass).
-        candidate="$(python -c 'import json,sys; r=json.load(open(sys.argv[1])); print((r.get("recommended") or r["production"])["config_id"])' "$run/recommendation.json")"
-    fi
-    echo "evalkit-gate: candidate $candidate" >&2
-    python -m evalkit.gate --run "$run" --candidate-config "$candidate"
+    python -m evalkit.sweep run_id="$run_id" cache_path="$(pwd)/$cache_dir/evalkit.sqlite" ${EVALKIT_SWEEP_ARGS:-}
+    mapfile -t gate_args < <(python -m evalkit.project.ci_route --run "$run" --base-production "$base_file" \
+        --base-ref "${EVALKIT_BASE_REF:-${GITHUB_BASE_REF:-}}" --candidate "${EVALKIT_CANDIDATE:-}" \
+        --candidate-file ci/candidate.txt; echo "exit=$?")
+    [ "${gate_args[-1]}" = "exit=0" ] || exit 2
+    unset 'gate_args[-1]'
+    python -m evalkit.gate "${gate_args[@]}"
 }
 
 post() {
