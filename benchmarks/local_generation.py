@@ -31,9 +31,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from evalkit.answering.generation import prompts_for
-from evalkit.answering.generation.local import LlamaCppGenerator, LocalSettings, chat_payload, server_params
-from evalkit.answering.generation.request import GenerationRequest, build_request
+from evalkit.answers.generation import prompts_for
+from evalkit.answers.generation.local import LlamaCppGenerator, LocalSettings, chat_payload, server_params
+from evalkit.answers.generation.request import GenerationRequest, build_request
 from evalkit.labels.read import load_labelset
 
 REPO = Path(__file__).resolve().parents[1]

@@ -33,11 +33,11 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from evalkit.answering.blocks import ContextItem, render_context
-from evalkit.answering.generation import make_generator, prompts_for
-from evalkit.answering.generation.batches import generate_many
-from evalkit.answering.generation.request import build_request
-from evalkit.answering.generation.tally import GenerationCounter
+from evalkit.answers.blocks import ContextItem, render_context
+from evalkit.answers.generation import make_generator, prompts_for
+from evalkit.answers.generation.batches import generate_many
+from evalkit.answers.generation.request import build_request
+from evalkit.answers.generation.tally import GenerationCounter
 from evalkit.cache import Cache
 from evalkit.labels.read import LabelSet, load_labelset
 from evalkit.records import Question

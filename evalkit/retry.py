@@ -7,7 +7,7 @@ failure a retry may fix into :class:`Transient` (one bounded reason line, plus t
 response headers when there were any) and maps :class:`RetriesExhausted` to its own
 one-line error; any other exception passes through at once (the backend's to map).
 
-Used by the Anthropic generator (``evalkit.answering.generation.anthropic``) and the
+Used by the Anthropic generator (``evalkit.answers.generation.anthropic``) and the
 Cohere reranker (``evalkit.retrieval.rerank.cohere``): one set of retryable statuses,
 one reading of ``retry-after-ms`` / ``Retry-After`` / ``x-should-retry``, one backoff.
 """

@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "evalkit"
-STAGES = ("retrieval", "answering", "scoring")
+STAGES = ("retrieval", "answers", "scoring")
 IO_CALLS = {"open", "read_text", "write_text", "read_bytes", "write_bytes", "read_parquet", "to_parquet", "read_csv",
             "to_csv", "read_json", "write_json", "mkdir", "unlink", "savez", "load"}  # fmt: skip
 MAX_MODULE_LINES = 400
@@ -39,13 +39,26 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "plugins.py": NOTHING,  # the one registry shape, read by every kind's own registry
     # the labelled-set format sits below every stage; curation grows sets above it
     "labels/": ("records.py",),
-    "curate/": ("records.py", "labels/", "cache.py", "confdir.py", "retrieval/", "answering/", "scoring/", "run/"),
+    "curate/": ("records.py", "labels/", "cache.py", "confdir.py", "retrieval/", "answers/", "scoring/", "run/"),
     # the stages
     "chunking/": ("records.py", "plugins.py"),
     "cost/": ("records.py",),
     "run/": ("records.py", "console.py"),
     "retrieval/": ("records.py", "labels/", "cache.py", "settings.py", "plugins.py", "retry.py", "cost/", "run/"),
-    "answering/": ("records.py", "cache.py", "settings.py", "plugins.py", "retry.py", "chunking/", "cost/"),
+    # context -> scored answers: above scoring/, cost/ and chunking/, below the pipeline (never calls up into it)
+    "answers/": (
+        "records.py",
+        "cache.py",
+        "settings.py",
+        "confdir.py",
+        "plugins.py",
+        "retry.py",
+        "labels/",
+        "chunking/",
+        "cost/",
+        "scoring/",
+        "run/",
+    ),
     "scoring/": ("records.py", "cost/"),
     "tracking/": ("records.py", "plugins.py", "run/"),
     # the only orchestrator
@@ -59,7 +72,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "labels/",
         "chunking/",
         "retrieval/",
-        "answering/",
+        "answers/",
         "scoring/",
         "cost/",
         "run/",
@@ -137,7 +150,7 @@ EXCEPTIONS: dict[str, tuple[str, ...]] = {
 }
 # A private name (``_x``) imported from another module: a helper that should be public in one place.
 PRIVATE_IMPORTS: dict[str, tuple[str, ...]] = {
-    "answering/position/sizing.py": ("evalkit.answering.position.items._stable_int",),
+    "answers/position/sizing.py": ("evalkit.answers.position.items._stable_int",),
 }
 
 
@@ -231,12 +244,13 @@ def test_no_private_name_crosses_a_module(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", modules(), ids=name_of)
-def test_only_the_pipeline_joins_retrieval_answering_and_scoring(path: Path) -> None:
+def test_only_the_pipeline_joins_retrieval_answers_and_scoring(path: Path) -> None:
     """Per module too: curate/ may use each stage, but no one module of it two of them."""
     if unit_of(path) == "pipeline/":
         return
     joined = (imported_stages(path) | {unit_of(path).rstrip("/")}) & set(STAGES)
-    assert len(joined) <= 1, f"{path.name} imports from {sorted(joined)}: only pipeline/ may join stages"
+    layered = {"answers", "scoring"}  # answers/ scores its answers itself: it sits above scoring/
+    assert len(joined) <= 1 or joined == layered, f"{path.name} imports from {sorted(joined)}: only pipeline/ joins"
 
 
 @pytest.mark.parametrize("path", sorted((PACKAGE / "scoring").rglob("*.py")), ids=name_of)

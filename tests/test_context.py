@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalkit.answering.context import (
+from evalkit.answers.context import (
     BLOCK_SEPARATOR,
     DOES_NOT_FIT,
     PROMPT_TOO_LONG,

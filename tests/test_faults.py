@@ -15,14 +15,14 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from evalkit.answering.generation.anthropic import AnthropicGenerator
+from evalkit.answers.generation.anthropic import AnthropicGenerator
+from evalkit.answers.position.experiment import position_experiment
 from evalkit.cache import Cache
 from evalkit.labels.read import load_labelset
-from evalkit.pipeline.position import position_experiment
 from tests.loopback.anthropic_server import AnthropicLoopback
 from tests.loopback.cohere_server import CohereServer
 from tests.loopback.faults import FAULT_KINDS, FaultPlan
-from tests.test_position import SUBSET, compose_config, plain, plan_of
+from tests.test_position import SUBSET, compose_config, job_of, plain
 from tests.test_sweep import run_in_process
 
 pytest.importorskip("anthropic")
@@ -87,7 +87,7 @@ class _Experiment:
         generator = AnthropicGenerator.from_config(config["generator"], retry_base_delay_s=0.001)
         with Cache(self.run_dir.parent / f"{name}-cache.sqlite") as cache:
             return position_experiment(
-                plan_of(config),
+                job_of(config),
                 self.labelset,
                 cache,
                 self.run_dir,

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evalkit.answering.generation import make_generator, prompts_for, refusal_for
-from evalkit.answering.generation.anthropic import AnthropicGenerator
-from evalkit.answering.generation.batches import generate_many
-from evalkit.answering.generation.cached import count_tokens_cached, generate_cached, request_key
-from evalkit.answering.generation.request import GenerationError, GenerationRequest, build_request
-from evalkit.answering.generation.tally import GenerationCounter
+from evalkit.answers.generation import make_generator, prompts_for, refusal_for
+from evalkit.answers.generation.anthropic import AnthropicGenerator
+from evalkit.answers.generation.batches import generate_many
+from evalkit.answers.generation.cached import count_tokens_cached, generate_cached, request_key
+from evalkit.answers.generation.request import GenerationError, GenerationRequest, build_request
+from evalkit.answers.generation.tally import GenerationCounter
 from evalkit.cache import Cache
 from tests.loopback.anthropic_server import REFUSAL_EN, AnthropicLoopback
 from tests.loopback.faults import FAULT_KINDS, FaultPlan

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.answering.generation.anthropic import AnthropicGenerator
-from evalkit.answering.generation.batches import generate_many
-from evalkit.answering.generation.cached import generate_cached, request_key
-from evalkit.answering.generation.request import BatchPending, GenerationError, GenerationRequest, build_request
-from evalkit.answering.generation.tally import GenerationCounter
+from evalkit.answers.generation.anthropic import AnthropicGenerator
+from evalkit.answers.generation.batches import generate_many
+from evalkit.answers.generation.cached import generate_cached, request_key
+from evalkit.answers.generation.request import BatchPending, GenerationError, GenerationRequest, build_request
+from evalkit.answers.generation.tally import GenerationCounter
 from evalkit.cache import Cache
 from evalkit.cost.budget import BudgetExceeded, SpendGuard
 from evalkit.cost.model import call_cost

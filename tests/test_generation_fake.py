@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evalkit.answering.blocks import ContextItem, render_context
-from evalkit.answering.generation import make_generator, prompts_for
-from evalkit.answering.generation.batches import generate_many
-from evalkit.answering.generation.cached import generate_cached, request_key
-from evalkit.answering.generation.fake import FAKE_MODEL_ID, FakeGenerator, fake_answer_text, fake_token_count
-from evalkit.answering.generation.request import GenerationError, build_request
-from evalkit.answering.generation.tally import GenerationCounter
+from evalkit.answers.blocks import ContextItem, render_context
+from evalkit.answers.generation import make_generator, prompts_for
+from evalkit.answers.generation.batches import generate_many
+from evalkit.answers.generation.cached import generate_cached, request_key
+from evalkit.answers.generation.fake import FAKE_MODEL_ID, FakeGenerator, fake_answer_text, fake_token_count
+from evalkit.answers.generation.request import GenerationError, build_request
+from evalkit.answers.generation.tally import GenerationCounter
 from evalkit.cache import Cache
 from evalkit.records import Usage
 
@@ -98,9 +98,9 @@ def test_same_answer_in_another_process() -> None:
     context = render_context(ITEMS)
     conf = Path(__file__).resolve().parents[1] / "conf" / "generator" / "fake.yaml"
     code = (
-        "import sys, yaml; from evalkit.answering.generation import prompts_for;"
-        "from evalkit.answering.generation.request import build_request;"
-        "from evalkit.answering.generation.fake import fake_answer_text;"
+        "import sys, yaml; from evalkit.answers.generation import prompts_for;"
+        "from evalkit.answers.generation.request import build_request;"
+        "from evalkit.answers.generation.fake import fake_answer_text;"
         f"cfg = yaml.safe_load(open({str(conf)!r}, encoding='utf-8'));"
         f"r = build_request('What burst?', {context!r}, model='m', max_tokens=64, **prompts_for(cfg, 'en'));"
         "sys.stdout.write(fake_answer_text(r, cfg['refusal']))"
@@ -119,7 +119,7 @@ def test_generator_options_compose_with_hydra(option: str, kind: type | None) ->
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from evalkit.answering.generation.local import LlamaCppGenerator
+    from evalkit.answers.generation.local import LlamaCppGenerator
 
     with initialize_config_dir(version_base="1.3", config_dir=str(Path(__file__).resolve().parents[1] / "conf")):
         cfg = compose(config_name="config", overrides=["+experiment=position", f"generator={option}"])

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-GENERATION = Path(__file__).resolve().parents[1] / "evalkit" / "answering" / "generation"
+GENERATION = Path(__file__).resolve().parents[1] / "evalkit" / "answers" / "generation"
 SHARED = ("request", "cached", "batches", "tally")  # the retry policy is evalkit/retry.py, below every stage
-BASE = "evalkit.answering.generation.base"
+BASE = "evalkit.answers.generation.base"
 
 
 def _runtime_imports(path: Path) -> set[str]:

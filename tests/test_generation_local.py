@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evalkit.answering.generation import make_generator, prompts_for
-from evalkit.answering.generation.cached import encode_answer, generate_cached, request_key, response_namespace
-from evalkit.answering.generation.local import (
+from evalkit.answers.generation import make_generator, prompts_for
+from evalkit.answers.generation.cached import encode_answer, generate_cached, request_key, response_namespace
+from evalkit.answers.generation.local import (
     DEFAULT_N_THREADS,
     DEFAULT_N_THREADS_BATCH,
     LlamaCppGenerator,
@@ -23,7 +23,7 @@ from evalkit.answering.generation.local import (
     completion_to_answer,
     is_overflow,
 )
-from evalkit.answering.generation.models import (
+from evalkit.answers.generation.models import (
     DEFAULT_MODEL_ID,
     MODELS,
     QWEN_05B,
@@ -32,7 +32,7 @@ from evalkit.answering.generation.models import (
     locate_parts,
     model_file,
 )
-from evalkit.answering.generation.request import GenerationError, build_request
+from evalkit.answers.generation.request import GenerationError, build_request
 from evalkit.cache import Cache
 from evalkit.records import Answer, Usage
 from evalkit.settings import ConfigError

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.answering.generation.anthropic import AnthropicGenerator
-from evalkit.answering.generation.batches import generate_many
-from evalkit.answering.generation.request import GenerationRequest, build_request
+from evalkit.answers.generation.anthropic import AnthropicGenerator
+from evalkit.answers.generation.batches import generate_many
+from evalkit.answers.generation.request import GenerationRequest, build_request
 from evalkit.cache import Cache
 from evalkit.cost.model import call_cost
 from evalkit.cost.prices import load_price_table

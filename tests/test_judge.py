@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from evalkit.answering.judge import (
+from evalkit.answers.judge import (
     API_KEY_ENV,
     JUDGE_METRICS,
     TELEMETRY_ENV,
@@ -157,7 +157,7 @@ def make_llm(server: AnthropicLoopback, **kwargs: Any) -> Any:
 def test_import_has_no_side_effects() -> None:
     env = {k: v for k, v in os.environ.items() if k != TELEMETRY_ENV}
     code = (
-        "import os, sys; import evalkit.answering.judge; "
+        "import os, sys; import evalkit.answers.judge; "
         "assert 'ragas' not in sys.modules and 'anthropic' not in sys.modules; "
         f"assert {TELEMETRY_ENV!r} not in os.environ"
     )
@@ -386,8 +386,8 @@ def test_position_answers_are_judged_beside_evalkit_scores(
 ) -> None:
     import pandas as pd
 
+    from evalkit.answers.position.judging import judge_position
     from evalkit.labels.read import load_labelset
-    from evalkit.pipeline.position_judging import judge_position
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     labelset = load_labelset(small_demo)

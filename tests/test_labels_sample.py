@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from evalkit.answering.generation.base import Generator
-from evalkit.answering.generation.request import GenerationRequest
+from evalkit.answers.generation.base import Generator
+from evalkit.answers.generation.request import GenerationRequest
 from evalkit.cache import Cache
 from evalkit.curate.failures import propose_failures
 from evalkit.curate.generate import generate_candidates, parse_reply

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.answering.generation import make_generator, prompts_for
-from evalkit.answering.generation.anthropic import AnthropicGenerator
-from evalkit.answering.generation.fake import FAKE_LOGPROB_SEEN, FAKE_LOGPROB_UNSEEN, FakeGenerator
-from evalkit.answering.generation.local import LlamaCppGenerator, chat_payload
-from evalkit.answering.generation.local_loglik import forced_payload, token_logprobs
-from evalkit.answering.generation.loglik import AnswerLoglik, answer_logliks, loglik_key, loglik_namespace
-from evalkit.answering.generation.request import build_request
+from evalkit.answers.generation import make_generator, prompts_for
+from evalkit.answers.generation.anthropic import AnthropicGenerator
+from evalkit.answers.generation.fake import FAKE_LOGPROB_SEEN, FAKE_LOGPROB_UNSEEN, FakeGenerator
+from evalkit.answers.generation.local import LlamaCppGenerator, chat_payload
+from evalkit.answers.generation.local_loglik import forced_payload, token_logprobs
+from evalkit.answers.generation.loglik import AnswerLoglik, answer_logliks, loglik_key, loglik_namespace
+from evalkit.answers.generation.request import build_request
 from evalkit.cache import Cache
 from evalkit.labels.read import load_labelset
 from tests.test_generation_local import CFG

@@ -16,22 +16,21 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from evalkit.answering.context import DOES_NOT_FIT, Budget, parse_placement, render_context
-from evalkit.answering.position.describe import describe
-from evalkit.answering.position.items import choose_subset, gold_doc_ids, pool_items, scope_documents
-from evalkit.answering.position.plan import RequestSpec, plan_position
-from evalkit.answering.position.settings import BudgetSpec, PositionSettings, SubsetSpec, parse_arm
+from evalkit.answers.context import DOES_NOT_FIT, Budget, parse_placement, render_context
+from evalkit.answers.position.describe import describe
+from evalkit.answers.position.experiment import PositionJob, position_experiment, resolve_budget, swept_chunkings
+from evalkit.answers.position.items import choose_subset, gold_doc_ids, pool_items, scope_documents
+from evalkit.answers.position.plan import RequestSpec, plan_position
+from evalkit.answers.position.run import run_position
+from evalkit.answers.position.settings import BudgetSpec, PositionSettings, SubsetSpec, parse_arm
 from evalkit.cache import Cache
 from evalkit.chunking.chunkers import CHUNKERS
 from evalkit.cost.budget import BudgetExceeded, SpendGuard
 from evalkit.labels.read import LabelSet, load_labelset
 from evalkit.pipeline.config import read_config
 from evalkit.pipeline.plan import ConfigError, SweepPlan, build_plan
-from evalkit.pipeline.position import position_experiment, resolve_budget, swept_chunkings
-from evalkit.pipeline.position_run import run_position
 from evalkit.retrieval.embedding.registry import EMBEDDERS
 from evalkit.run.folder import RunFolder
-from evalkit.scoring.answers import contains_match
 from evalkit.scoring.position import summarise_position
 from evalkit.sweep import sweep
 from tests.conftest import REPO
@@ -84,6 +83,11 @@ def plan_of(config: dict[str, Any]) -> SweepPlan:
     return build_plan(read_config(config), tuple(CHUNKERS), tuple(EMBEDDERS))
 
 
+def job_of(config: dict[str, Any]) -> PositionJob:
+    """What the pipeline hands the position experiment for this config."""
+    return plan_of(config).position_job()
+
+
 @pytest.fixture(scope="module")
 def labelset(small_demo: Path) -> LabelSet:
     return load_labelset(small_demo)
@@ -127,7 +131,7 @@ def experiment(
     config = plain(cfg)
     printed: list[str] = []
     cache = Cache(run_dir.parent / "position-cache.sqlite")
-    out = position_experiment(plan_of(config), labelset, cache, run_dir, log=printed.append)
+    out = position_experiment(job_of(config), labelset, cache, run_dir, log=printed.append)
     yield out, printed, cache, config
     cache.close()
 
@@ -201,11 +205,11 @@ def test_rerun_sends_no_request(experiment: tuple, swept: tuple, labelset: Label
     out, _, cache, config = experiment
     before = dict(server.counts)
     rows = pd.read_parquet(out / "rows.parquet")
-    position_experiment(plan_of(config), labelset, cache, swept[0], log=lambda _: None)
+    position_experiment(job_of(config), labelset, cache, swept[0], log=lambda _: None)
     assert dict(server.counts) == before  # rows reused, token counts cached
     pd.testing.assert_frame_equal(pd.read_parquet(out / "rows.parquet"), rows)
     (out / "rows.parquet").unlink()  # lost rows: every answer comes back from the response cache
-    position_experiment(plan_of(config), labelset, cache, swept[0], log=lambda _: None)
+    position_experiment(job_of(config), labelset, cache, swept[0], log=lambda _: None)
     again = pd.read_parquet(out / "rows.parquet")
     assert dict(server.counts) == before and again.loc[again["sent"], "cached"].all()
     pd.testing.assert_frame_equal(again.drop(columns="cached"), rows.drop(columns="cached"))
@@ -218,7 +222,12 @@ def test_batches_when_the_generator_has_them(swept: tuple, labelset: LabelSet, s
     before = server.counts["messages"]
     with Cache(run_dir.parent / "batch-cache.sqlite") as cache:
         out = position_experiment(
-            plan_of(config), labelset, cache, run_dir, log=lambda _: None, out_dir=run_dir.parent / "batch"
+            job_of(config),
+            labelset,
+            cache,
+            run_dir,
+            log=lambda _: None,
+            out_dir=run_dir.parent / "batch",
         )
     rows = pd.read_parquet(out / "rows.parquet")
     assert server.counts["batches.create"] == 1 and server.counts["messages"] == before
@@ -235,7 +244,12 @@ def test_provider_overflow_is_counted_not_scored(swept: tuple, labelset: LabelSe
     try:
         with Cache(run_dir.parent / "overflow-cache.sqlite") as cache:
             out = position_experiment(
-                plan_of(config), labelset, cache, run_dir, log=lambda _: None, out_dir=run_dir.parent / "over"
+                job_of(config),
+                labelset,
+                cache,
+                run_dir,
+                log=lambda _: None,
+                out_dir=run_dir.parent / "over",
             )
     finally:
         server.context_limit = 200_000
@@ -258,12 +272,12 @@ def test_spending_cap_stops_before_the_crossing_answers(
     with Cache(run_dir.parent / "capped-cache.sqlite") as cache:
         spend = SpendGuard(0.05)  # room for a few chunks of 4 answers (< $0.007 each), not for all 20
         with pytest.raises(BudgetExceeded, match="budget_usd"):
-            position_experiment(plan_of(config), labelset, cache, run_dir, log=print, out_dir=out, spend=spend)
+            position_experiment(job_of(config), labelset, cache, run_dir, log=print, out_dir=out, spend=spend)
         sent_first = server.counts["messages"] - before
         written = pd.read_parquet(out / "rows.parquet")
         assert 0 < sent_first == len(written) < 20 and written["correct"].notna().all()  # finished rows are kept
         assert 0 < spend.spent_usd <= 0.05
-        position_experiment(plan_of(config), labelset, cache, run_dir, log=print, out_dir=out)
+        position_experiment(job_of(config), labelset, cache, run_dir, log=print, out_dir=out)
     rows = pd.read_parquet(out / "rows.parquet")
     assert rows["correct"].notna().all() and server.counts["messages"] - before == len(rows)  # nothing paid twice
 
@@ -280,9 +294,7 @@ def _plan(
     generator_cfg = dict(OmegaConf.to_container(compose_config(["generator=anthropic"]).generator, resolve=True))
     spec = RequestSpec.from_config(generator_cfg, "claude-sonnet-5", backend)
     questions = choose_subset(labelset.questions, settings.subset)
-    return plan_position(
-        settings, questions, ranked, documents, spec, budget, chunking=chunking, answer_in=contains_match
-    )
+    return plan_position(settings, questions, ranked, documents, spec, budget, chunking=chunking)
 
 
 def test_stuff_over_budget_does_not_fit_and_is_never_truncated(swept: tuple, labelset: LabelSet) -> None:

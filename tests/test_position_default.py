@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 
-from evalkit.answering.blocks import ContextItem
-from evalkit.answering.context import Budget, assemble, parse_placement
-from evalkit.answering.position.placing import block_bucket, char_bucket, place_gold
-from evalkit.answering.position.settings import PositionSettings, SubsetSpec
-from evalkit.answering.position.sizing import candidate_order, fit_budget, planned_seconds
+from evalkit.answers.blocks import ContextItem
+from evalkit.answers.context import Budget, assemble, parse_placement
+from evalkit.answers.position.placing import block_bucket, char_bucket, place_gold
+from evalkit.answers.position.settings import PositionSettings, SubsetSpec
+from evalkit.answers.position.sizing import candidate_order, fit_budget, planned_seconds
 from evalkit.records import Question
 from evalkit.scoring.position_effects import NOT_DETECTABLE, paired_effect
 from evalkit.sweep import sweep

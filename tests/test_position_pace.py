@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalkit.pipeline.position_notes import MIN_PACE_SECONDS, measured_pace
+from evalkit.answers.position.notes import MIN_PACE_SECONDS, measured_pace
 
 
 def test_pace_is_measured_over_planned_seconds_of_what_was_sent() -> None:

@@ -267,7 +267,7 @@ def test_estimates_from_a_rate_worked_by_hand() -> None:
 
 def test_the_real_local_generator_calibrates_in_one_short_prompt() -> None:
     pytest.importorskip("xllamacpp")
-    from evalkit.answering.generation.local import LlamaCppGenerator, LocalModelError
+    from evalkit.answers.generation.local import LlamaCppGenerator, LocalModelError
 
     generator = LlamaCppGenerator(n_ctx=1024)
     try:

@@ -109,8 +109,8 @@ def _generator_config(name: str) -> dict[str, Any]:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from evalkit.answering.generation import make_generator
-    from evalkit.answering.generation.request import GenerationError
+    from evalkit.answers.generation import make_generator
+    from evalkit.answers.generation.request import GenerationError
     from evalkit.cache import Cache
     from evalkit.curate.generate import generate_candidates
     from evalkit.labels.load import read_documents

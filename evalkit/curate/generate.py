@@ -11,7 +11,7 @@ annotation queue as ``proposed`` spans, tagged ``synthetic=true`` and
 ``derived_label=true``: the method warns that synthetic questions flatter
 scores, so the report keeps them apart from real ones.
 
-Requests go through the generation cache (:func:`evalkit.answering.generation.generate_cached`):
+Requests go through the generation cache (:func:`evalkit.answers.generation.generate_cached`):
 asking again costs nothing.
 """
 
@@ -23,9 +23,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from evalkit.answering.generation.base import Generator
-from evalkit.answering.generation.cached import generate_cached
-from evalkit.answering.generation.request import GenerationRequest
+from evalkit.answers.generation.base import Generator
+from evalkit.answers.generation.cached import generate_cached
+from evalkit.answers.generation.request import GenerationRequest
 from evalkit.cache import Cache
 from evalkit.curate.annotate.candidates import passages
 from evalkit.curate.queue import QueueItem

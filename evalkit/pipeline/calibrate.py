@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
-from evalkit.answering.generation.base import Generator
-from evalkit.answering.generation.request import GenerationRequest, build_request
+from evalkit.answers.generation.base import Generator
+from evalkit.answers.generation.request import GenerationRequest, build_request
 from evalkit.cache import Cache, cache_key, decode_json, encode_json
 from evalkit.retrieval.embedding.base import Embedder
 from evalkit.retrieval.rerank.base import Reranker

@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from evalkit.answering.generation.settings import GeneratorSettings, read_generator_settings
-from evalkit.answering.judge.llm import JudgeConfig
-from evalkit.answering.position.settings import PositionSettings
+from evalkit.answers.generation.settings import GeneratorSettings, read_generator_settings
+from evalkit.answers.judge.llm import JudgeConfig
+from evalkit.answers.position.settings import PositionSettings
 from evalkit.confdir import conf_dir, data_root
 from evalkit.cost.apply import CostSettings
 from evalkit.pipeline.executor_settings import ExecutorSettings

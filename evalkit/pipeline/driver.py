@@ -13,6 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from evalkit.answers.position.experiment import choose_chunking, position_experiment, write_status
+from evalkit.answers.position.notes import sweep_command
 from evalkit.cache import Cache
 from evalkit.cost.budget import SpendGuard
 from evalkit.labels.read import LabelSet
@@ -23,8 +25,6 @@ from evalkit.pipeline.dryrun import describe_calls, plan_calls, position_estimat
 from evalkit.pipeline.errors import CALL_ERRORS
 from evalkit.pipeline.executor import Executor, LocalExecutor, make_executor
 from evalkit.pipeline.plan import SweepPlan
-from evalkit.pipeline.position import choose_chunking, position_experiment, write_status
-from evalkit.pipeline.position_notes import sweep_command
 from evalkit.pipeline.sweep import run_sweep, scoped_questions, token_family, unit_store
 from evalkit.pipeline.work import WorkContext, plan_units
 from evalkit.retrieval.embedding.base import Embedder
@@ -111,7 +111,7 @@ def run_position_part(plan: SweepPlan, labelset: LabelSet, cache: Cache, run_dir
         write_status(out_dir, "off", "position=off: this sweep ran retrieval only", sweep_command("default"))
         return
     try:
-        out = position_experiment(plan, labelset, cache, run_dir, spend=stats.spend)
+        out = position_experiment(plan.position_job(), labelset, cache, run_dir, spend=stats.spend)
     except CALL_ERRORS as exc:
         command = sweep_command(None)
         write_status(out_dir, "failed", f"{type(exc).__name__}: {exc}", command)  # the sweep exits non-zero on it
@@ -157,21 +157,21 @@ def dry_run(ctx: WorkContext, embedder: Embedder, run_dir: Path, executor: Execu
         return
     # Planning answers needs the ranked pool of the one chunking the experiment reads. Its stages are
     # free (local models, no paid call), so they run; nothing else of the sweep does.
-    chunking = choose_chunking(plan, [u.spec.key for u in units])
+    chunking = choose_chunking(plan.position_job(), [u.spec.key for u in units])
     unit = next(u for u in units if u.spec.key == chunking)
     print(f"evalkit dry run: retrieving chunking {chunking} (free: local stages only) to plan the answers")
     (result,) = LocalExecutor(plan.options.executor).run([unit], ctx)  # never start a cluster to plan
     position_dry_run(plan, labelset, cache, run_dir, {chunking: result.pool})
     if plan.generator is not None and calibrates(plan.generator.name):
-        from evalkit.answering.generation import make_generator
+        from evalkit.answers.generation import make_generator
 
         rate = generator_rate(make_generator(plan.generator), cache)
         print(position_estimate(plan, read_json(run_dir / POSITION_DIR / "plan.json"), rate), file=sys.stderr)
 
 
 def position_dry_run(plan: SweepPlan, labelset: LabelSet, cache: Cache, run_dir: Path, pools: dict[str, Any]) -> None:
-    from evalkit.answering.generation import make_generator
-    from evalkit.answering.generation.anthropic import API_KEY_ENV
+    from evalkit.answers.generation import make_generator
+    from evalkit.answers.generation.anthropic import API_KEY_ENV
 
     assert plan.position is not None and plan.generator is not None
     settings = replace(plan.position, dry_run=True)
@@ -181,4 +181,5 @@ def position_dry_run(plan: SweepPlan, labelset: LabelSet, cache: Cache, run_dir:
         overrides["api_key"] = "dry-run-without-a-key"
         settings = replace(settings, count_with_model=False)
     generator = make_generator(plan.generator, **overrides)
-    position_experiment(replace(plan, position=settings), labelset, cache, run_dir, pools=pools, generator=generator)
+    job = replace(plan.position_job(), settings=settings)
+    position_experiment(job, labelset, cache, run_dir, pools=pools, generator=generator)

@@ -5,7 +5,7 @@ The entry points import these from here so that they need not reach into the sta
 
 from __future__ import annotations
 
-from evalkit.answering.generation.request import GenerationError
+from evalkit.answers.generation.request import GenerationError
 from evalkit.cache import CacheUnusableError
 from evalkit.chunking.chunkers import ChunkingError
 from evalkit.cost.budget import BudgetExceeded

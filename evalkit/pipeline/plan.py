@@ -16,9 +16,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalkit.answering.generation.settings import GeneratorSettings
-from evalkit.answering.judge.llm import JudgeConfig
-from evalkit.answering.position.settings import PositionSettings
+from evalkit.answers.generation.settings import GeneratorSettings
+from evalkit.answers.judge.llm import JudgeConfig
+from evalkit.answers.position.experiment import PositionJob
+from evalkit.answers.position.settings import PositionSettings
 from evalkit.chunking.chunkers import CHUNKERS, validate_spec
 from evalkit.cost.apply import CostSettings
 from evalkit.cost.prices import PricingError, price_table
@@ -91,6 +92,28 @@ class SweepPlan:
     @property
     def embedder_config(self) -> EmbedderSettings:
         return self.embedder_settings or EmbedderSettings(name=self.embedder)
+
+    def position_job(self) -> PositionJob:
+        """What the position experiment needs of this sweep (it never reads the plan itself)."""
+        if self.position is None or self.generator is None:
+            raise ConfigError(
+                "generator: not set; add +experiment=position with generator=local or generator=anthropic"
+            )
+        first = self.chunkings[0]
+        production = self.baseline
+        production_chunking = None
+        if production.chunk_size is not None:
+            spec = ChunkingSpec(first.chunker, production.chunk_size, production.chunk_overlap or 0, first.child_size)
+            production_chunking = spec.key
+        return PositionJob(
+            settings=self.position,
+            generator=self.generator,
+            pricing_dir=self.pricing_dir,
+            labelset_limit=self.labelset_limit,
+            progress=self.options.progress,
+            judge=self.judge,
+            production_chunking=production_chunking,
+        )
 
     @property
     def uses_embedder(self) -> bool:

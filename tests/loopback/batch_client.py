@@ -11,9 +11,9 @@ import json
 import sys
 from pathlib import Path
 
-from evalkit.answering.generation.anthropic import AnthropicGenerator
-from evalkit.answering.generation.batches import generate_many
-from evalkit.answering.generation.request import GenerationRequest, build_request
+from evalkit.answers.generation.anthropic import AnthropicGenerator
+from evalkit.answers.generation.batches import generate_many
+from evalkit.answers.generation.request import GenerationRequest, build_request
 from evalkit.cache import Cache
 
 CONTEXT = "\n".join(

@@ -1,0 +1,159 @@
+"""The generator group (``conf/generator/*.yaml``), typed: one frozen settings record per backend.
+
+:func:`read_generator_settings` picks the record by the section's ``name``
+(``anthropic``, ``local``, ``fake``) and reads it with the strict reader
+(:func:`evalkit.settings.parse_settings`): unknown keys, wrong types and values out of
+range are one-line :class:`~evalkit.settings.ConfigError`s naming the key, never
+coerced (``max_tokens=1.5`` is not 1, ``precount=yes`` is not true). The sweep reads
+it once, when the plan is built; :func:`~evalkit.answers.generation.make_generator`
+builds a backend from it. :meth:`GeneratorCommon.as_config` gives the validated values
+back as a read-only mapping for code that reads prompts and refusals by key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from evalkit.answers.generation.local import DEFAULT_MODEL_ID, LocalSettings
+from evalkit.plugins import Choices
+from evalkit.settings import ConfigError, parse_settings, suggest
+
+DEFAULT_REFUSALS: Mapping[str, str] = MappingProxyType(
+    {"en": "I don't have that information", "zh": "我没有这方面的信息"}
+)
+PROMPT_KEYS = ("system", "context_template", "question_template")
+"""The texts each language of ``prompts`` must have (see :func:`~evalkit.answers.generation.prompts_for`)."""
+
+
+@dataclass(frozen=True)
+class GeneratorCommon:
+    """Keys every backend shares: what a request looks like, whatever answers it."""
+
+    name: str = ""
+    """The backend (``anthropic``, ``local``, ``fake``); set by :func:`read_generator_settings`."""
+    model: str = field(default="", metadata={"allow_empty": False})
+    max_tokens: int = field(default=256, metadata={"min": 1})
+    """Output cap of every request."""
+    headroom: int = field(default=0, metadata={"min": 0})
+    """Tokens kept free beyond ``max_tokens`` when checking the window."""
+    cache_prefix: bool = False
+    """Mark the system prompt and the context as a provider prompt-cache prefix."""
+    stop_sequences: tuple[str, ...] = field(default=(), metadata={"allow_empty": True})
+    batch: bool = False
+    """Send uncached requests through the provider's batch API (Anthropic only)."""
+    refusal: Mapping[str, Any] = field(default_factory=lambda: DEFAULT_REFUSALS)
+    """The exact refusal string per language tag."""
+    prompts: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    """Per language: ``system``, ``context_template``, ``question_template``."""
+
+    def as_config(self) -> Mapping[str, Any]:
+        """The validated values by key (read-only), as the YAML names them."""
+        return MappingProxyType({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
+
+
+@dataclass(frozen=True)
+class AnthropicSettings(GeneratorCommon):
+    """``generator=anthropic``: Claude through the Messages API."""
+
+    model: str = field(default="claude-sonnet-5", metadata={"allow_empty": False})
+    window: int | None = field(default=None, metadata={"min": 1})
+    """Context window in tokens; None: from ``windows`` by model id."""
+    windows: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    """Context windows by model id (whole numbers)."""
+    precount: bool = True
+    """Count tokens before sending; refuse to send what cannot fit."""
+    poll_interval_s: float = field(default=60.0, metadata={"above": 0.0})
+    batch_timeout_s: float = field(default=24 * 3600.0, metadata={"above": 0.0})
+    max_batch_requests: int = field(default=10_000, metadata={"min": 1, "max": 100_000})
+    max_retries: int = field(default=4, metadata={"min": 0, "max": 100})
+    retry_base_delay_s: float = field(default=0.5, metadata={"min": 0.0})
+    retry_max_delay_s: float = field(default=60.0, metadata={"min": 0.0})
+    retry_deadline_s: float | None = field(default=None, metadata={"above": 0.0})
+    """Give up rather than wait past this many seconds since a request's first attempt; None: no deadline."""
+    timeout_s: float = field(default=120.0, metadata={"above": 0.0})
+    base_url: str | None = None
+
+
+@dataclass(frozen=True)
+class LocalGeneratorSettings(GeneratorCommon, LocalSettings):
+    """``generator=local`` (and ``local-1.5b``): a GGUF model through llama.cpp; the sampling keys are
+    :class:`~evalkit.answers.generation.local.LocalSettings`' (flat in the YAML, as there)."""
+
+    model: str = field(default=DEFAULT_MODEL_ID, metadata={"allow_empty": False})
+    model_path: str | None = None
+    """Any GGUF chat model file; None: the packaged ``model``."""
+    cache_dir: str | None = None
+
+    def llama(self) -> LocalSettings:
+        """The settings that change a local answer (the cache key's)."""
+        return LocalSettings(**{f.name: getattr(self, f.name) for f in dataclasses.fields(LocalSettings)})
+
+
+@dataclass(frozen=True)
+class FakeSettings(GeneratorCommon):
+    """``generator=fake``: the deterministic wiring-test generator."""
+
+    model: str = field(default="fake-echo", metadata={"allow_empty": False})
+    window: int | None = field(default=8192, metadata={"min": 1})
+    """Prompts over ``window - max_tokens - headroom`` are overflows; None: no window."""
+    n_words: int = field(default=8, metadata={"min": 1})
+    """Words of the first context block in the answer."""
+
+
+USE_ONE_OF = "use generator=local (or local-1.5b), generator=anthropic or generator=fake"
+
+
+@dataclass(frozen=True)
+class PluginGeneratorSettings(GeneratorCommon):
+    """An installed generator plugin's keys: the shared ones and a window (its prompts from its yaml)."""
+
+    window: int | None = field(default=None, metadata={"min": 1})
+
+
+GeneratorSettings = AnthropicSettings | LocalGeneratorSettings | FakeSettings | PluginGeneratorSettings
+"""A generator's settings, by backend."""
+
+GENERATOR_NAMES = Choices("generator", ("anthropic", "local", "fake"))
+BACKENDS: Mapping[str, type[GeneratorCommon]] = MappingProxyType(
+    {"anthropic": AnthropicSettings, "local": LocalGeneratorSettings, "fake": FakeSettings}
+)
+"""evalkit's own backends' settings; an installed plugin reads :class:`PluginGeneratorSettings`."""
+
+
+def read_generator_settings(
+    raw: Mapping[str, Any] | GeneratorCommon, where: str = "generator", default_name: str | None = None
+) -> GeneratorSettings:
+    """The typed settings of a generator section, chosen by its ``name``; one-line ConfigError if anything is off."""
+    if isinstance(raw, GeneratorCommon):
+        return raw  # type: ignore[return-value]
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where}: expected a section of keys, got {raw!r}")
+    name = raw.get("name", default_name)
+    if not isinstance(name, str) or name not in GENERATOR_NAMES:
+        raise ConfigError(
+            f"{where}.name: unknown generator {name!r}; {suggest(str(name), GENERATOR_NAMES)} ({USE_ONE_OF})"
+        )
+    settings = parse_settings(BACKENDS.get(name, PluginGeneratorSettings), {**raw, "name": name}, where)
+    _check_texts(settings.refusal, f"{where}.refusal")
+    for lang, texts in settings.prompts.items():
+        if not isinstance(texts, Mapping):
+            raise ConfigError(f"{where}.prompts.{lang}: expected a section of keys ({', '.join(PROMPT_KEYS)})")
+        missing = [key for key in PROMPT_KEYS if key not in texts]
+        if missing:
+            raise ConfigError(f"{where}.prompts.{lang}.{missing[0]}: missing")
+        _check_texts(texts, f"{where}.prompts.{lang}")
+    if isinstance(settings, AnthropicSettings):
+        for model, window in settings.windows.items():
+            if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+                raise ConfigError(f"{where}.windows.{model}: {window!r} is not a positive whole number of tokens")
+    return settings  # type: ignore[return-value]
+
+
+def _check_texts(texts: Mapping[str, Any], where: str) -> None:
+    for key, text in texts.items():
+        if not isinstance(text, str):
+            raise ConfigError(f"{where}.{key}: {text!r} is not a string")

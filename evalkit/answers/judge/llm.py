@@ -1,0 +1,132 @@
+"""The judge's LLM: ragas' ``InstructorLLM`` around ``anthropic.AsyncAnthropic``, and the judge's config.
+
+ragas and anthropic are imported only inside :func:`ragas_llm`, after ``RAGAS_DO_NOT_TRACK=true``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from evalkit.answers.judge.metrics import DEFAULT_METRIC, metric_spec
+from evalkit.answers.judge.records import JudgeError
+from evalkit.settings import ConfigError, parse_settings
+
+if TYPE_CHECKING:
+    from ragas.llms.base import InstructorBaseRagasLLM
+
+API_KEY_ENV = "ANTHROPIC_API_KEY"
+TELEMETRY_ENV = "RAGAS_DO_NOT_TRACK"
+"""ragas reports usage to its developers unless this is the string ``true``."""
+INSTRUCTOR_ATTEMPTS = "max_retries"
+"""instructor's attempts per call (1: no re-ask), carried in ``model_args``; instructor consumes it."""
+
+
+def ragas_llm(
+    model: str,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    max_tokens: int = 1024,
+    *,
+    max_retries: int = 2,
+    timeout_s: float = 120.0,
+    max_connections: int = 16,
+) -> InstructorBaseRagasLLM:
+    """ragas' LLM wrapper (``InstructorLLM``) around ``anthropic.AsyncAnthropic``, for the judge metrics.
+
+    ``api_key`` defaults to ``$ANTHROPIC_API_KEY``; ``base_url`` points the SDK elsewhere (tests use a
+    loopback server). ``max_retries`` is the SDK's own (408/409/429/5xx/529, connection errors, and through
+    a middleware 2xx replies whose body is not JSON). Sets ``RAGAS_DO_NOT_TRACK``
+    to ``true`` unless the caller set it, before ragas is imported.
+    """
+    os.environ.setdefault(TELEMETRY_ENV, "true")
+    key = api_key or os.environ.get(API_KEY_ENV, "")
+    if not key:
+        raise JudgeError(f"{API_KEY_ENV} is not set: export it to use the advisory Claude judge, or leave it off")
+    try:
+        import anthropic
+        import httpx2  # the HTTP package of anthropic 2.x
+        from ragas import _analytics
+        from ragas.llms import llm_factory
+    except Exception as exc:  # ImportError, or ragas failing inside its own imports
+        raise JudgeError(
+            f"the judge needs ragas==0.4.3 with langchain-community==0.4.1 and anthropic==2.14.0: {exc}"
+        ) from exc
+    # ragas reads the variable once and caches it: re-read in case something asked before it was set.
+    _analytics.do_not_track.cache_clear()
+    http_client = anthropic.DefaultAsyncHttpxClient(
+        limits=httpx2.Limits(max_connections=max_connections, max_keepalive_connections=0)
+    )
+    client = anthropic.AsyncAnthropic(
+        api_key=key,
+        base_url=base_url,
+        max_retries=max_retries,
+        timeout=timeout_s,
+        http_client=http_client,
+        middleware=[_retry_unreadable(anthropic)],
+    )
+    llm = llm_factory(model, provider="anthropic", client=client)
+    # Not ragas' temperature/top_p defaults (DESIGN §9). ``max_retries`` is instructor's, consumed by it and
+    # never sent: its default (3) re-sends on *any* exception, API errors included, on top of the SDK's.
+    llm.model_args = {"max_tokens": int(max_tokens), INSTRUCTOR_ATTEMPTS: 1}
+    return llm
+
+
+def _retry_unreadable(anthropic: Any) -> Any:
+    """SDK middleware: a 2xx whose body is not JSON (empty, cut, garbage) is retried like a 5xx, not raised.
+
+    It runs inside the SDK's own retry loop (once per attempt), so the attempts stay ``1 + max_retries``.
+    """
+
+    class RetryUnreadable(anthropic.Middleware):
+        async def handle_async(self, request: Any, call_next: Any) -> Any:
+            response = await call_next(request)
+            if 200 <= response.status_code < 300:
+                try:
+                    await response.parse()  # parsed once; the SDK reuses it
+                except json.JSONDecodeError as exc:
+                    raise anthropic.RetryableError(f"unreadable reply (HTTP {response.status_code}): {exc}") from exc
+            return response
+
+    return RetryUnreadable()
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """``conf/judge/*.yaml``, read strictly (:func:`evalkit.settings.parse_settings`)."""
+
+    model: str = field(metadata={"allow_empty": False})
+    name: str = field(default="claude", metadata={"choices": ("claude",)})
+    """The judge option (``+judge=claude``): ragas with Claude."""
+    max_tokens: int = field(default=1024, metadata={"min": 1})
+    metric: str = DEFAULT_METRIC
+    n_noise_repeats: int = field(default=5, metadata={"min": 0})
+    """Repeats of one judgement for the noise floor; 0 or 1: no noise floor."""
+    max_concurrency: int = field(default=4, metadata={"min": 1})
+    max_retries: int = field(default=2, metadata={"min": 0, "max": 100})
+    timeout_s: float = field(default=120.0, metadata={"above": 0.0})
+    base_url: str | None = None
+
+    @classmethod
+    def from_mapping(cls, cfg: Mapping[str, Any], where: str = "judge") -> JudgeConfig:
+        """Read a config section strictly (unknown keys, wrong types and unknown metrics are one-line errors)."""
+        config = parse_settings(cls, cfg, where)
+        try:
+            metric_spec(config.metric)
+        except ValueError as exc:
+            raise ConfigError(f"{where}.metric: {exc}") from None
+        return config
+
+    def llm(self, api_key: str | None = None, base_url: str | None = None) -> InstructorBaseRagasLLM:
+        """:func:`ragas_llm` with these settings (``base_url`` overrides the config's)."""
+        return ragas_llm(
+            self.model,
+            base_url or self.base_url,
+            api_key,
+            self.max_tokens,
+            max_retries=self.max_retries,
+            timeout_s=self.timeout_s,
+        )

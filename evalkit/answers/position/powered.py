@@ -1,0 +1,115 @@
+"""How many questions ``position=powered`` asks this time (pure): a pilot, then the size its discordance needs.
+
+The main estimand is the paired head-vs-mid difference in accuracy on
+retrieve-5, the question as the unit. Its power rests on the discordance psi
+(the share of questions answered right at one placement and wrong at the
+other), which no one knows before asking. So the first invocation asks a pilot
+of ``position.pilot_questions``; every later invocation measures psi on the rows
+already answered, asks :func:`evalkit.scoring.stats.power.questions_for_paired_binary`
+how many questions reach 80% exact McNemar power at ``position.target_mde``, and
+plans that many (answers are cached: the questions already answered cost
+nothing). When psi < target no size can detect it (an effect cannot exceed the
+discordance): the plan says so and asks no more, unless ``position.max_questions``
+says how many to ask anyway (a pilot's psi is itself uncertain).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from evalkit.answers.position.settings import PositionSettings
+from evalkit.scoring.stats.power import questions_for_paired_binary
+
+HEAD, MID = "gold_at:head", "gold_at:mid"
+MAIN_ARM = "retrieve-5"
+"""The arm the powered run is sized on (its placements run on every question)."""
+
+
+@dataclass(frozen=True)
+class PoweredSize:
+    """The size of this invocation and why."""
+
+    n_candidates: int
+    """Questions of the seeded, stratified order to plan (some may be skipped for want of a clean placement)."""
+    pilot: bool
+    """True: no discordance measured yet (or fewer questions than the pilot): the pilot's size."""
+    n_measured: int
+    """Questions with both head and mid scored on the main arm in earlier rows."""
+    discordance: float | None
+    """Measured share of discordant questions, head vs mid; None before any."""
+    needed: int | None
+    """Placed questions 80% power at the target needs at the measured discordance; None: unreachable."""
+    placed_share: float
+    """Share of candidate questions that earlier plans placed cleanly on the main arm (1.0 before any)."""
+    available: int
+    """Questions in the labelled set."""
+
+    @property
+    def target_met(self) -> bool:
+        return self.needed is not None and self.n_measured >= self.needed
+
+
+def measured_discordance(rows: pd.DataFrame | None) -> tuple[int, float | None]:
+    """(questions, share discordant) of head vs mid on the main arm; shuffles collapsed within a question first."""
+    if rows is None or rows.empty or "correct" not in rows:
+        return 0, None
+    main = rows[(rows["arm"] == MAIN_ARM) & rows["placement"].isin((HEAD, MID)) & rows["correct"].notna()]
+    if main.empty:
+        return 0, None
+    shares = main.assign(correct=main["correct"].astype(bool).astype(float))
+    wide = shares.groupby(["question_id", "placement"])["correct"].mean().unstack("placement")
+    if HEAD not in wide or MID not in wide:
+        return 0, None
+    paired = wide[[HEAD, MID]].dropna()
+    if paired.empty:
+        return 0, None
+    return len(paired), float((paired[HEAD] != paired[MID]).mean())
+
+
+def powered_size(
+    settings: PositionSettings,
+    available: int,
+    rows: pd.DataFrame | None,
+    candidates_before: int,
+) -> PoweredSize:
+    """The size of this invocation from the earlier rows (None: a first invocation).
+
+    ``candidates_before``: candidate questions the earlier plan held (the placed
+    share corrects for questions skipped as unclean); ``questions_for(effect,
+    discordance, max_n)``: questions for 80% exact power (the stats package's).
+    """
+    cap = min(available, settings.max_questions or available)
+    n_measured, psi = measured_discordance(rows)
+    placed_share = 1.0 if not candidates_before else max(n_measured / candidates_before, 0.05)
+    if psi is None or candidates_before < min(settings.pilot_questions, cap):
+        pilot = min(settings.pilot_questions, cap)
+        return PoweredSize(pilot, True, n_measured, psi, None, placed_share, available)
+    needed = questions_for_paired_binary(settings.target_mde, psi, max_n=available) if psi > 0 else None
+    if needed is None:  # unreachable at the measured discordance: grow only as far as the user asked
+        wanted = cap if settings.max_questions else candidates_before
+    else:
+        wanted = math.ceil(needed / placed_share)
+    n = min(cap, max(wanted, candidates_before))  # never fewer than already asked: the run only grows
+    return PoweredSize(n, False, n_measured, psi, needed, placed_share, available)
+
+
+def describe_size(size: PoweredSize, settings: PositionSettings) -> str:
+    """One line for the console and the plan: the size, what it rests on, and whether the target is reachable."""
+    target = f"{settings.target_mde:.0%}"
+    if size.pilot:
+        return (
+            f"position=powered: pilot of {size.n_candidates} questions (of {size.available}); the next invocation "
+            f"measures the head-vs-mid discordance and re-plans the size for a {target} effect at 80% power"
+        )
+    psi = f"discordance {size.discordance:.2f} measured on {size.n_measured} questions"
+    if size.needed is None:
+        return (
+            f"position=powered: {psi}: a {target} effect is not detectable at any size up to the set "
+            f"({size.available} questions; an effect cannot exceed the discordance); asking {size.n_candidates} "
+            "(position.max_questions=<n> asks more anyway)"
+        )
+    state = "target met" if size.target_met else f"asking {size.n_candidates} candidates"
+    return f"position=powered: {psi}; {target} at 80% exact power needs {size.needed} placed questions: {state}"
