@@ -133,65 +133,6 @@ def small_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return demo_subset(tmp_path_factory.mktemp("demo-subset"))
 
 
-def ensure_debian_packages(*packages: str) -> str | None:
-    """Install Debian packages a test needs, in CI only; returns why not when they cannot be had.
-
-    CI (``CI=true``, root, Debian's apt reachable) installs them, so the browser and CJK-font tests
-    run there; on a developer's machine nothing is installed behind their back: the test skips
-    and says which packages would make it run.
-    """
-    import os
-    import shutil
-    import subprocess
-
-    def missing_now() -> list[str]:
-        return [p for p in packages if subprocess.run(["dpkg", "-s", p], capture_output=True).returncode != 0]
-
-    missing = missing_now()
-    if not missing:
-        return None
-    if os.environ.get("CI") != "true" or not hasattr(os, "geteuid") or os.geteuid() != 0 or not shutil.which("apt-get"):
-        return f"Debian packages missing: {' '.join(missing)} (apt-get install {' '.join(missing)}; CI installs them)"
-    import fcntl
-
-    # Test workers (pytest-xdist) run in parallel: one apt at a time, and the others find it done.
-    import tempfile
-
-    with open(Path(tempfile.gettempdir()) / "evalkit-tests-apt.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        missing = missing_now()
-        if not missing:
-            return None
-        return _apt_install(missing)
-
-
-def _apt_install(missing: list[str]) -> str | None:
-    import os
-    import subprocess
-
-    if _APT_RESULT.get("updated") is None:
-        _APT_RESULT["updated"] = subprocess.run(["apt-get", "update", "-qq"], capture_output=True).returncode == 0
-    install = subprocess.run(
-        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing],
-        capture_output=True,
-        text=True,
-        env=os.environ | {"DEBIAN_FRONTEND": "noninteractive"},
-    )
-    return None if install.returncode == 0 else f"apt-get install {' '.join(missing)} failed: {install.stderr[-300:]}"
-
-
-_APT_RESULT: dict[str, bool | None] = {}
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _ci_system_packages() -> None:
-    """In CI, install the browser and CJK font before any report is drawn (font lookups are cached)."""
-    import os
-
-    if os.environ.get("CI") == "true":
-        ensure_debian_packages("chromium", "fonts-wqy-microhei")
-
-
 CHROMIUM = os.environ.get("EVALKIT_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",
@@ -206,15 +147,33 @@ CHROMIUM_ARGS = [
 
 @pytest.fixture(scope="module")
 def browser():
-    """Debian's headless Chromium driven by playwright (no browser download); skips, saying why, without it."""
+    """Debian's headless Chromium driven by playwright (no browser download); skips, saying why, without it.
+
+    Tests install nothing: ``.ci/run`` installs Debian's ``chromium`` before the suite, a developer by hand.
+    """
     import shutil
 
-    if CHROMIUM == "/usr/bin/chromium" and (why := ensure_debian_packages("chromium", "fonts-wqy-microhei")):
-        pytest.skip(why)
     if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
-        pytest.skip(f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium)")
+        pytest.skip(f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium; .ci/run installs it)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="pip package playwright not installed")
     with sync_api.sync_playwright() as p:
         launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield launched
         launched.close()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line saying what the suite skipped and why, skips with the same reason counted together.
+
+    Skip reports reach the controlling process under pytest-xdist too, so the line counts every worker's.
+    """
+    reasons: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = getattr(report, "longrepr", None)
+        reason = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else "unknown reason"
+        reason = reason.removeprefix("Skipped: ")
+        reasons[reason] = reasons.get(reason, 0) + 1
+    if reasons:
+        ranked = sorted(reasons.items(), key=lambda item: (-item[1], item[0]))
+        said = "; ".join(f"{n} x {reason}" for reason, n in ranked)
+        terminalreporter.write_line(f"skipped {sum(reasons.values())}: {said}")

@@ -152,10 +152,10 @@ def test_a_position_experiment_whose_every_reply_is_broken_fails_the_sweep(
     assert (run_dir / files.RESULTS).is_file() and (run_dir / files.SUMMARY).is_file()
 
 
-def test_a_report_without_a_cjk_font_warns_in_one_plain_line(tmp_path: Path, small_demo: Path) -> None:
+def test_a_report_prints_only_its_own_lines(tmp_path: Path, small_demo: Path) -> None:
     """Every console line of the report is evalkit's own (or a progress line): no ``UserWarning`` with a source
-    path, no ``findfont`` line about a CJK font's missing bold weight. Where no CJK font is installed, its
-    warning is one ``evalkit: warning:`` line."""
+    path, no ``findfont`` line about the CJK font's missing bold weight, no font warning at all (the font is a
+    dependency; a character no font draws is warned in one ``evalkit: warning:`` line, tests/test_report_fonts.py)."""
     done = _sweep(small_demo, f"reports_dir={tmp_path / 'r'}", "run_id=ok", f"cache_path={tmp_path / 'c.sqlite'}")
     assert done.returncode == 0, done.stderr
     report = _run("-m", "evalkit.report", str(tmp_path / "r" / "ok"))
@@ -164,3 +164,4 @@ def test_a_report_without_a_cjk_font_warns_in_one_plain_line(tmp_path: Path, sma
     assert lines and all(line.startswith(("evalkit", "report: ")) for line in lines), report.stderr
     assert len([line for line in lines if line.startswith("report: ")]) <= 3  # start, end, maybe one due
     assert "UserWarning" not in report.stderr and "findfont" not in report.stderr
+    assert "empty boxes" not in report.stderr and "CJK" not in report.stderr

@@ -6,8 +6,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from evalkit.console import warn
+from evalkit.report import webfont
 from evalkit.report.analysis import Statistics
-from evalkit.report.fonts import cjk_font
+from evalkit.report.fonts import cjk_font, missing_glyphs, missing_glyphs_warning
 from evalkit.report.html import page
 from evalkit.report.model import ReportModel, ReportOptions, build_model
 from evalkit.report.sections import SECTIONS
@@ -16,12 +17,19 @@ from evalkit.run.progress import steps_bar
 
 
 def render(model: ReportModel, on_section: Callable[[str], None] | None = None) -> str:
-    """The whole HTML document for a computed model; ``on_section(anchor)`` is told as each section starts."""
+    """The whole HTML document for a computed model; ``on_section(anchor)`` is told as each section starts.
+
+    Warns (one line) when a plot holds characters no font could draw.
+    """
     rendered = []
-    for s in SECTIONS:
-        if on_section is not None:
-            on_section(s.anchor)
-        rendered.append((s, s.render(model)))
+    with missing_glyphs() as undrawn:
+        for s in SECTIONS:
+            if on_section is not None:
+                on_section(s.anchor)
+            rendered.append((s, s.render(model)))
+    message = missing_glyphs_warning(undrawn)
+    if message:
+        warn(message)
     parts = [part for _, part in rendered if part is not None]
     toc = [(s.anchor, s.label) for s, part in rendered if part is not None]
     title = f"evalkit review — {model.run.run_id}"
@@ -29,7 +37,8 @@ def render(model: ReportModel, on_section: Callable[[str], None] | None = None) 
         f"labelled set {model.run.labelset_name} · {len(model.run.summary)} configs · "
         f"{model.run.results['question_id'].nunique()} questions"
     )
-    return page(title, subtitle, toc, parts)
+    font_css = webfont.font_face(title + subtitle + "".join(parts), model.font)
+    return page(title, subtitle, toc, parts, font_css)
 
 
 def write_report(
@@ -57,10 +66,7 @@ def write_report(
     # Steps: reading the run and computing every number, one per section, writing the file.
     with steps_bar(len(SECTIONS) + 2, "report", progress) as shown:
         shown.set_postfix_str("reading the run", refresh=False)
-        font = cjk_font()
-        model = build_model(run_dir, options, font)  # a folder that is not a finished run: one line, no warning
-        if font.warning:
-            warn(font.warning)
+        model = build_model(run_dir, options, cjk_font())  # a folder that is not a finished run: one line
         shown.update(1)
 
         started: list[str] = []

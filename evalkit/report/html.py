@@ -87,12 +87,15 @@ def no_data(what: str, how: str) -> Markup:
     )
 
 
+CJK_FAMILY = "evalkit CJK"
+"""The embedded CJK face's family (see ``webfont``), named first wherever the page sets a font."""
+
 CSS = """
 :root{--ink:#1d2433;--muted:#5b6577;--line:#dde2ea;--bg:#f5f7fa;--card:#fff;--accent:#2457c5;
 --good:#1a7f37;--bad:#b42318;--warn:#9a6700;--mark:#ffe58f}
 *{box-sizing:border-box}
-body{margin:0;background:var(--bg);color:var(--ink);font:15px/1.5 system-ui,-apple-system,"Segoe UI",
-"Noto Sans","Noto Sans CJK SC","WenQuanYi Micro Hei",sans-serif}
+body{margin:0;background:var(--bg);color:var(--ink);font:15px/1.5 "@CJK@",system-ui,
+-apple-system,"Segoe UI","Noto Sans","Noto Sans CJK SC","WenQuanYi Micro Hei",sans-serif}
 header.top{background:#1d2433;color:#fff;padding:18px 32px}
 header.top h1{margin:0;font-size:22px;font-weight:600}
 header.top p{margin:4px 0 0;color:#c9d1de;font-size:13px}
@@ -117,7 +120,7 @@ table.data th{text-align:left;background:#f0f2f6;border-bottom:1px solid var(--l
 table.data td{border-bottom:1px solid #eef1f5;padding:4px 8px;vertical-align:top;overflow-wrap:break-word}
 table.data td.num,table.data th.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
 table.data tr.hl td{background:#eef4ff}
-code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px;background:#f0f2f6;
+code{font-family:"@CJK@",ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px;background:#f0f2f6;
 padding:1px 4px;border-radius:3px;overflow-wrap:anywhere}
 img.plot{max-width:100%;height:auto;display:block;margin:8px 0}
 .grid2{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:12px}
@@ -129,7 +132,7 @@ details.q>summary::-webkit-details-marker{display:none}
 details.q>summary::before{content:"\\25B8";color:var(--muted)}
 details.q[open]>summary::before{content:"\\25BE"}
 details.q[open]>summary{border-bottom:1px solid var(--line);background:#f8fafc}
-.qid{font-family:ui-monospace,monospace;font-size:12px;color:var(--muted);white-space:nowrap}
+.qid{font-family:"@CJK@",ui-monospace,monospace;font-size:12px;color:var(--muted);white-space:nowrap}
 .qtext{flex:1;overflow-wrap:anywhere}
 .outcome{white-space:nowrap;font-size:12px}
 .qbody{padding:8px 14px 12px}
@@ -144,7 +147,7 @@ font:inherit}
 .kv{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;font-size:13px}
 .kv dt{color:var(--muted)}.kv dd{margin:0;overflow-wrap:anywhere}
 footer{color:var(--muted);font-size:12px;text-align:center;padding:20px}
-"""
+""".replace("@CJK@", CJK_FAMILY)
 
 JS = """
 (function(){
@@ -275,17 +278,19 @@ def content_security_policy(script: str) -> str:
     """No network at all; only the report's own script (by hash) may run, so even text that
     escaped escaping could not execute."""
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
-    return f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{digest}'"
+    return f"default-src 'none'; img-src data:; font-src data:; style-src 'unsafe-inline'; script-src 'sha256-{digest}'"
 
 
-def page(title: str, subtitle: str, toc: Sequence[tuple[str, str]], sections: Iterable[Markup]) -> str:
-    """The whole self-contained document."""
+def page(
+    title: str, subtitle: str, toc: Sequence[tuple[str, str]], sections: Iterable[Markup], font_css: str = ""
+) -> str:
+    """The whole self-contained document; ``font_css``: the embedded @font-face rule (see ``webfont``)."""
     nav = join(tag("a", label, href=f"#{anchor}") for anchor, label in toc)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
         f'<meta http-equiv="Content-Security-Policy" content="{esc(content_security_policy(JS))}">'
-        f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"
+        f"<title>{esc(title)}</title><style>{font_css}{CSS}</style></head><body>"
         f'<header class="top"><h1>{esc(title)}</h1><p>{esc(subtitle)}</p></header>'
         f'<nav class="toc">{nav}</nav><main>{join(sections)}</main>'
         "<footer>Written by <code>python -m evalkit.report</code>. Self-contained: no network.</footer>"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from evalkit.report.fonts import PACKAGE
 from evalkit.report.html import Markup, join, section, tag
 from evalkit.report.model import ReportModel
 
@@ -38,7 +39,7 @@ def about(model: ReportModel) -> Markup:
             f"{statistics.seed}; paired by question",
         ),
         ("packages", json.dumps(manifest.get("packages"), sort_keys=True)),
-        ("plot font for Chinese", model.font.family or f"none — {model.font.warning}"),
+        ("font for Chinese", model.font.family or f"none: the package {PACKAGE} is not installed"),
     ]
     dl = join(join([tag("dt", k), tag("dd", v)]) for k, v in items)
     return section("run", "About this run", [Markup(f'<dl class="kv">{dl}</dl>')])

@@ -26,8 +26,6 @@ def labelset(model: ReportModel) -> Markup:
         body.append(img(png, "questions by " + ", ".join(panels)))
     body.append(Markup('<div class="grid2">') + Markup("".join(labelset_tables(model))) + Markup("</div>"))
     note = f"{model.run.labelset_name}: {fmt.count(len(one))} questions scored."
-    if model.font.warning:
-        note += f" Warning: {model.font.warning}."
     return section("labelset", "The labelled set", body, note)
 
 
