@@ -2,15 +2,31 @@
 
 From Python: ``evalkit.run_sweep("sweep=quick", "position=off")`` runs a sweep with the command
 line's overrides and ``evalkit.load_run("reports/<run_id>")`` reads a run folder into pandas
-objects (:mod:`evalkit.project.api`). Both are imported on first use, so ``import evalkit``
-(and every ``python -m evalkit.*`` command) stays light.
+objects (:mod:`evalkit.project.api`); ``evalkit.chunk_labelset(path, 300)`` and
+``evalkit.embed_texts(texts)`` give a labelled set's chunks and the vectors a sweep scores with, to
+build a store of one's own (:mod:`evalkit.project.corpus`); ``evalkit.Document``, ``evalkit.ChunkingSpec``
+and ``evalkit.Chunk`` are the records a chunker plugin gets and returns. All are imported on first use, so
+``import evalkit`` (and every ``python -m evalkit.*`` command) stays light.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["RunData", "SweepError", "load_run", "run_sweep"]
+_PUBLIC = {
+    "RunData": "api",
+    "SweepError": "api",
+    "load_run": "api",
+    "run_sweep": "api",
+    "chunk_labelset": "corpus",
+    "embed_texts": "corpus",
+    "Chunk": "plugin_records",
+    "ChunkingSpec": "plugin_records",
+    "Document": "plugin_records",
+}
+"""Each public name and the module of evalkit.project that defines it."""
+
+__all__ = sorted(_PUBLIC)
 
 
 def __dir__() -> list[str]:
@@ -19,8 +35,8 @@ def __dir__() -> list[str]:
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from evalkit.project import api
+    if name in _PUBLIC:
+        from importlib import import_module
 
-        return getattr(api, name)
+        return getattr(import_module(f"evalkit.project.{_PUBLIC[name]}"), name)
     raise AttributeError(f"module 'evalkit' has no attribute {name!r}")

@@ -39,7 +39,8 @@ GROUPS: Mapping[str, str] = {
 CONTRACTS: Mapping[str, str] = {
     "chunker": "function(doc: Document, spec: ChunkingSpec) -> list[Chunk] (offsets into doc.text)",
     "embedder": "factory(settings: EmbedderSettings) -> Embedder (evalkit.retrieval.embedding.base)",
-    "retriever": "function(queries: list[dict], k: int) -> list[list[hit]], the retriever=external contract",
+    "retriever": "function(queries: list[dict], k: int[, documents: list[dict]]) -> list[list[hit]], "
+    "the retriever=external contract",
     "reranker": "factory(settings: RerankerSettings, cache: Cache, pricing_dir: Path) -> Reranker",
     "generator": "class with from_config(settings: GeneratorSettings, **overrides) -> Generator",
     "executor": "factory(settings: ExecutorSettings) -> Executor (run(units, ctx) yields every unit's result)",

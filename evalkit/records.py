@@ -14,7 +14,7 @@ from typing import Any, Literal
 EvidenceMode = Literal["any", "all", "none"]
 HitSource = Literal["dense", "bm25", "hybrid", "external", "rerank"]
 
-# The position experiment's row vocabulary: written by answering, read by scoring and the report.
+# The position experiment's row vocabulary: written by answers/, read by scoring and the report.
 PROMPT_TOO_LONG = "system prompt and question exceed the budget"
 """``reason`` when nothing but the fixed parts already breaks the input budget."""
 DOES_NOT_FIT = "does not fit"

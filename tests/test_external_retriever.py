@@ -9,7 +9,9 @@ reply it gave, and the same command asks only for what is missing.
 
 from __future__ import annotations
 
+import json
 import math
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -61,6 +63,28 @@ def test_a_function_returning_the_gold_offsets_scores_recall_one_on_squad(tmp_pa
     labelset = gold_of(shared_set("squad2-en"))
     run = run_in_process(sweep_args(labelset, tmp_path, "retriever=external", f"retriever.target={TARGET}:offsets"))
     assert_perfect(run)
+
+
+def test_a_function_asking_for_documents_gets_the_sets_own_and_its_replies_are_keyed_by_them(
+    tmp_path: Path, gold_of, small_demo: Path
+) -> None:
+    gold_retriever.CALLS.clear()
+    target = ["retriever=external", f"retriever.target={TARGET}:offsets_seeing_documents", "retriever.batch_size=10"]
+    # The gold at rank 1 (a demo question with more than five evidence spans keeps recall@5 just under 1).
+    assert summary_of(run_in_process(sweep_args(gold_of(small_demo), tmp_path / "a", *target))).loc[1, "hit"] == 1.0
+    asked = len(load_labelset(small_demo).questions)
+    assert sum(n for _, n in gold_retriever.CALLS) == asked and len(gold_retriever.CALLS) > 1
+    assert len({ids for ids, _ in gold_retriever.CALLS}) == 1, "the same list on every call: index it once"
+    # Another set: the same questions, one document longer. Its replies are not the first set's.
+    other = tmp_path / "other"
+    shutil.copytree(small_demo, other)
+    first = json.loads((other / "docs.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    with open(other / first["path"], "a", encoding="utf-8") as doc:
+        doc.write("\nA sentence this set's copy added.\n")
+    gold_retriever.CALLS.clear()
+    cache = f"cache_path={tmp_path}/a/c.sqlite"  # the first run's cache
+    assert summary_of(run_in_process([*sweep_args(gold_of(other), tmp_path / "b", *target), cache])).loc[1, "hit"] == 1
+    assert sum(n for _, n in gold_retriever.CALLS) == asked, "asked again: the documents are part of the key"
 
 
 def test_an_endpoint_returning_bare_chinese_text_through_faults_scores_recall_one(

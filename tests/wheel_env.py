@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("pyproject.toml", "README.md", "evalkit", "conf", "labelsets")
+SOURCES = ("pyproject.toml", "README.md", "evalkit", "conf", "labelsets", "examples")
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def build_wheel(work: Path) -> Path:
     for name in SOURCES:
         path = ROOT / name
         if path.is_dir():
-            shutil.copytree(path, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            shutil.copytree(path, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"))
         else:
             shutil.copy2(path, source / name)
     dist = work / "dist"

@@ -81,7 +81,7 @@ __all__ = [
 Overflow = Literal["drop", "refuse", "fill"]
 """``drop``: the lowest-scored items go until the context fits its share; ``refuse``: all or nothing;
 ``fill``: as many of the best-scored as the whole input window holds (the ``stuff`` arm over a corpus)."""
-# PROMPT_TOO_LONG and DOES_NOT_FIT live in evalkit.records: scoring reads them without importing answering.
+# PROMPT_TOO_LONG and DOES_NOT_FIT live in evalkit.records: scoring reads them without importing answers.
 
 
 # Records ----------------------------------------------------------------------

@@ -14,7 +14,7 @@ Curation writes labelled sets in :mod:`evalkit.labels`' format and reads them
 with its reader; ``labels/`` never imports curation. May import: ``records``,
 ``labels``, ``cache``, ``confdir`` and, one module each, ``retrieval``
 (``annotate/candidates``: the sweep's own BM25 ranks the candidate passages),
-``answering`` (``generate``, ``cli``: a generator writes synthetic questions),
+``answers`` (``generate``, ``cli``: a generator writes synthetic questions),
 ``scoring`` and ``run`` (``failures``: the run folder's files and its
 production config); no module joins two of those stages
 (``tests/test_architecture.py``).

@@ -15,7 +15,7 @@ Owns the on-disk format of a labelled set (``docs/``, ``docs.jsonl``,
   ``write``.
 
 May import: :mod:`evalkit.records` only (never a stage: chunking,
-retrieval, answering, scoring, pipeline, report; nor :mod:`evalkit.curate`,
+retrieval, answers, scoring, pipeline, report; nor :mod:`evalkit.curate`,
 which grows sets in this format). ``__main__`` is an entry point: it adds
 curation's subcommands (sample, annotate, add-failures, generate) to the one
 ``python -m evalkit.labels`` parser, importing :mod:`evalkit.curate.cli`

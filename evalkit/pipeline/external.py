@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from evalkit.labels.locate import build_locator
 from evalkit.records import Chunk
 from evalkit.retrieval.external.calls import fetch_results, where_of
-from evalkit.retrieval.external.hits import anchor_hits, query_record
+from evalkit.retrieval.external.hits import anchor_hits, document_record, query_record
 from evalkit.retrieval.external.pool import check_best_first, chunks_and_pool
 from evalkit.retrieval.pools import CandidatePool
 
@@ -36,7 +36,10 @@ def external_unit(ctx: WorkContext) -> tuple[tuple[Chunk, ...], CandidatePool, d
         check_best_first(asked, anchor_hits(asked, results, documents, where, locator_of), where)
 
     queries = [query_record(q) for q in questions]
-    raw, asked = fetch_results(settings, queries, ctx.plan.pool_size, ctx.cache, validate, ctx.progress)
+    given = [document_record(d) for d in documents]  # read only by a Python retriever that asks for them
+    raw, asked = fetch_results(
+        settings, queries, ctx.plan.pool_size, ctx.cache, validate, ctx.progress, documents=given
+    )
     anchored = anchor_hits(questions, raw, documents, where, locator_of)
     chunks, pool = chunks_and_pool(anchored, documents, ctx.plan.pool_size)
     unanchored = {q.id: n for q, n in zip(questions, anchored.unanchored) if n}

@@ -4,7 +4,9 @@ Writes ``DIR/conf/`` (``project.yaml`` and the team's ``baseline``, ``labelset``
 ``objective`` options), ``DIR/labelsets/``, a README stub and the CI gate (a GitHub Actions
 workflow and the shell recipe it runs). Without ``--labelset`` the bundled demo set is copied
 to ``DIR/labelsets/team`` so the first sweep runs at once; replace it with the team's own.
-Never overwrites a file that exists (``--force`` does).
+``DIR/examples/`` gets evalkit's worked examples (a LanceDB retriever, a plugin package), shipped
+in the wheel: their READMEs' steps run from ``DIR`` on the team's set. Never overwrites a file
+that exists (``--force`` does).
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ LAYOUT = {
     "ci/evalkit-gate.sh": "ci/evalkit-gate.sh",
 }
 GITIGNORE = "reports/\n.evalkit-cache/\n"
+EXAMPLES = "examples"
+"""Where the worked examples go in the project, as they sit in the checkout (their READMEs name these paths)."""
+NOT_EXAMPLE_FILES = ("__pycache__", "build", "dist")
+"""Folders an install of a checkout's example leaves behind: never copied into a project."""
 
 
 class InitError(ValueError):
@@ -74,6 +80,22 @@ def init_project(root: Path, labelset: str | None = None, force: bool = False, e
     if labelset is None:
         team = root / "labelsets" / "team"
         written.append(_empty_set(team) if empty else _copy_demo(team))
+    written.extend(_copy_examples(root / EXAMPLES, force))
+    return written
+
+
+def _copy_examples(target: Path, force: bool) -> list[Path]:
+    """evalkit's worked examples (the wheel's copy, or the checkout's), file by file; existing files kept."""
+    source = bundled(EXAMPLES)
+    written = []
+    for path in sorted(source.rglob("*")):
+        rel = path.relative_to(source)
+        skipped = any(part in NOT_EXAMPLE_FILES or part.endswith(".egg-info") for part in rel.parts)
+        if not path.is_file() or skipped or path.suffix == ".pyc" or ((target / rel).exists() and not force):
+            continue
+        (target / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target / rel)
+        written.append(target / rel)
     return written
 
 

@@ -62,7 +62,8 @@ class RetrieverSettings:
     lancedb_nprobes: int = field(default=20, metadata={"min": 1})
     """IVF partitions searched per question."""
     target: str | None = None
-    """retriever=external: ``package.module:function``, called as ``function(queries, k)``."""
+    """retriever=external: ``package.module:function``, called as ``function(queries, k)`` (``documents=`` too
+    when it declares that parameter: the labelled set's documents)."""
     url: str | None = None
     """retriever=external: an HTTP endpoint taking ``{"queries": [...], "k": N}`` by POST."""
     version: str = ""

@@ -75,3 +75,18 @@ def gold_for_some(queries: list[dict[str, Any]], k: int) -> list[list[dict[str, 
     return [
         hits if zlib.crc32(q["id"].encode()) % 3 else _filler(docs, k) for q, hits in zip(queries, out, strict=True)
     ]
+
+
+CALLS: list[tuple[int, int]] = []
+"""Per call of :func:`offsets_seeing_documents`: the id of the documents list it got, and its batch's size."""
+
+
+def offsets_seeing_documents(
+    queries: list[dict[str, Any]], k: int, documents: list[dict[str, Any]]
+) -> list[list[dict[str, Any]]]:
+    """The gold offsets, from a retriever that asks for the documents: they must be the labelled set's own."""
+    _, docs = _labelset(os.environ["EVALKIT_GOLD_LABELSET"])
+    if {d["doc_id"]: d["text"] for d in documents} != docs:
+        raise ValueError("the documents given are not the labelled set's")
+    CALLS.append((id(documents), len(queries)))
+    return offsets(queries, k)

@@ -1,6 +1,6 @@
 """What the position plan can detect, and the smoke run's note: numbers from the exact power functions.
 
-Pipeline-side because it joins the plan (answering) with the statistics (scoring).
+It joins the plan with the exact power functions of scoring.stats, which answers/ may call directly.
 """
 
 from __future__ import annotations

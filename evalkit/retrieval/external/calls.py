@@ -2,11 +2,14 @@
 
 Python: ``retriever.target=package.module:function`` is imported from the working directory (then
 ``sys.path``) and called as ``function(queries, k)`` in this process, one batch at a time (the function
-need not be thread-safe). HTTP: ``retriever.url`` gets ``POST {"queries": [...], "k": N}`` as JSON and
-answers ``{"results": [[hit, ...], ...]}``; up to ``max_concurrency`` batches in flight, each with a
-timeout and the shared retry policy (:mod:`evalkit.retry`: connection errors, 408/429/5xx, a body that
-is not JSON). A reply of the wrong shape is one line at once: a retry would send the same request to
-the same bug.
+need not be thread-safe). A function that declares a ``documents`` parameter is called
+``function(queries, k, documents=...)`` with the labelled set's documents (``{"doc_id", "text", "title",
+"meta"}`` each; the same list on every call of a sweep, so it can index them once), and its replies are
+cached under those documents too: the same questions on another set are asked again.
+HTTP: ``retriever.url`` gets ``POST {"queries": [...], "k": N}`` as JSON and answers
+``{"results": [[hit, ...], ...]}``; up to ``max_concurrency`` batches in flight, each with a timeout
+and the shared retry policy (:mod:`evalkit.retry`: connection errors, 408/429/5xx, a body that is not
+JSON). A reply of the wrong shape is one line at once: a retry would send the same request to the same bug.
 
 Every query's reply is cached (namespace ``external``) under the endpoint or target, ``retriever.version``,
 ``k`` and the query, as soon as its batch returns, so a dead endpoint mid-run loses nothing: the same
@@ -17,12 +20,13 @@ from __future__ import annotations
 
 import http.client
 import importlib
+import inspect
 import json
 import os
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
@@ -66,8 +70,18 @@ def load_target(target: str, search_from: str | None = None) -> Callable[..., An
     return function  # type: ignore[return-value]
 
 
-def query_key(settings: RetrieverSettings, k: int, query: dict[str, Any]) -> str:
-    return cache_key(settings.url or settings.target, settings.version, k, query)
+def takes_documents(function: Callable[..., Any]) -> bool:
+    """Whether a Python retriever asks for the labelled set's documents (a parameter named ``documents``)."""
+    try:
+        return "documents" in inspect.signature(function).parameters
+    except (TypeError, ValueError):  # a builtin or C callable without a signature: the two-argument contract
+        return False
+
+
+def query_key(settings: RetrieverSettings, k: int, query: dict[str, Any], corpus: str | None = None) -> str:
+    """A reply's cache key; ``corpus`` (the documents' digest) only for a retriever that was given them."""
+    parts = (settings.url or settings.target, settings.version, k, query)
+    return cache_key(*parts) if corpus is None else cache_key(*parts, corpus)
 
 
 def fetch_results(
@@ -78,14 +92,19 @@ def fetch_results(
     validate: Callable[[list[int], list[list[Any]]], None],
     progress: bool = False,
     post: Callable[[str, bytes, float], bytes] | None = None,
+    documents: Sequence[Mapping[str, Any]] = (),
 ) -> tuple[list[list[Any]], int]:
     """Every query's raw hits (cached ones read, the rest asked in batches) and how many were asked.
 
     ``validate(batch, results)`` raises on a reply that cannot be scored, before it is cached: a fixed
     endpoint must not be answered from its old, broken reply. ``post``: the HTTP transport
-    (``(url, body, timeout) -> reply body``).
+    (``(url, body, timeout) -> reply body``). ``documents``: the labelled set's, for a Python retriever
+    that asks for them.
     """
-    keys = [query_key(settings, k, q) for q in queries]
+    function = None if settings.url else load_target(str(settings.target))
+    given = list(documents) if function is not None and takes_documents(function) else None
+    corpus = None if given is None else cache_key(given)
+    keys = [query_key(settings, k, q, corpus) for q in queries]
     known = cache.get_decoded(NAMESPACE, keys, decode_json)
     missing = [i for i, key in enumerate(keys) if key not in known]
     batches = [missing[i : i + settings.batch_size] for i in range(0, len(missing), settings.batch_size)]
@@ -102,15 +121,21 @@ def fetch_results(
         if settings.url:
             _over_http(settings, queries, k, batches, keep, post or post_json)
         else:
-            function = load_target(str(settings.target))
             for batch in batches:
-                keep(batch, _call(function, [queries[i] for i in batch], k, where))
+                keep(batch, _call(function, [queries[i] for i in batch], k, where, given))  # type: ignore[arg-type]
     return [known[key] for key in keys], len(missing)
 
 
-def _call(function: Callable[..., Any], queries: list[dict[str, Any]], k: int, where: str) -> Any:
+def _call(
+    function: Callable[..., Any],
+    queries: list[dict[str, Any]],
+    k: int,
+    where: str,
+    documents: list[Mapping[str, Any]] | None = None,
+) -> Any:
     try:
-        return [list(hits) if isinstance(hits, tuple) else hits for hits in function(queries, k)]
+        found = function(queries, k) if documents is None else function(queries, k, documents=documents)
+        return [list(hits) if isinstance(hits, tuple) else hits for hits in found]
     except ExternalHitError:
         raise
     except Exception as exc:  # the team's own code: its failure is one line naming it, not evalkit's traceback

@@ -1,7 +1,9 @@
 """The external retriever's contract: what it is asked, what a hit may look like, and hits as spans.
 
 A team's production retriever answers ``function(queries, k)`` (or the same over HTTP) with one list of
-hits per query, best first. A hit is either offsets into the labelled set's document::
+hits per query, best first; a Python function that declares a ``documents`` parameter also gets the
+labelled set's documents (:func:`document_record`), so a stand-in retriever can index the set it is
+scored on. A hit is either offsets into the labelled set's document::
 
     {"doc_id": "policy-12", "start": 1040, "end": 1530, "score": 0.82}
 
@@ -56,6 +58,11 @@ class AnchoredHits:
     @property
     def n_unanchored(self) -> int:
         return sum(self.unanchored)
+
+
+def document_record(document: Document) -> dict[str, Any]:
+    """What a retriever that asks for ``documents`` gets per document: its id, text, title and metadata."""
+    return {"doc_id": document.doc_id, "text": document.text, "title": document.title, "meta": dict(document.meta)}
 
 
 def query_record(question: Question) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from evalkit.records import Chunk, ChunkingSpec, Document
+from evalkit import Chunk, ChunkingSpec, Document
 
 SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n{2,}")
 
