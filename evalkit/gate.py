@@ -27,14 +27,18 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+import pandas as pd
+
 from evalkit.pipeline.margins import load_gate_config
 from evalkit.pipeline.production_file import load_production_point
 from evalkit.report import fmt
 from evalkit.run import files
 from evalkit.run.disk import describe_os_error
 from evalkit.run.folder import Run, RunError, load_run, write_json
+from evalkit.scoring.answer_columns import answered_values, with_answer_columns
 from evalkit.scoring.decide import find_production
 from evalkit.scoring.gatecheck import Check, ConfigData, GateConfig, GateError, evaluate
+from evalkit.scoring.latency import LatencyModel
 
 
 @dataclass(frozen=True)
@@ -46,10 +50,21 @@ class Side:
 
     @property
     def data(self) -> ConfigData:
-        return ConfigData(self.run.results, self.run.summary, self.config_id)
+        return ConfigData(results_with_answers(self.run), self.run.summary, self.config_id)
 
     def describe(self) -> dict[str, str]:
         return {"run": str(self.run.root), "run_id": self.run.run_id, "config_id": self.config_id}
+
+
+def results_with_answers(run: Run) -> pd.DataFrame:
+    """The run's results with the answer check's columns, as the sweep's decision gated them."""
+    if run.answer_rows is None or run.answer_check is None:
+        return run.results
+    latency = LatencyModel.from_record(run.answer_check.get("latency"))
+    system = float(run.answer_check.get("system_tokens") or 0.0)
+    answered = with_answer_columns(run.results, answered_values(run.answer_rows), latency, system)
+    assert isinstance(answered, pd.DataFrame)
+    return answered
 
 
 def _baseline_config(run: Run) -> str:

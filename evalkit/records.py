@@ -207,3 +207,7 @@ class Answer:
     error: str = ""
     """Why there is no answer when stop_reason is ``error`` (a batch entry ``expired``, ``canceled`` or
     ``errored: <type>: <message>``); empty otherwise."""
+    first_token_s: float | None = None
+    """Seconds from sending the request to the first answer token, as measured when it was generated (local:
+    llama.cpp's prompt processing plus one decoded token; streaming endpoints: the first content delta); None
+    when the backend cannot tell (a batch, a non-streaming call)."""

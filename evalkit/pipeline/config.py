@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from evalkit.answers.check.settings import AnswerCheckSettings
 from evalkit.answers.generation.settings import GeneratorSettings, read_generator_settings
 from evalkit.answers.judge.llm import JudgeConfig
 from evalkit.answers.position.settings import PositionSettings
@@ -112,6 +113,8 @@ class SweepConfig:
     executor: ExecutorSettings = field(default_factory=ExecutorSettings)
     position: PositionSettings | None = None
     """Present with ``+experiment=position``."""
+    answer_check: AnswerCheckSettings = field(default_factory=AnswerCheckSettings)
+    """``conf/answer_check/<preset>.yaml``: production and the decision's configs answered (``off``: none)."""
     generator: GeneratorSettings | None = None
     """The generator group (``conf/generator/<name>.yaml``), typed by its backend (``name``)."""
     judge: JudgeConfig | None = None
@@ -127,6 +130,7 @@ def read_config(plain: Mapping[str, Any]) -> SweepConfig:
     if isinstance(raw.get("embedder"), Mapping):
         check_embedder_keys(raw["embedder"])
     position = raw.pop("position", None)
+    answer_check = raw.pop("answer_check", None)
     generator = raw.pop("generator", None)
     judge = raw.pop("judge", None)
     config = parse_settings(SweepConfig, raw, "")
@@ -136,6 +140,7 @@ def read_config(plain: Mapping[str, Any]) -> SweepConfig:
     return replace(
         config,
         position=None if position is None else PositionSettings.from_config(position, seed=config.seed),
+        answer_check=AnswerCheckSettings.from_config(answer_check or {"preset": "off"}, seed=config.seed),
         generator=None if generator is None else read_generator_settings(generator, "generator"),
         judge=None if judge is None else JudgeConfig.from_mapping(_section("judge", judge), "judge"),
     )

@@ -7,21 +7,28 @@ renders it) and prints the headline a reviewer reads first.
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from evalkit.answers.check.experiment import answer_check
+from evalkit.pipeline.answers import AnswerInputs, answers_record, eligibility
 from evalkit.pipeline.margins import load_gate_config
 from evalkit.pipeline.plan import SweepPlan
 from evalkit.records import Question
 from evalkit.run import files
 from evalkit.run.folder import write_json, write_table
+from evalkit.scoring.answer_columns import answered_values, with_answer_columns
 from evalkit.scoring.at_budget import production_budget, recall_at_budget
 from evalkit.scoring.decide import NO_PRODUCTION, RECOMMEND, decide, find_production
+from evalkit.scoring.gatecheck import GateConfig
+from evalkit.scoring.objective import ObjectiveSettings
 from evalkit.scoring.per_config import Results, config_rows
 from evalkit.scoring.registry import MEASURES
 from evalkit.scoring.segments import segment_frame
@@ -33,19 +40,76 @@ def write_recommendation(
     summary: pd.DataFrame,
     run_dir: Path,
     questions: Sequence[Question] = (),
+    answers: AnswerInputs | None = None,
 ) -> dict:
+    """Decide, and with the answer check on, answer the decision's configs and decide again with their answers.
+
+    Without answers the prompt-token cap stands in for them (production's tokens: more context always raises
+    recall). With them there is no token cap: the configs the first pass names are answered, and the second
+    pass may recommend only configs whose answers were checked, every one of them gated on its answers too.
+    """
     gate = load_gate_config(plan.objective.margins)
-    base = plan.baseline
-    production = None
-    if plan.retriever.external and base.top_k is not None:  # production's chunking is the only one
-        production = find_production(summary, 0, 0, base.top_k, base.threshold)
-    elif base.chunk_size is not None and base.top_k is not None:
-        production = find_production(summary, base.chunk_size, base.chunk_overlap or 0, base.top_k, base.threshold)
-    record = decide(results, summary, production, plan.objective, gate, segment_frame(questions))
+    production = production_config(plan, summary)
+    checking = answers is not None and plan.answer_check.enabled and production is not None
+    objective = replace(plan.objective, prompt_tokens_max=math.inf) if checking else plan.objective
+    if checking and plan.objective.prompt_tokens_max is not None:
+        objective = plan.objective  # the team set its own cap: it stands
+    segments = segment_frame(questions)
+    record = decide(results, summary, production, objective, gate, segments)
+    if checking:
+        assert answers is not None and production is not None
+        record = _with_answers(plan, results, summary, run_dir, record, gate, objective, segments, answers)
+    else:
+        record["answers"] = {"checked": False, "why": _unchecked_why(plan, answers)}
     if production is not None:
         record["equal_budget"] = equal_budget(results, production, summary, run_dir)
     write_json(run_dir / files.RECOMMENDATION_JSON, record)
     return record
+
+
+def production_config(plan: SweepPlan, summary: pd.DataFrame) -> str | None:
+    """Production's config id in the grid (``baseline:``), None when it is not there."""
+    base = plan.baseline
+    if plan.retriever.external and base.top_k is not None:  # production's chunking is the only one
+        return find_production(summary, 0, 0, base.top_k, base.threshold)
+    if base.chunk_size is not None and base.top_k is not None:
+        return find_production(summary, base.chunk_size, base.chunk_overlap or 0, base.top_k, base.threshold)
+    return None
+
+
+def _unchecked_why(plan: SweepPlan, answers: AnswerInputs | None) -> str:
+    if not plan.answer_check.enabled:
+        return "answer_check=off: decided on retrieval proxies alone (prompt tokens capped at production's)"
+    return "no production config in the grid: nothing to answer against" if answers else "not run"
+
+
+def _with_answers(
+    plan: SweepPlan,
+    results: Results,
+    summary: pd.DataFrame,
+    run_dir: Path,
+    first: dict[str, Any],
+    gate: GateConfig,
+    objective: ObjectiveSettings,
+    segments: pd.DataFrame,
+    answers: AnswerInputs,
+) -> dict[str, Any]:
+    """The second pass: the decision's configs answered, their answers in the results, decided again."""
+    job = plan.answer_check_job(gate, answers.token_family)
+
+    def prompt_tokens(config_id: str) -> pd.Series:
+        rows = config_rows(results, config_id)
+        rows = rows[rows["config_id"] == config_id]
+        return rows["question_tokens"].astype(float) + rows["returned_tokens"].astype(float)
+
+    outcome = answer_check(job, first, summary, prompt_tokens, answers.labelset, answers.cache, run_dir,
+                           spend=answers.spend)  # fmt: skip
+    if outcome is None:
+        return first | {"answers": {"checked": False, "why": "no production config to answer against"}}
+    answered = with_answer_columns(results, answered_values(outcome.rows), outcome.latency, outcome.system_tokens)
+    eligible = eligibility(outcome.record, objective.latency_p95_max)
+    record = decide(answered, summary, first["production"]["config_id"], objective, gate, segments, eligible)
+    return record | {"answers": answers_record(outcome.record, first)}
 
 
 def equal_budget(results: Results, production: str, summary: pd.DataFrame, run_dir: Path) -> dict[str, Any]:
@@ -107,6 +171,46 @@ def _pct(change: dict[str, float | None]) -> str:
     return "n/a" if change.get("change_pct") is None else f"{change['change_pct']:+.1f}%"
 
 
+def answers_lines(record: dict[str, Any]) -> list[str]:
+    """The answer check in the console: per named config its answers against production, latency, the rule."""
+    block = record.get("answers") or {}
+    if not block.get("checked"):
+        return [f"answers: not measured: {block.get('why', 'answer_check=off')}"]
+    head = f"answers ({block['preset']} check, {block['questions']} questions, {block['model']}):"
+    lines = [head]
+    production = next((n for n in block["named"] if n["config_id"] == block["production"]), None)
+    base_p95 = ((production or {}).get("first_token") or {}).get("p95")
+    for entry in block["named"]:
+        lines.append(f"  {entry['config_id']} ({', '.join(entry['roles'])}): {_answer_text(entry, base_p95)}")
+    routing = block.get("routing") or {}
+    if routing.get("rule"):
+        lines.append(f"stuff or retrieve: {routing['rule']}")
+    sizing = block.get("sizing") or {}
+    if block.get("smoke") and sizing.get("questions_needed"):
+        lines.append(
+            f"smoke check: showing 'not worse by more than {100 * sizing['margin']:g} points' with "
+            f"{sizing['power']:.0%} power takes about {sizing['questions_needed']} questions per config: "
+            f"{block.get('powered_command')}"
+        )
+    return lines
+
+
+def _answer_text(entry: dict[str, Any], base_p95: float | None) -> str:
+    accuracy = entry.get("accuracy")
+    text = "not answered" if accuracy is None else f"accuracy {100 * accuracy:.0f}% on {entry['n']}"
+    delta = entry.get("accuracy_delta")
+    if delta:
+        text += f", Δ {_points(delta)} ({delta['verdict']})"
+    first = entry.get("first_token") or {}
+    if first.get("p50") is not None:
+        text += f", first token p50 {first['p50']:.2f} s / p95 {first['p95']:.2f} s"
+        if base_p95 and entry.get("accuracy_delta"):
+            text += f" ({100 * (first['p95'] / base_p95 - 1):+.0f}% p95)"
+    if entry.get("cost_per_query") is not None:
+        text += f", ${entry['cost_per_query']:.4f}/query"
+    return text
+
+
 def move_line(move: dict[str, Any]) -> str:
     """One knob's move in one line: the value, recall and context precision with intervals, the bill, the gate."""
     knob = move["knob"]
@@ -144,5 +248,6 @@ def announce(record: dict[str, Any], run_dir: Path) -> None:
         lines += [f"evalkit:     {move_line(m)}" for m in record["one_knob_moves"]]
     if record["decision"] != NO_PRODUCTION:
         lines.append(f"evalkit:   {cheaper_line(record.get('cheaper_pick'), run_dir)}")
+    lines += [f"evalkit:   {line}" for line in answers_lines(record)]
     lines += [f"evalkit:   flag: {f['message']} ({f['config_id']})" for f in record.get("flags", [])]
     print("\n".join(lines), file=sys.stderr)

@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalkit.answers.check.experiment import AnswerCheckJob
+from evalkit.answers.check.settings import AnswerCheckSettings
 from evalkit.answers.generation.settings import GeneratorSettings
 from evalkit.answers.judge.llm import JudgeConfig
 from evalkit.answers.position.experiment import PositionJob
@@ -32,8 +34,12 @@ from evalkit.retrieval.external.calls import ExternalCallError, load_target, whe
 from evalkit.retrieval.filters import FilterSettings
 from evalkit.retrieval.settings import RETRIEVERS, RerankerSettings, RetrieverSettings, threshold_warnings
 from evalkit.retrieval.vectorstore import StoreUnavailableError, check_installed
+from evalkit.scoring.gatecheck import GateConfig
 from evalkit.scoring.objective import ObjectiveSettings
 from evalkit.settings import ConfigError
+
+ANSWER_MARGIN_DEFAULT = 0.05
+"""Answer accuracy and F1 margin when the margins file has no answer check (points as a share)."""
 
 __all__ = ["PROJECT_ROOT", "ConfigError", "RunOptions", "SweepPlan", "build_plan", "resolve_path"]
 
@@ -82,6 +88,8 @@ class SweepPlan:
     """``threshold=auto``: the grid is built from the first chunking's scores before the sweep runs."""
     objective: ObjectiveSettings = field(default_factory=ObjectiveSettings)
     position: PositionSettings | None = None
+    answer_check: AnswerCheckSettings = field(default_factory=lambda: AnswerCheckSettings(preset="off"))
+    """The answer check after the decision (``answer_check=smoke`` by default; ``off``: retrieval proxies only)."""
     generator: GeneratorSettings | None = None
     """The generator's typed settings (read once, with the config) when the position experiment runs."""
     judge: JudgeConfig | None = None
@@ -113,6 +121,32 @@ class SweepPlan:
             progress=self.options.progress,
             judge=self.judge,
             production_chunking=production_chunking,
+        )
+
+    def answer_check_job(self, gate: GateConfig, token_family: str) -> AnswerCheckJob:
+        """What the answer check needs of this sweep; its margins are the gate's own (``gate``)."""
+        if self.generator is None:
+            raise ConfigError("generator: not set; the answer check needs generator=local (or another backend)")
+        margins = {m.metric: m for m in gate.margins}
+
+        def amount(metric: str, default: float | None) -> float | None:
+            return margins[metric].amount if metric in margins else default
+
+        return AnswerCheckJob(
+            settings=self.answer_check,
+            generator=self.generator,
+            pricing_dir=self.pricing_dir,
+            labelset_limit=self.labelset_limit,
+            progress=self.options.progress,
+            level=gate.confidence,
+            accuracy_margin=float(amount("answer_accuracy", ANSWER_MARGIN_DEFAULT) or ANSWER_MARGIN_DEFAULT),
+            f1_margin=float(amount("answer_f1", ANSWER_MARGIN_DEFAULT) or ANSWER_MARGIN_DEFAULT),
+            cost_max_rise_pct=amount("cost_per_query", None),
+            latency_max_rise_pct=amount("first_token_s", None),
+            cost_model=self.cost.model,
+            queries_per_day=self.cost.queries_per_day,
+            output_tokens=self.cost.output_tokens,
+            token_family=token_family,
         )
 
     @property
@@ -205,7 +239,7 @@ def build_plan(
             raise ConfigError(str(exc)) from None
     if config.compare and not (resolve_path(config.compare) / "summary.parquet").is_file():
         raise ConfigError(f"compare: {config.compare!r} is not a finished run folder (no summary.parquet)")
-    if config.position is not None and config.generator is None:
+    if (config.position is not None or config.answer_check.enabled) and config.generator is None:
         raise ConfigError("generator: not set; add generator=local or generator=anthropic")
     return SweepPlan(
         labelset_path=str(resolved),
@@ -229,6 +263,7 @@ def build_plan(
         options=_options(config),
         objective=config.objective,
         position=config.position,
+        answer_check=config.answer_check,
         generator=config.generator,
         judge=config.judge,
     )

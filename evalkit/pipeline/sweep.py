@@ -25,6 +25,7 @@ from evalkit.cost.prices import price_table
 from evalkit.cost.tokens import estimate_tokens
 from evalkit.distribution import installed_version
 from evalkit.labels.read import LabelSet, document_fingerprints
+from evalkit.pipeline.answers import AnswerInputs
 from evalkit.pipeline.decision import announce, write_recommendation
 from evalkit.pipeline.executor import Executor, LocalExecutor
 from evalkit.pipeline.plan import SweepPlan
@@ -82,7 +83,11 @@ def run_sweep(
     executor = executor or LocalExecutor(plan.options.executor)
     finished = collect(executor.run(units, ctx), RunFolder(run_dir), ctx.store, plan, questions)
     results, summary = write_results(plan, labelset, finished, run_dir, ctx.token_family)
-    decide = lambda: announce(write_recommendation(plan, results, summary, run_dir, questions), run_dir)  # noqa: E731
+    answers = AnswerInputs(labelset, ctx.cache, ctx.token_family, stats.spend)
+
+    def decide() -> None:
+        announce(write_recommendation(plan, results, summary, run_dir, questions, answers), run_dir)
+
     stats.add_time("decide", _timed(decide))
     if plan.options.progress and plan.uses_embedder:
         print(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import io
+import logging
 
 from evalkit.report.fonts import FontStatus
 from evalkit.report.html import CJK_FAMILY
@@ -49,6 +50,10 @@ def _ranges(codepoints: list[int]) -> str:
 def subset_woff(path: str, codepoints: list[int]) -> bytes:
     """The font at ``path`` reduced to ``codepoints`` (no hinting, default layout features), as WOFF."""
     from fontTools import subset
+
+    # fontTools logs every subsetting step at INFO; under Hydra's logging that is a page of glyph names on
+    # the console, in the middle of the sweep's own lines.
+    logging.getLogger("fontTools").setLevel(logging.WARNING)
 
     options = subset.Options()
     options.flavor = "woff"

@@ -51,6 +51,16 @@ correct (nullable bool; NA = not scored), ... (evalkit/position.py ``ROW_COLUMNS
 POSITION_SUMMARY = f"{POSITION_DIR}/summary.parquet"
 """One row per (arm, placement, gold_bucket incl. ``all``): accuracy, accuracy_low, accuracy_high,
 n_questions, flip_rate (on ``all`` rows)."""
+ANSWER_CHECK_DIR = "answer_check"
+ANSWER_CHECK_ROWS = f"{ANSWER_CHECK_DIR}/rows.parquet"
+"""The answer check: one row per (config or arm, question): config_id (``stuff`` for the whole-document arm),
+arm, question_id, answerable, doc_id, the context (n_returned, n_dropped, unit_ids, planned_tokens), the answer,
+its tokens, first_token_s and cost, and its scores (correct, exact, contains, f1, refused; nullable: not scored)
+(evalkit/answers/check/run.py ``ROW_COLUMNS``)."""
+ANSWER_CHECK_JSON = f"{ANSWER_CHECK_DIR}/check.json"
+"""What the check found: the configs and their roles, the sample and how it was sized, per candidate the paired
+answer differences against production, the latency model and each config's first-token p50/p95, and the
+stuff-or-retrieve table and routing rule (evalkit/scoring/answer_check.py)."""
 CHUNK_HEALTH_JSON = "chunk_health.json"
 """Chunk-health findings (evalkit/health.py ``ChunkHealth.findings``): ``{"findings": [{"chunking", "rule",
 "count", "share", "message", "examples": [{"chunk_id", "doc_id", "start", "end", "detail"}]}]}``."""

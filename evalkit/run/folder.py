@@ -140,6 +140,10 @@ class Run:
     """gate.json, when a gate wrote its verdict into this folder."""
     recommendation: Mapping[str, Any] | None = None
     """recommendation.json: the sweep's decision, when the sweep wrote one (runs before it did not)."""
+    answer_rows: pd.DataFrame | None = None
+    """answer_check/rows.parquet: the answer check's answers per (config or arm, question), when it ran."""
+    answer_check: Mapping[str, Any] | None = None
+    """answer_check/check.json: its effects, latency model and routing rule, when it ran."""
 
     @property
     def run_id(self) -> str:
@@ -254,6 +258,8 @@ def load_run(run_dir: str | Path) -> Run:
         chunk_health=_optional_json(root / files.CHUNK_HEALTH_JSON),
         gate=_optional_json(root / files.GATE_JSON),
         recommendation=_optional_json(root / files.RECOMMENDATION_JSON),
+        answer_rows=_optional_table(root / files.ANSWER_CHECK_ROWS),
+        answer_check=_optional_json(root / files.ANSWER_CHECK_JSON),
     )
 
 

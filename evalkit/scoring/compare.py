@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from evalkit.scoring import stats
+from evalkit.scoring.stats.power import mcnemar_exact_p
 
 __all__ = [
     "MARGIN_KINDS",
@@ -60,6 +61,24 @@ def paired(
         seed=settings.seed,
         metric=metric,
     )
+
+
+def paired_binary(
+    baseline: np.ndarray, candidate: np.ndarray, settings: Resampling, metric: str = ""
+) -> stats.PairedComparison | None:
+    """Paired 0/1 outcomes (answer accuracy): Newcombe's hybrid score interval and the exact McNemar p-value,
+    over the questions both define; None when none does."""
+    keep = ~(np.isnan(baseline) | np.isnan(candidate))
+    if not keep.any():
+        return None
+    base, cand = baseline[keep], candidate[keep]
+    interval = stats.paired_difference_ci(base, cand, settings.level)
+    wins, losses = int(np.sum((cand == 1) & (base == 0))), int(np.sum((cand == 0) & (base == 1)))
+    return stats.PairedComparison(
+        metric, float(base.mean()), float(cand.mean()), interval.mean, interval.low, interval.high,
+        mcnemar_exact_p(wins, losses), int(base.size), "exact McNemar", level=settings.level,
+        n_missing=int((~keep).sum()),
+    )  # fmt: skip
 
 
 def point(metric: str, baseline_mean: float, candidate_mean: float, n: int) -> stats.PairedComparison:

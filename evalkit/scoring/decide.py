@@ -41,9 +41,14 @@ def decide(
     objective: ObjectiveSettings,
     gate: GateConfig,
     segments: pd.DataFrame | None = None,
+    eligible: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """recommendation.json's content for one sweep; ``segments``: question_id x tag (:func:`segment_frame`)."""
-    record = _decide(results, summary, production_id, objective, gate)
+    """recommendation.json's content for one sweep; ``segments``: question_id x tag (:func:`segment_frame`).
+
+    ``eligible``: when answers were checked, the configs that may be recommended (config_id -> '') and why each
+    other config may not (config_id -> reason, e.g. its answers were not checked); None: every config.
+    """
+    record = _decide(results, summary, production_id, objective, gate, eligible)
     if record["decision"] == NO_PRODUCTION or segments is None:
         return record
     candidates = {"recommended": (record["recommended"] or {}).get("config_id"),
@@ -66,6 +71,7 @@ def _decide(
     production_id: str | None,
     objective: ObjectiveSettings,
     gate: GateConfig,
+    eligible: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     record: dict[str, Any] = {"version": 1, "objective": _objective_record(objective, gate)}
     if production_id is None or production_id not in set(summary["config_id"]):
@@ -83,7 +89,7 @@ def _decide(
     budget = objective.prompt_tokens_max
     budget = float(means[PROMPT][production_id]) if budget is None else budget
     record["objective"] |= {
-        "prompt_tokens_max": budget,
+        "prompt_tokens_max": None if math.isinf(budget) else budget,
         "abstention_min": float(means[ABSTAIN][production_id]) if _abstention_applies(objective, table) else None,
     }
     record["production"] = {"config_id": production_id, "values": _values(means, production_id)}
@@ -100,6 +106,12 @@ def _decide(
         if config_id == production_id or not float(means[PRIMARY][config_id]) > production_primary:
             continue
         verdict = _try(config_id, production_id, results, summary, table, means, objective, gate, budget)
+        why_not = None if eligible is None else eligible.get(config_id, "its answers were not checked")
+        if verdict["decision"] == RECOMMEND and why_not:  # it would win on retrieval; its answers must say so too
+            primary = float(means[PRIMARY][config_id])
+            verdict = {"decision": KEEP, "bootstrapped": 1,
+                       "miss": {"config_id": config_id, "primary": primary, "stage": 4, "breaks": ["answers"],
+                                "detail": why_not}}  # fmt: skip
         if verdict["decision"] == RECOMMEND:
             picked = verdict["recommended"]["config_id"]
             return (

@@ -18,8 +18,11 @@ import pandas as pd
 
 from evalkit.scoring import compare, stats
 from evalkit.scoring.compare import MARGIN_KINDS, Margin, Resampling
-from evalkit.scoring.registry import COST_COLUMNS, MEASURES, Measure
+from evalkit.scoring.registry import ANSWER_CORRECT, ANSWER_F1, COST_COLUMNS, FIRST_TOKEN_S, MEASURES, Measure
 from evalkit.scoring.values import per_question
+
+ANSWER_COLUMNS = (ANSWER_CORRECT, ANSWER_F1)
+"""Columns only the answer check fills: missing values there mean a config was not answered."""
 
 
 class GateError(ValueError):
@@ -148,10 +151,19 @@ def _comparison(
     if missing:
         if m.column in COST_COLUMNS:
             return f"no {m.column} in the {' or '.join(missing)} run"
+        if m.column in (*ANSWER_COLUMNS, FIRST_TOKEN_S):
+            return f"no answers in the {' or '.join(missing)} run (answer_check=off, or a run before the check)"
         raise GateError(f"{m.name}: column {m.column!r} missing from the {' and '.join(missing)} results")
     base, cand = paired_values(baseline, candidate, m)
-    c = compare.paired(base, cand, config.resampling, m.name)
-    return "no question where both values are defined" if c is None else (c, "paired bootstrap")
+    if m.binary:
+        c = compare.paired_binary(base, cand, config.resampling, m.name)
+        method = "Newcombe interval, exact McNemar"
+    else:
+        c, method = compare.paired(base, cand, config.resampling, m.name), "paired bootstrap"
+    if c is None:
+        answers = " (the answer check did not answer both configs)" if m.column in ANSWER_COLUMNS else ""
+        return f"no question where both values are defined{answers}"
+    return c, method
 
 
 def evaluate(

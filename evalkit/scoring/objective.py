@@ -38,7 +38,10 @@ class ObjectiveSettings:
     """The gate's margins file (a name in conf/gate/ or a path): each check is a constraint."""
     zero_hit_answerable_max: float = field(default=0.05, metadata={"min": 0.0, "max": 1.0})
     prompt_tokens_max: float | None = field(default=None, metadata={"min": 0.0})
-    """Mean prompt tokens per query allowed; None: production's."""
+    """Mean prompt tokens per query allowed; None: production's when answers are not checked, no cap when they
+    are (then answers decide whether more context helps, and the gate's cost and latency margins bind)."""
+    latency_p95_max: float | None = field(default=None, metadata={"above": 0.0})
+    """Seconds: the pick's modelled first-token p95 at most this (answers checked only); None: no cap."""
     abstention_no_worse: bool = True
     """With unanswerable questions: the pick abstains on them at least as often as production."""
     max_candidates: int = field(default=40, metadata={"min": 1})

@@ -69,6 +69,8 @@ def point_constraints(
             continue
         means = column_means(table.margins[margin.metric], rows)
         base, cand = float(means[production_id]), float(means[config_id])
+        if math.isnan(base) or math.isnan(cand):
+            continue  # a measure this config (or production) has no values of, e.g. answers not checked
         limit = margin.absolute(base)
         delta = cand - base
         ok = delta >= -limit if MEASURES[margin.metric].higher_is_better else delta <= limit

@@ -44,6 +44,9 @@ __all__ = [
 
 Subset = Literal["all", "answerable", "unanswerable"]
 
+ANSWER_CORRECT, ANSWER_F1, FIRST_TOKEN_S = "answer_correct", "answer_f1", "first_token_s"
+"""Per-question columns the answer check adds to the results (NaN for configs and questions it did not answer)."""
+
 
 def forms(name: str) -> Metric | None:
     """The declared per-question and vectorised forms of an IR metric column, else None."""
@@ -82,6 +85,16 @@ COLUMNS: dict[str, Column] = _table(
     Column(
         "gold_cut_share", "gold cut by a boundary", False, "proportion",
         "Chunkings table: answerable questions whose evidence span no single unit holds whole.",
+    ),
+    # Answers (the answer check: the configs a decision names, answered with their own contexts).
+    Column(
+        ANSWER_CORRECT, "answer accuracy", True, "proportion",
+        "Answer check: the gold stated (answerable) or a refusal (unanswerable); NaN where not answered.",
+    ),
+    Column(ANSWER_F1, "answer F1", True, "proportion", "Answer check: SQuAD token F1 (answerable questions)."),
+    Column(
+        FIRST_TOKEN_S, "first-token seconds", False, "seconds",
+        "Modelled seconds to the first answer token for the question's prompt (the generator's fitted latency).",
     ),
     # Leakage.
     Column("leaked_units", "leaked units", False, "count", "Returned units the question's role may not see."),
@@ -130,6 +143,8 @@ class Measure:
     higher_is_better: bool = True
     proportion: bool = True
     """Values in [0, 1], shown as percentages and deltas in points."""
+    binary: bool = False
+    """Values are 0/1 outcomes: compared with Newcombe's interval and the exact McNemar test, not a bootstrap."""
 
 
 def _measure(name: str, source: str, subset: Subset) -> Measure:
@@ -145,6 +160,9 @@ MEASURES: dict[str, Measure] = {
         _measure("zero_hit_answerable", "zero_hit", "answerable"),
         _measure("zero_hit_unanswerable", "zero_hit", "unanswerable"),
         Measure("cost_per_query", COLUMNS[COST_PER_QUERY].label, COST_PER_QUERY, "all", False, False),
+        Measure("answer_accuracy", COLUMNS[ANSWER_CORRECT].label, ANSWER_CORRECT, "all", True, True, binary=True),
+        Measure("answer_f1", COLUMNS[ANSWER_F1].label, ANSWER_F1, "answerable", True, True),
+        Measure(FIRST_TOKEN_S, COLUMNS[FIRST_TOKEN_S].label, FIRST_TOKEN_S, "all", False, False),
         Measure("cost_per_day", COLUMNS[COST_PER_DAY].label, COST_PER_DAY, "all", False, False),
     )
 }

@@ -46,6 +46,7 @@ def encode_answer(answer: Answer) -> bytes:
             "model": answer.model,
             "stop_reason": answer.stop_reason,
             "truncated": answer.truncated,
+            "first_token_s": answer.first_token_s,
             "usage": {
                 "input_tokens": usage.input_tokens,
                 "output_tokens": usage.output_tokens,
@@ -68,6 +69,7 @@ def decode_answer(blob: bytes, question_id: str) -> Answer:
         stop_reason=data["stop_reason"],
         cached=True,
         truncated=data["truncated"],
+        first_token_s=data.get("first_token_s"),  # measured when generated; absent in entries before it was kept
     )
 
 

@@ -202,6 +202,16 @@ def is_overflow(response: Mapping[str, Any]) -> bool:
     return isinstance(error, Mapping) and error.get("type") == OVERFLOW_ERROR
 
 
+def first_token_seconds(timings: Mapping[str, Any]) -> float | None:
+    """Seconds to the first answer token from llama.cpp's timings: the prompt's processing plus one decoded token
+    (the mean decode step); None when the server reported no timings."""
+    prompt_ms, predicted_ms, predicted_n = (timings.get(k) for k in ("prompt_ms", "predicted_ms", "predicted_n"))
+    if not isinstance(prompt_ms, int | float):
+        return None
+    step = predicted_ms / predicted_n if isinstance(predicted_ms, int | float) and predicted_n else 0.0
+    return round((float(prompt_ms) + float(step)) / 1000.0, 6)
+
+
 def completion_to_answer(response: Mapping[str, Any], question_id: str, model: str, backend: str = "local") -> Answer:
     """An Answer from a llama.cpp chat completion (OpenAI-shaped: choices, finish_reason, usage)."""
     choice = response["choices"][0]
@@ -219,6 +229,7 @@ def completion_to_answer(response: Mapping[str, Any], question_id: str, model: s
         ),
         stop_reason=stop,
         truncated=stop in TRUNCATING_STOPS,
+        first_token_s=first_token_seconds(response.get("timings") or {}),
     )
 
 

@@ -19,9 +19,9 @@ from evalkit.scoring.ir.returned import Returned
 
 __all__ = ["Column", "JudgedRanking", "Metric", "PerQuestion", "Unit", "Vectorised"]
 
-Unit = Literal["proportion", "usd", "count", "chars", "tokens", "score"]
+Unit = Literal["proportion", "usd", "count", "chars", "tokens", "score", "seconds"]
 """How a value is read: a share in [0, 1] (shown as a percentage, differences in points), US dollars,
-a count, characters, tokens, or a raw retriever/reranker score."""
+a count, characters, tokens, a raw retriever/reranker score, or seconds."""
 
 
 @dataclass(frozen=True)

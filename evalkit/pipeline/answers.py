@@ -1,0 +1,98 @@
+"""What the decision stage needs of the answer check, and what recommendation.json keeps of it.
+
+:func:`eligibility` says which configs the second pass may recommend (answered ones, under the first-token
+cap); :func:`answers_record` is the answer block of recommendation.json: per named config its answers, the
+paired differences against production, first-token p50/p95 and $/query, the sizing, the routing rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from evalkit.answers.check.plan import PRODUCTION
+
+if TYPE_CHECKING:
+    from evalkit.cache import Cache
+    from evalkit.cost.budget import SpendGuard
+    from evalkit.labels.read import LabelSet
+
+
+@dataclass(frozen=True)
+class AnswerInputs:
+    """The sweep's context the answer check runs in."""
+
+    labelset: LabelSet
+    cache: Cache
+    token_family: str
+    spend: SpendGuard | None = None
+
+
+def eligibility(check: Mapping[str, Any], latency_p95_max: float | None) -> dict[str, str]:
+    """config_id -> '' when the second pass may recommend it, else why not (answers and the latency cap)."""
+    out = {}
+    for entry in check.get("configs", []):
+        config_id = entry["config_id"]
+        if not entry.get("n"):
+            out[config_id] = "its answers were not checked (no question answered)"
+            continue
+        p95 = (entry.get("first_token") or {}).get("p95")
+        if latency_p95_max is not None and p95 is not None and p95 > latency_p95_max:
+            out[config_id] = f"first-token p95 {p95:.2f} s above latency_p95_max {latency_p95_max:g} s"
+        else:
+            out[config_id] = ""
+    return out
+
+
+def answers_record(check: Mapping[str, Any], first: Mapping[str, Any]) -> dict[str, Any]:
+    """The answer block of recommendation.json (check.json holds everything else)."""
+    by_config = {c["config_id"]: c for c in check.get("configs", [])}
+    costs = _costs(first)
+    production = check["production"]
+    named = []
+    for config_id, entry in by_config.items():
+        effect = (check.get("effects") or {}).get(config_id) or {}
+        named.append({
+            "config_id": config_id,
+            "roles": entry.get("roles", []),
+            "n": entry.get("n", 0),
+            "accuracy": entry.get("accuracy"),
+            "f1": entry.get("f1"),
+            "accuracy_delta": effect.get("accuracy"),
+            "f1_delta": effect.get("f1"),
+            "first_token": entry.get("first_token"),
+            "cost_per_query": costs.get(config_id),
+        })  # fmt: skip
+    run = check.get("run") or {}
+    return {
+        "checked": True,
+        "preset": run.get("preset"),
+        "questions": run.get("questions"),
+        "model": run.get("model"),
+        "production": production,
+        "named": named,
+        "sizing": check.get("sizing"),
+        "latency": check.get("latency"),
+        "routing": {k: v for k, v in (check.get("routing") or {}).items() if k != "buckets"},
+        "seconds": run.get("seconds"),
+        "powered_command": run.get("powered_command"),
+        "smoke": run.get("preset") == "smoke",
+        "first_pass_recommended": (first.get("recommended") or {}).get("config_id"),
+        "production_role": PRODUCTION,
+    }
+
+
+def _costs(first: Mapping[str, Any]) -> dict[str, float | None]:
+    """$/query of the configs the first pass named (production, the pick, moves, the cheaper pick)."""
+    out: dict[str, float | None] = {}
+    production = first.get("production") or {}
+    if production:
+        out[production["config_id"]] = (production.get("values") or {}).get("cost_per_query")
+    pick = first.get("recommended") or {}
+    if pick:
+        out[pick["config_id"]] = (pick.get("values") or {}).get("cost_per_query")
+    for move in first.get("one_knob_moves") or []:
+        if move.get("config_id") and isinstance(move.get("cost_per_query"), Mapping):
+            out.setdefault(move["config_id"], move["cost_per_query"].get("candidate"))
+    return out
