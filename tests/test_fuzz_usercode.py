@@ -270,8 +270,22 @@ def run_cases(cases_file: str) -> None:
                 code = exc.code if isinstance(exc.code, int) else 1
             except BaseException as exc:
                 code = f"escaped: {type(exc).__name__}: {exc}"
-        done.append({"code": code, "stderr": err.getvalue()})
+        reports = Path(next(a for a in argv if a.startswith("reports_dir=")).partition("=")[2])
+        done.append({"code": code, "stderr": err.getvalue(), "locked": locked(reports)})
     Path(cases_file).write_text(json.dumps(done), encoding="utf-8")
+
+
+def locked(reports: Path) -> list[str]:
+    """Run folders whose lock cannot be taken at once: in the process that ran the case, a lock it still holds
+    (a lock is per open file, so a handle the run left open refuses this one too)."""
+    held = []
+    for lock in reports.rglob(LOCK_FILE) if reports.exists() else ():
+        with lock.open("a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                held.append(str(lock.parent))
+    return held
 
 
 @pytest.fixture(scope="module")
@@ -300,10 +314,8 @@ def _env() -> dict[str, str]:
 
 
 def assert_unlocked(reports: Path) -> None:
-    """No run folder is held: every lock file takes an exclusive lock at once."""
-    for lock in reports.rglob(LOCK_FILE) if reports.exists() else ():
-        with lock.open("a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: left locked
+    """No run folder is held once the process is gone (a helper it left running would hold it)."""
+    assert locked(reports) == []
 
 
 def run_folders(reports: Path) -> list[Path]:
@@ -334,6 +346,7 @@ def test_user_code_ends_in_one_line_and_exit_2(fuzzed: tuple[Path, list[Case], l
     case, result = cases[index], done[index]
     line = assert_one_line(result["code"], result["stderr"], case.names or "t_nowhere")
     reports = root / f"r{index}"
+    assert result["locked"] == [], "the run left its folder locked in the process that ran it"
     assert_unlocked(reports)
     folders = run_folders(reports)
     if case.before_work:
