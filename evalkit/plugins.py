@@ -12,16 +12,21 @@ package needs no change to evalkit::
 after which ``python -m evalkit.sweep --help`` lists ``mystore`` and ``retriever=mystore`` runs it.
 What an entry point names is the kind's contract (:data:`CONTRACTS`). Entry points are read once per
 process and loaded only when used, so an installed plugin that fails to import breaks nothing until a
-config names it, and then it is one line naming the distribution and the entry point.
+config names it, and then it is one line naming the distribution and the entry point. A loaded entry
+point is handed out as a :class:`~evalkit.usercode.UserCallable`: whatever it raises or exits with when
+called is one line naming it too (:mod:`evalkit.usercode`).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
 from typing import Generic, TypeVar
+
+from evalkit.usercode import UserCallable, UserCodeError, run_user_code
 
 T = TypeVar("T")
 
@@ -103,8 +108,14 @@ class Registry(Mapping[str, T], Generic[T]):
             return self._builtins[name]
         if name not in self._loaded:
             plugin = self.plugins()[name]  # KeyError for an unknown name, as a dict
-            self._loaded[name] = load(plugin)  # type: ignore[assignment]
+            # Its calls (and its methods, for a generator's class) run behind the user-code boundary.
+            self._loaded[name] = UserCallable(plugin.where, load(plugin))  # type: ignore[assignment]
         return self._loaded[name]
+
+    def where(self, name: str) -> str | None:
+        """How a line names ``name`` when an installed plugin provides it; None for evalkit's own (or unknown)."""
+        plugin = None if name in self._builtins else self.plugins().get(name)
+        return plugin.where if plugin is not None else None
 
     def __iter__(self) -> Iterator[str]:
         yield from self._builtins
@@ -118,15 +129,19 @@ class Registry(Mapping[str, T], Generic[T]):
 
 
 def load(plugin: Plugin) -> object:
-    """The object an entry point names; its import failing is one line naming it."""
+    """The object an entry point names; its import failing (or exiting) is one line naming it."""
     module_name, _, attribute = plugin.value.partition(":")
-    try:
-        module = __import__(module_name, fromlist=["_"])
-        target: object = module
+
+    def find() -> object:
+        target: object = importlib.import_module(module_name)
         for part in attribute.split(".") if attribute else ():
             target = getattr(target, part)
-    except Exception as exc:  # a plugin's own import error: whatever it is, the user needs its name
-        raise PluginError(f"{plugin.where} does not load: {type(exc).__name__}: {exc}") from None
+        return target
+
+    try:
+        target = run_user_code(plugin.where, "does not load", find)
+    except UserCodeError as exc:  # whatever the plugin raised or exited with: the user needs its name
+        raise PluginError(str(exc)) from None
     if not callable(target):
         raise PluginError(f"{plugin.where} is not callable; a {plugin.kind} plugin is a {CONTRACTS[plugin.kind]}")
     return target

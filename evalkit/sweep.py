@@ -42,6 +42,7 @@ from evalkit.project.help import help_text
 from evalkit.project.layers import ConfigSource, compose_config, find_source, hydra_overrides, register_plugin_configs
 from evalkit.signals import Stopped, stop_on_signals
 from evalkit.tracking.settings import TrackerSettings
+from evalkit.usercode import UserCodeError, outside_evalkit
 
 
 def fail(lines: list[str]) -> NoReturn:
@@ -165,6 +166,9 @@ def _execute(plan: SweepPlan, labelset: LabelSet, record: dict[str, Any]) -> Pat
     except CALL_ERRORS as exc:
         # What finished is on disk and every paid-for score is cached: the same command resumes.
         fail([f"{exc} (finished chunkings are kept; run the same command again to resume)"])
+    except SystemExit as exc:  # evalkit exits only here, in the entry point: this exit is user code's
+        fail([f"{outside_evalkit(exc)} called sys.exit({exc.code!r}) during the run, which ends no evalkit run; "
+              "finished chunkings are kept; run the same command again to resume"])  # fmt: skip
     except Exception as exc:
         if not is_disk_error(exc):
             raise
@@ -204,10 +208,10 @@ def _log_to_tracker(run_dir: Path, tracker: TrackerSettings, plan: SweepPlan) ->
 
     try:
         line = TRACKERS[tracker.name](run_dir, tracker, plan.options.reports_dir)
-    except (TrackingError, PluginError) as exc:
+    except (TrackingError, PluginError, UserCodeError) as exc:
         fail([f"{exc} (the run folder is complete; log it later with python -m evalkit.tracking {run_dir})"])
-    if line:
-        print(f"evalkit: {line}", file=sys.stderr)
+    if isinstance(line, str) and line:  # a plugin's other return values say nothing a user can read
+        print(f"evalkit: {' '.join(line.split())}", file=sys.stderr)
 
 
 def _task(cfg: DictConfig) -> None:
@@ -316,10 +320,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     sys.argv = [sys.argv[0], *source.argv]
     os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
-        if multirun or hydra_mode(source.argv):  # Hydra's own modes (completion, --cfg) need its own main
-            hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name=source.config_name)(_task)()
-        else:
-            run_once(source)
+        # From here a Ctrl-C is evalkit's Stopped, so a KeyboardInterrupt can only be user code's own.
+        with stop_on_signals():
+            if multirun or hydra_mode(source.argv):  # Hydra's own modes (completion, --cfg) need its own main
+                hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name=source.config_name)(_task)()
+            else:
+                run_once(source)
+    except Stopped as exc:  # before any work (a run's own stop is told in _execute)
+        print("evalkit: stopped before any work", file=sys.stderr)
+        sys.exit(exc.code)
     except (HydraException, OmegaConfBaseException) as exc:
         if verbose:
             raise

@@ -36,15 +36,37 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "confdir.py": NOTHING,
     "distribution.py": NOTHING,
     "signals.py": NOTHING,
-    "plugins.py": NOTHING,  # the one registry shape, read by every kind's own registry
+    "usercode.py": ("signals.py",),  # the one boundary around a target's or a plugin's code
+    "plugins.py": ("usercode.py",),  # the one registry shape, read by every kind's own registry
     # the labelled-set format sits below every stage; curation grows sets above it
     "labels/": ("records.py",),
-    "curate/": ("records.py", "labels/", "cache.py", "confdir.py", "retrieval/", "answers/", "scoring/", "run/"),
+    "curate/": (
+        "records.py",
+        "labels/",
+        "cache.py",
+        "confdir.py",
+        "plugins.py",
+        "usercode.py",
+        "retrieval/",
+        "answers/",
+        "scoring/",
+        "run/",
+    ),
     # the stages
     "chunking/": ("records.py", "plugins.py"),
     "cost/": ("records.py",),
     "run/": ("records.py", "console.py"),
-    "retrieval/": ("records.py", "labels/", "cache.py", "settings.py", "plugins.py", "retry.py", "cost/", "run/"),
+    "retrieval/": (
+        "records.py",
+        "labels/",
+        "cache.py",
+        "settings.py",
+        "plugins.py",
+        "usercode.py",
+        "retry.py",
+        "cost/",
+        "run/",
+    ),
     # context -> scored answers: above scoring/, cost/ and chunking/, below the pipeline (never calls up into it)
     "answers/": (
         "records.py",
@@ -52,6 +74,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "settings.py",
         "confdir.py",
         "plugins.py",
+        "usercode.py",
         "retry.py",
         "labels/",
         "chunking/",
@@ -69,6 +92,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "settings.py",
         "confdir.py",
         "plugins.py",
+        "usercode.py",
         "labels/",
         "chunking/",
         "retrieval/",
@@ -105,6 +129,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "confdir.py",
         "console.py",
         "signals.py",
+        "usercode.py",
         "overrides.py",
         "labels/",
         "pipeline/",

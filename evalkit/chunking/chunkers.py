@@ -76,7 +76,7 @@ def validate_spec(spec: ChunkingSpec) -> None:
 def chunk_document(doc: Document, spec: ChunkingSpec) -> tuple[Chunk, ...]:
     """Chunk one document with the chunker ``spec`` names."""
     validate_spec(spec)
-    return CHUNKERS[spec.chunker](doc, spec)
+    return _chunks_of(CHUNKERS[spec.chunker], doc, spec)
 
 
 def chunk_corpus(docs: Sequence[Document], spec: ChunkingSpec) -> tuple[Chunk, ...]:
@@ -89,8 +89,17 @@ def chunk_corpus(docs: Sequence[Document], spec: ChunkingSpec) -> tuple[Chunk, .
         if doc.doc_id in seen:
             raise ChunkingError(f"duplicate doc_id {doc.doc_id!r}: its chunk ids would collide")
         seen.add(doc.doc_id)
-        chunks.extend(chunker(doc, spec))
+        chunks.extend(_chunks_of(chunker, doc, spec))
     return tuple(chunks)
+
+
+def _chunks_of(chunker: Chunker, doc: Document, spec: ChunkingSpec) -> tuple[Chunk, ...]:
+    """What ``chunker`` returned for ``doc``, if it is the contract (a plugin's may return anything)."""
+    produced = chunker(doc, spec)
+    if not isinstance(produced, (list, tuple)) or not all(isinstance(c, Chunk) for c in produced):
+        got = type(produced).__name__ if not isinstance(produced, (list, tuple)) else "items that are not Chunk"
+        raise ChunkingError(f"chunker={spec.chunker} returned {got} for document {doc.doc_id!r}; it must return Chunks")
+    return tuple(produced)
 
 
 CHUNKERS: Mapping[str, Chunker] = Registry(

@@ -114,13 +114,15 @@ def _generate(args: argparse.Namespace) -> int:
     from evalkit.cache import Cache
     from evalkit.curate.generate import generate_candidates
     from evalkit.labels.load import read_documents
+    from evalkit.plugins import PluginError
+    from evalkit.usercode import UserCodeError
 
     documents = {d.doc_id: d for d in read_documents(args.set)}
     try:
         generator = make_generator(_generator_config(args.generator))
         with Cache(args.cache) as cache:
             generated = generate_candidates(generator, cache, documents, args.n, args.seed)
-    except GenerationError as exc:
+    except (GenerationError, PluginError, UserCodeError) as exc:  # a generator plugin's failure is one line too
         raise RuntimeError(str(exc).splitlines()[0]) from None
     existing, _ = read_queue(args.set, documents)
     merged = merge_queue(existing, generated.items)

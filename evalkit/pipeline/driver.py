@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from evalkit.answers.position.experiment import choose_chunking, position_experiment, write_status
 from evalkit.answers.position.notes import sweep_command
@@ -22,7 +23,7 @@ from evalkit.pipeline.auto import resolve_auto_thresholds
 from evalkit.pipeline.calibrate import calibrates, describe_rates, generator_rate
 from evalkit.pipeline.counters import RunStats
 from evalkit.pipeline.dryrun import describe_calls, plan_calls, position_estimate, stage_rates, with_times
-from evalkit.pipeline.errors import CALL_ERRORS
+from evalkit.pipeline.errors import CALL_ERRORS, NotStarted
 from evalkit.pipeline.executor import Executor, LocalExecutor, make_executor
 from evalkit.pipeline.plan import SweepPlan
 from evalkit.pipeline.sweep import run_sweep, scoped_questions, token_family, unit_store
@@ -36,6 +37,8 @@ from evalkit.run.disk import probe_file, probe_folder
 from evalkit.run.files import POSITION_DIR
 from evalkit.run.folder import mark_complete, read_json
 from evalkit.run.lock import run_lock
+
+T = TypeVar("T")
 
 
 def check_paths(plan: SweepPlan) -> None:
@@ -66,16 +69,16 @@ def execute(
     config_record: dict[str, Any],
     executor: Executor | None = None,
 ) -> Path:
-    """Run (or resume, or dry-run) the plan; returns the run folder."""
-    executor = executor or make_executor(plan.options.executor)  # first: a missing extra stops before anything
-    ready = getattr(executor, "ready", None)  # an executor plugin may have no check of its own
-    if ready is not None and not plan.options.dry_run:
-        ready()  # a cluster that cannot be reached stops before the run folder is announced
-    embedder = make_embedder(plan.embedder_config, plan.pricing_dir)
+    """Run (or resume, or dry-run) the plan; returns the run folder.
+
+    A backend that fails while being built (a missing model file or key, a plugin's factory) is
+    :class:`NotStarted`: nothing ran, so its line carries no resume hint.
+    """
+    executor, embedder = _before_work(lambda: _backends(plan, executor))
     # One cache, one reranker and one work context per run: threshold=auto reads the first chunking's
     # pool through the same ones the sweep then uses (only the plan's threshold grid changes).
     with Cache(plan.options.cache_path) as cache:
-        reranker = make_reranker(plan.reranker, cache, plan.pricing_dir)
+        reranker = _before_work(lambda: make_reranker(plan.reranker, cache, plan.pricing_dir))
         ctx = work_context(plan, labelset, embedder, reranker, cache)
         if plan.thresholds_auto:
             plan = resolve_auto_thresholds(plan, ctx, embedder.identity)
@@ -98,6 +101,21 @@ def execute(
             run_position_part(plan, labelset, cache, run_dir, ctx.stats)
             mark_complete(run_dir)  # last: until here a reader sees a run that is still being written
     return run_dir
+
+
+def _backends(plan: SweepPlan, executor: Executor | None) -> tuple[Executor, Embedder]:
+    executor = executor or make_executor(plan.options.executor)  # first: a missing extra stops before anything
+    ready = getattr(executor, "ready", None)  # an executor plugin may have no check of its own
+    if ready is not None and not plan.options.dry_run:
+        ready()  # a cluster that cannot be reached stops before the run folder is announced
+    return executor, make_embedder(plan.embedder_config, plan.pricing_dir)
+
+
+def _before_work(build: Callable[[], T]) -> T:
+    try:
+        return build()
+    except CALL_ERRORS as exc:
+        raise NotStarted(str(exc)) from None
 
 
 def run_position_part(plan: SweepPlan, labelset: LabelSet, cache: Cache, run_dir: Path, stats: RunStats) -> None:

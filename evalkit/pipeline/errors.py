@@ -19,13 +19,20 @@ from evalkit.retrieval.rerank.base import RerankError
 from evalkit.run.disk import UnwritableError, describe_os_error, is_disk_error
 from evalkit.run.lock import RunLocked
 from evalkit.settings import ConfigError
+from evalkit.usercode import UserCodeError
+
+
+class NotStarted(RuntimeError):
+    """A model, API or plugin failed while being set up, before any work (a missing model file or key): no resume."""
+
 
 CALL_ERRORS: tuple[type[Exception], ...] = (
-    EmbeddingError, RerankError, GenerationError, ClusterError, ExternalCallError, ExternalHitError,
+    EmbeddingError, RerankError, GenerationError, ClusterError, ExternalCallError, ExternalHitError, UserCodeError,
 )  # fmt: skip
-"""A model or API call failed: finished units are kept, the same command resumes."""
+"""A model or API call (or a target's, a plugin's code) failed: finished units are kept, the same command resumes."""
 SETUP_ERRORS: tuple[type[Exception], ...] = (
     ConfigError, ChunkingError, RunLocked, CacheUnusableError, UnwritableError, PluginError, ClusterUnreachable,
+    NotStarted,
 )  # fmt: skip
 """The config cannot run: nothing was computed."""
 
@@ -35,6 +42,7 @@ __all__ = [
     "BudgetExceeded",
     "ConfigError",
     "LabelsetError",
+    "NotStarted",
     "PluginError",
     "UnwritableError",
     "describe_os_error",

@@ -16,6 +16,7 @@ from evalkit.pipeline.executor_settings import ExecutorSettings
 from evalkit.pipeline.work import UnitOfWork, UnitResult, WorkContext, run_unit
 from evalkit.plugins import Registry
 from evalkit.settings import ConfigError
+from evalkit.usercode import guarded_iter, run_user_code
 
 
 class Executor(Protocol):
@@ -63,4 +64,26 @@ EXECUTORS: Mapping[str, Callable[[ExecutorSettings], Executor]] = Registry(
 
 
 def make_executor(settings: ExecutorSettings) -> Executor:
-    return EXECUTORS[settings.name](settings)
+    executor = EXECUTORS[settings.name](settings)
+    where = EXECUTORS.where(settings.name)  # type: ignore[attr-defined]
+    return executor if where is None else PluginExecutor(where, executor)
+
+
+class PluginExecutor:
+    """An installed executor behind the user-code boundary: its ``ready`` and every step of its ``run``.
+
+    The units it runs are evalkit's own: what they raise (a budget stop, a failed call) passes through as is.
+    """
+
+    def __init__(self, where: str, inner: Executor) -> None:
+        self.where, self.inner = where, inner
+        self.name = str(getattr(inner, "name", where))
+
+    def ready(self) -> None:
+        check = getattr(self.inner, "ready", None)  # a plugin may have no check of its own
+        if check is not None:
+            run_user_code(self.where, "failed", check)
+
+    def run(self, units: Sequence[UnitOfWork], ctx: WorkContext) -> Iterator[UnitResult]:
+        results = run_user_code(self.where, "failed", self.inner.run, units, ctx)
+        return guarded_iter(self.where, "failed", results)

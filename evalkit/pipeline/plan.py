@@ -11,7 +11,7 @@ import hashlib
 import itertools
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,11 +32,12 @@ from evalkit.retrieval.embedding.registry import EMBEDDERS
 from evalkit.retrieval.embedding.settings import EmbedderSettings
 from evalkit.retrieval.external.calls import ExternalCallError, load_target, where_of
 from evalkit.retrieval.filters import FilterSettings
-from evalkit.retrieval.settings import RETRIEVERS, RerankerSettings, RetrieverSettings, threshold_warnings
+from evalkit.retrieval.settings import RerankerSettings, RetrieverSettings, threshold_warnings
 from evalkit.retrieval.vectorstore import StoreUnavailableError, check_installed
 from evalkit.scoring.gatecheck import GateConfig
 from evalkit.scoring.objective import ObjectiveSettings
 from evalkit.settings import ConfigError
+from evalkit.usercode import UserCodeError
 
 ANSWER_MARGIN_DEFAULT = 0.05
 """Answer accuracy and F1 margin when the margins file has no answer check (points as a share)."""
@@ -232,6 +233,7 @@ def build_plan(
         raise ConfigError(f"reranker.thresholds: reranker {name!r} has no threshold grid; set threshold=")
     _check_prices(config)
     _check_target(config.retriever)
+    _check_plugins(config)
     if config.retriever.index == "lancedb":
         try:
             check_installed()  # before any work: a missing extra is one line, not a traceback mid-sweep
@@ -297,11 +299,30 @@ def _check_target(retriever: RetrieverSettings) -> None:
     if retriever.target is None:
         return
     try:
-        load_target(retriever.target)
-    except ExternalCallError as exc:
-        plugin = RETRIEVERS.plugin(retriever.name)
-        cause = str(exc).split(": ", 1)[-1]
-        raise ConfigError(f"{plugin.where} does not load: {cause}" if plugin else str(exc)) from None
+        load_target(retriever.target, where=where_of(retriever))
+    except (ExternalCallError, UserCodeError) as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _check_plugins(config: SweepConfig) -> None:
+    """Every installed plugin the config names imports (trackers too), before any run folder is made."""
+    from evalkit.answers.generation import GENERATORS
+    from evalkit.pipeline.executor import EXECUTORS
+    from evalkit.plugins import Registry
+    from evalkit.retrieval.rerank.factory import RERANKER_FACTORIES
+    from evalkit.tracking.registry import TRACKERS
+
+    named: list[tuple[Mapping[str, object], str]] = [
+        (CHUNKERS, config.chunker.name), (EMBEDDERS, config.embedder.name),
+        (RERANKER_FACTORIES, config.reranker.name), (EXECUTORS, config.executor.name),
+    ]  # fmt: skip
+    if config.generator is not None:
+        named.append((GENERATORS, config.generator.name))
+    if config.tracker is not None:
+        named.append((TRACKERS, config.tracker.name))
+    for registry, name in named:
+        if isinstance(registry, Registry) and registry.where(name) is not None:
+            _ = registry[name]  # the import itself is the check (PluginError: one line naming it)
 
 
 def _check_prices(config: SweepConfig) -> None:

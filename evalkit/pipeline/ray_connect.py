@@ -105,7 +105,13 @@ def _read(sink: Any) -> str:
 
 
 def check_reachable(address: str, timeout_s: float) -> None:
-    """A TCP connection and one GCS handshake to ``address`` within about ``timeout_s``, or one line why not."""
+    """A TCP connection and one GCS handshake to ``address`` within about ``timeout_s``, or one line why not.
+
+    ``auto`` is first resolved as Ray resolves it (``RAY_ADDRESS``, then the cluster ``ray start`` made on
+    this machine): finding none is one line here, before the run folder is announced.
+    """
+    if address == "auto":
+        address = _auto_address()
     parts = host_port(address)
     if parts is None:
         return  # not host:port (Ray's own forms, e.g. a cluster name): ray.init judges it
@@ -133,6 +139,19 @@ def check_reachable(address: str, timeout_s: float) -> None:
                 f"executor=ray: {address} accepts connections but no Ray GCS answered in about {timeout_s:g} s; "
                 "give the head's GCS port (ray start --head --port) in executor.address"
             ) from None
+
+
+def _auto_address() -> str:
+    from ray._private.services import canonicalize_bootstrap_address_or_die
+
+    try:
+        with ray_stderr_captured():
+            return str(canonicalize_bootstrap_address_or_die("auto"))
+    except Exception as exc:  # Ray raises ConnectionError (none or several found), ValueError (a bad RAY_ADDRESS)
+        raise ClusterUnreachable(
+            f"executor=ray: executor.address=auto found no single running Ray cluster on this machine "
+            f"({_first_line(exc)}); start one (ray start --head) or give its host:port"
+        ) from None
 
 
 def token_refused(address: str) -> str:

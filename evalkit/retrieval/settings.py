@@ -155,7 +155,7 @@ class RerankerSettings:
 
     def identity(self) -> dict[str, Any]:
         """What changes rerank scores: the backend and its model settings, not transport or thresholds."""
-        keys = _RERANKER_KEYS[self.name] - TRANSPORT_KEYS - {"thresholds"}
+        keys = _RERANKER_KEYS.get(self.name, _PLUGIN_RERANKER_KEYS) - TRANSPORT_KEYS - {"thresholds"}
         return {k: v for k, v in asdict(self).items() if k in keys}
 
 

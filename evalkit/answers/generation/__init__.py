@@ -19,6 +19,7 @@ from evalkit.answers.generation.settings import (
     read_generator_settings,
 )
 from evalkit.plugins import PluginError, Registry
+from evalkit.usercode import guard_methods
 
 __all__ = ["make_generator", "prompts_for", "refusal_for"]
 
@@ -89,4 +90,5 @@ def make_generator(cfg: Mapping[str, Any] | GeneratorSettings, **overrides: Any)
     generator = backend.from_config(settings, **overrides)  # type: ignore[attr-defined]
     if not isinstance(generator, Generator):
         raise PluginError(f"generator={settings.name} built {type(generator).__name__}, not a Generator")
-    return generator
+    where = GENERATORS.where(settings.name)
+    return generator if where is None else guard_methods(where, generator, ("generate",))

@@ -8,7 +8,10 @@ Guards, checked on every request before anything is read:
 - the ``Host`` header must name this server (a DNS-rebinding page cannot
   reach it), an ``Origin`` header must be this server's, and a
   ``Sec-Fetch-Site: cross-site`` request is refused;
-- edits are ``POST`` with ``Content-Type: application/json`` and a bounded body;
+- edits are ``POST`` with ``Content-Type: application/json`` and a body of 1 to :data:`MAX_BODY` bytes
+  whose ``Content-Length`` is a plain decimal number; a malformed request (a length that is not one,
+  a body shorter than it says or slower than :data:`READ_TIMEOUT_S`, bytes that are not JSON, JSON
+  nested too deep) is a 4xx answer with one reason, never a traceback, and the server keeps serving;
 - routes are a fixed table (no path is ever joined to a folder), documents are
   looked up by id among those the set's loader read (which already refused
   paths outside the set's folder), and the page renders every text with
@@ -36,6 +39,9 @@ from evalkit.curate.annotate.store import AnnotationStore, StoreError
 __all__ = ["AnnotationServer", "serve"]
 
 MAX_BODY = 1_000_000
+"""Largest edit body accepted, in bytes (an edit is a few spans: 1 MB is far beyond any real one)."""
+READ_TIMEOUT_S = 10.0
+"""Longest wait for the next bytes of a request (its headers or its body) before a 408."""
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
     "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
@@ -52,8 +58,11 @@ class AnnotationServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, api: AnnotationApi, port: int = 0, token: str | None = None) -> None:
+    def __init__(
+        self, api: AnnotationApi, port: int = 0, token: str | None = None, read_timeout_s: float = READ_TIMEOUT_S
+    ) -> None:
         self.api = api
+        self.read_timeout_s = read_timeout_s
         self.token = token or secrets.token_urlsafe(24)
         super().__init__(("127.0.0.1", port), _Handler)
         self.port = int(self.server_address[1])
@@ -63,6 +72,11 @@ class AnnotationServer(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/?token={self.token}"
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A request that broke its handler (a dropped connection mid-answer): one line, never a traceback."""
+        error = sys.exc_info()[1]
+        print(f"evalkit annotate: a request failed: {type(error).__name__}: {error}", file=sys.stderr)
 
     def start(self) -> threading.Thread:
         """Serve in a background thread (tests and embedding); ``shutdown()`` stops it."""
@@ -75,6 +89,10 @@ class _Handler(BaseHTTPRequestHandler):
     server: AnnotationServer
     server_version = "evalkit-annotate"
     sys_version = ""
+
+    def setup(self) -> None:
+        self.timeout = self.server.read_timeout_s  # a stalled client costs one thread this long, then a 408
+        super().setup()
 
     def log_message(self, format: str, *args: Any) -> None:
         return  # the token is in request lines; never log them
@@ -143,16 +161,40 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(HTTPStatus.NOT_FOUND, "not found")
         if self.headers.get("Content-Type", "").split(";")[0].strip() != "application/json":
             return self._error(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "edits are JSON")
-        length = int(self.headers.get("Content-Length") or 0)
-        if not 0 < length <= MAX_BODY:
-            return self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body must be 1 to {MAX_BODY} bytes")
+        body = self._body()
+        if isinstance(body, tuple):
+            return self._error(*body)
         try:
-            payload = json.loads(self.rfile.read(length).decode("utf-8"))
+            payload = json.loads(body.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError):
             return self._error(HTTPStatus.BAD_REQUEST, "body is not JSON")
+        except RecursionError:
+            return self._error(HTTPStatus.BAD_REQUEST, "body is JSON nested too deep")
         if not isinstance(payload, dict):
             return self._error(HTTPStatus.BAD_REQUEST, "body must be a JSON object")
         self._answer(lambda: self.server.api.edit(payload))
+
+    def _body(self) -> bytes | tuple[HTTPStatus, str]:
+        """The request's body, or why it is refused (the connection is closed after a refusal: unread bytes)."""
+        stated = self.headers.get("Content-Length")
+        if stated is None:
+            return HTTPStatus.LENGTH_REQUIRED, "an edit needs a Content-Length"
+        if not (stated.isascii() and stated.isdigit()):
+            self.close_connection = True
+            return HTTPStatus.BAD_REQUEST, f"Content-Length {stated[:40]!r} is not a number of bytes"
+        length = int(stated)
+        if not 0 < length <= MAX_BODY:
+            self.close_connection = True
+            return HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body must be 1 to {MAX_BODY} bytes, not {length}"
+        try:
+            body = self.rfile.read(length)
+        except TimeoutError:
+            self.close_connection = True
+            return HTTPStatus.REQUEST_TIMEOUT, f"the body did not arrive within {self.server.read_timeout_s:g} s"
+        if len(body) < length:
+            self.close_connection = True
+            return HTTPStatus.BAD_REQUEST, f"body is {len(body)} bytes, Content-Length says {length}"
+        return body
 
     def _answer(self, work: Callable[[], Any]) -> None:
         try:

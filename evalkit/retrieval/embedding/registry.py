@@ -8,6 +8,7 @@ from pathlib import Path
 from evalkit.plugins import PluginError, Registry
 from evalkit.retrieval.embedding.base import Embedder
 from evalkit.retrieval.embedding.settings import EmbedderSettings
+from evalkit.usercode import guard_methods
 
 EmbedderFactory = Callable[[EmbedderSettings, Path | None], Embedder]
 """``factory(settings, pricing_dir) -> Embedder``: constructing one sends no request and loads no weights."""
@@ -54,4 +55,5 @@ def make_embedder(settings: EmbedderSettings, pricing_dir: Path | None = None) -
     embedder = EMBEDDERS[settings.name](settings, pricing_dir)
     if not isinstance(embedder, Embedder):
         raise PluginError(f"embedder={settings.name} built {type(embedder).__name__}, not an Embedder")
-    return embedder
+    where = EMBEDDERS.where(settings.name)  # type: ignore[attr-defined]
+    return embedder if where is None else guard_methods(where, embedder, ("embed_batch",))

@@ -19,7 +19,6 @@ command resumes with the queries still missing. Change ``retriever.version`` whe
 from __future__ import annotations
 
 import http.client
-import importlib
 import inspect
 import json
 import os
@@ -32,9 +31,10 @@ from typing import Any
 
 from evalkit.cache import Cache, cache_key, decode_json, encode_json
 from evalkit.retrieval.external.hits import ExternalHitError, check_results
-from evalkit.retrieval.settings import RetrieverSettings
+from evalkit.retrieval.settings import RETRIEVERS, RetrieverSettings
 from evalkit.retry import RetriesExhausted, RetryPolicy, Transient, call_with_retries
 from evalkit.run.progress import bar
+from evalkit.usercode import import_user_module, run_user_code
 
 NAMESPACE = "external"
 
@@ -44,30 +44,35 @@ class ExternalCallError(RuntimeError):
 
 
 def where_of(settings: RetrieverSettings) -> str:
-    """How a line names this retriever: ``retriever.url http://...`` or ``retriever.target pkg.mod:fn``."""
+    """How a line names this retriever: ``retriever.url http://...``, ``retriever.target pkg.mod:fn`` or a plugin."""
+    plugin = RETRIEVERS.plugin(settings.name)
+    if plugin is not None:
+        return plugin.where
     return f"retriever.url {settings.url}" if settings.url else f"retriever.target {settings.target}"
 
 
-def load_target(target: str, search_from: str | None = None) -> Callable[..., Any]:
-    """The function ``package.module:function`` names, imported from ``search_from`` (the working directory)."""
+def load_target(target: str, search_from: str | None = None, where: str | None = None) -> Callable[..., Any]:
+    """The function ``package.module:function`` names, imported from ``search_from`` (the working directory).
+
+    Its import runs behind the user-code boundary (:mod:`evalkit.usercode`): whatever it raises or exits
+    with is one :class:`~evalkit.usercode.UserCodeError` naming ``where`` (default ``retriever.target ...``).
+    """
+    where = where or f"retriever.target {target}"
     module_name, sep, attribute = target.partition(":")
     if not sep or not module_name or not attribute:
         raise ExternalCallError(f"retriever.target: {target!r} is not package.module:function")
     folder = search_from or os.getcwd()
     if folder not in sys.path:
         sys.path.insert(0, folder)
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ExternalCallError(f"retriever.target {target}: cannot import {module_name!r} ({exc})") from None
-    function = module
+    module = import_user_module(where, module_name)
+    function: Any = module
     for part in attribute.split("."):
-        function = getattr(function, part, None)
+        function = run_user_code(where, "does not load", getattr, function, part, None)  # a module's __getattr__
         if function is None:
-            raise ExternalCallError(f"retriever.target {target}: {module_name} has no {attribute!r}")
+            raise ExternalCallError(f"{where}: {module_name} has no {attribute!r}")
     if not callable(function):
-        raise ExternalCallError(f"retriever.target {target}: {attribute!r} is not callable")
-    return function  # type: ignore[return-value]
+        raise ExternalCallError(f"{where}: {attribute!r} is not callable")
+    return function  # type: ignore[no-any-return]
 
 
 def takes_documents(function: Callable[..., Any]) -> bool:
@@ -101,7 +106,7 @@ def fetch_results(
     (``(url, body, timeout) -> reply body``). ``documents``: the labelled set's, for a Python retriever
     that asks for them.
     """
-    function = None if settings.url else load_target(str(settings.target))
+    function = None if settings.url else load_target(str(settings.target), where=where_of(settings))
     given = list(documents) if function is not None and takes_documents(function) else None
     corpus = None if given is None else cache_key(given)
     keys = [query_key(settings, k, q, corpus) for q in queries]
@@ -133,13 +138,21 @@ def _call(
     where: str,
     documents: list[Mapping[str, Any]] | None = None,
 ) -> Any:
-    try:
-        found = function(queries, k) if documents is None else function(queries, k, documents=documents)
-        return [list(hits) if isinstance(hits, tuple) else hits for hits in found]
-    except ExternalHitError:
-        raise
-    except Exception as exc:  # the team's own code: its failure is one line naming it, not evalkit's traceback
-        raise ExternalCallError(f"{where} raised {type(exc).__name__}: {' '.join(str(exc).split())[:300]}") from None
+    """One batch through the team's own code, behind the user-code boundary (its failure is one line naming it).
+
+    ``documents``: the labelled set's, for a retriever that asks for them. A generator's items are drawn
+    behind the boundary too; tuples become lists; anything else is returned as it came, for
+    :func:`check_results` to name.
+    """
+    if documents is None:
+        results = run_user_code(where, "failed", function, queries, k)
+    else:
+        results = run_user_code(where, "failed", function, queries, k, documents=documents)
+    if not isinstance(results, (list, tuple, str, bytes, dict)) and hasattr(results, "__iter__"):
+        results = run_user_code(where, "failed", list, results)
+    if isinstance(results, (list, tuple)):
+        return [list(hits) if isinstance(hits, tuple) else hits for hits in results]
+    return results
 
 
 def _over_http(

@@ -8,6 +8,7 @@ from evalkit.cache import Cache
 from evalkit.plugins import PluginError, Registry
 from evalkit.retrieval.rerank.base import Reranker
 from evalkit.retrieval.settings import RerankerSettings
+from evalkit.usercode import guard_methods
 
 
 def _fake(settings: RerankerSettings, cache: Cache, pricing_dir: Path) -> Reranker:
@@ -62,4 +63,5 @@ def make_reranker(settings: RerankerSettings, cache: Cache, pricing_dir: Path) -
     reranker = RERANKER_FACTORIES[settings.name](settings, cache, pricing_dir)
     if not isinstance(reranker, Reranker):
         raise PluginError(f"reranker={settings.name} built {type(reranker).__name__}, not a Reranker")
-    return reranker  # type: ignore[no-any-return]
+    where = RERANKER_FACTORIES.where(settings.name)
+    return reranker if where is None else guard_methods(where, reranker, ("score_pairs",))  # type: ignore[no-any-return]
