@@ -20,6 +20,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory, small_demo: Path) -> eval
     reports = tmp_path_factory.mktemp("api")
     return evalkit.run_sweep(
         f"labelset.path={small_demo}", f"reports_dir={reports}", "sweep=quick", "top_k=[1,3]", "position=off",
+            "answer_check=off",
         "progress=false", "report=false", quiet=True,
     )  # fmt: skip
 
@@ -57,7 +58,9 @@ def test_a_bad_override_raises_instead_of_exiting(tmp_path: Path) -> None:
     with pytest.raises(evalkit.SweepError, match="once per value"):
         evalkit.run_sweep("retriever=bm25,dense")
     with pytest.raises(evalkit.SweepError, match="is not a folder"):
-        evalkit.run_sweep("labelset.path=/no/such/set", f"reports_dir={tmp_path}", "position=off", quiet=True)
+        evalkit.run_sweep(
+            "labelset.path=/no/such/set", f"reports_dir={tmp_path}", "position=off", "answer_check=off", quiet=True
+        )
 
 
 def test_the_sweep_module_is_not_shadowed() -> None:

@@ -276,7 +276,14 @@ def test_a_pull_request_that_changes_production_gates_the_new_production_against
 def _sweep(reports: Path, labelset: Path, run_id: str, *overrides: str) -> Path:
     from evalkit.project.api import run_sweep
 
-    args = [f"labelset.path={labelset}", f"reports_dir={reports}", "position=off", "progress=false", "report=false"]
+    args = [
+        f"labelset.path={labelset}",
+        f"reports_dir={reports}",
+        "position=off",
+        "answer_check=off",
+        "progress=false",
+        "report=false",
+    ]
     return run_sweep(*args, f"run_id={run_id}", *overrides, quiet=True).path
 
 

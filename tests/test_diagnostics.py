@@ -192,6 +192,7 @@ def _sweep(labelset: Path, reports: Path) -> Path:
                 "progress=false",
                 "report=false",
                 "position=off",
+                "answer_check=off",
                 "chunk_size=[256,512]",
                 "chunk_overlap=[0,64]",
                 "top_k=[1,5]",

@@ -47,7 +47,8 @@ def test_the_packaged_use_onnx_gives_the_vectors_of_the_numpy_use(use_folder: Pa
 
 def sweep(tmp_path: Path, run_id: str, *overrides: str) -> pd.DataFrame:
     command = [
-        sys.executable, "-m", "evalkit.sweep", "retriever=dense", "sweep=quick", "position=off", "report=false",
+        sys.executable, "-m", "evalkit.sweep", "retriever=dense", "sweep=quick", "position=off",
+            "answer_check=off", "report=false",
         "progress=false", f"reports_dir={tmp_path / run_id}", f"run_id={run_id}", *overrides,
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=600)
@@ -138,7 +139,15 @@ def test_a_folder_without_a_model_is_one_line(tmp_path: Path) -> None:
     ],
 )
 def test_bad_onnx_settings_are_one_line_and_exit_2(tmp_path: Path, overrides: list[str], message: str) -> None:
-    command = [sys.executable, "-m", "evalkit.sweep", "retriever=dense", "position=off", f"reports_dir={tmp_path}"]
+    command = [
+        sys.executable,
+        "-m",
+        "evalkit.sweep",
+        "retriever=dense",
+        "position=off",
+        "answer_check=off",
+        f"reports_dir={tmp_path}",
+    ]
     done = subprocess.run([*command, *overrides], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()

@@ -31,7 +31,7 @@ pytest.importorskip("cohere")
 FAULTS = FaultPlan(rate=0.3, seed=13, max_consecutive=3)
 KEY = "dummy-key"
 GRID = ["chunk_size=[300,500]", "chunk_overlap=[0]", "top_k=[1,5]", "progress=false", "pool_size=20", "report=false"]
-NO_POSITION = "position=off"  # the retrieval sweep alone (the position experiment is tested below)
+NO_POSITION = ("position=off", "answer_check=off")  # the retrieval sweep alone (the answer side is tested below)
 
 
 @pytest.fixture
@@ -44,7 +44,7 @@ def _cohere_sweep(root: Path, labelset: Path, server: CohereServer) -> Path:
     return run_in_process(
         [
             *GRID,
-            NO_POSITION,
+            *NO_POSITION,
             f"labelset.path={labelset}",
             f"reports_dir={root}",  # a cache of its own (cache_path lives under reports_dir)
             "run_id=r",

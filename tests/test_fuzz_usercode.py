@@ -40,7 +40,15 @@ from tests.test_plugins import fake_distribution
 
 HIT = '{"doc_id": "en", "start": 0, "end": 13, "score": 1.0}'
 GOOD_SEARCH = f"def search(queries, k):\n    return [[{HIT}] for _ in queries]\n"
-BASE = ("position=off", "report=false", "progress=false", "top_k=[1]", "pool_size=1", "threshold=[0.0]")
+BASE = (
+    "position=off",
+    "answer_check=off",
+    "report=false",
+    "progress=false",
+    "top_k=[1]",
+    "pool_size=1",
+    "threshold=[0.0]",
+)
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,9 @@ def cli(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[s
 
 @pytest.mark.parametrize(("args", "says"), MISTAKES, ids=[" ".join(a) for a, _ in MISTAKES])
 def test_a_common_mistake_is_one_line_and_exit_2(tmp_path: Path, args: list[str], says: str) -> None:
-    done = cli([*args, f"reports_dir={tmp_path / 'reports'}", "position=off", "progress=false"], tmp_path)
+    done = cli(
+        [*args, f"reports_dir={tmp_path / 'reports'}", "position=off", "answer_check=off", "progress=false"], tmp_path
+    )
     lines = done.stderr.splitlines()
     assert done.returncode == 2, done.stderr
     assert len(lines) == 1 and lines[0].startswith("evalkit: error: "), lines
@@ -60,7 +62,7 @@ def test_a_common_mistake_is_one_line_and_exit_2(tmp_path: Path, args: list[str]
 
 def test_an_error_after_composition_is_one_line_unless_verbose(tmp_path: Path) -> None:
     # Hydra resolves hydra.run.dir itself, after evalkit's checks: an unknown resolver fails inside Hydra.
-    args = ["hydra.run.dir=${nosuch:x}", "position=off", "sweep=quick", f"reports_dir={tmp_path}"]
+    args = ["hydra.run.dir=${nosuch:x}", "position=off", "answer_check=off", "sweep=quick", f"reports_dir={tmp_path}"]
     quiet = cli(args, tmp_path)
     assert quiet.returncode == 2, quiet.stderr
     assert len(quiet.stderr.strip().splitlines()) == 1 and "nosuch" in quiet.stderr, quiet.stderr
@@ -101,6 +103,7 @@ def test_a_key_given_twice_and_a_threshold_no_score_reaches_are_warnings(tmp_pat
     """Both run (Hydra keeps the last value; a BM25 threshold below 0 filters nothing) but say so, naming the
     values, before any work is reported."""
     args = ["top_k=3", "top_k=5", "retriever=bm25", "threshold=[-1,0]", "dry_run=true", "position=off",
+        "answer_check=off",
             f"reports_dir={tmp_path / 'reports'}", f"cache_path={tmp_path / 'c.sqlite'}", "progress=false"]  # fmt: skip
     done = cli(args, tmp_path)
     assert done.returncode == 0, done.stderr

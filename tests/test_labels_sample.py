@@ -170,7 +170,8 @@ def test_sample_cli_refuses_bad_settings_in_one_line(tmp_path: Path) -> None:
 def test_add_failures_queues_the_production_configs_misses(small_demo: Path, tmp_path: Path) -> None:
     reports = tmp_path / "reports"
     sweep = subprocess.run(
-        [sys.executable, "-m", "evalkit.sweep", f"labelset.path={small_demo}", "position=off", "retriever=bm25",
+        [sys.executable, "-m", "evalkit.sweep", f"labelset.path={small_demo}", "position=off",
+            "answer_check=off", "retriever=bm25",
          f"reports_dir={reports}", "run_id=fails", "report=false", "progress=false", "chunk_size=[128]",
          "chunk_overlap=[0]", "top_k=[1]", "baseline.chunk_size=128", "baseline.chunk_overlap=0", "baseline.top_k=1"],
         capture_output=True, text=True, cwd=REPO, timeout=300,

@@ -65,7 +65,15 @@ def test_every_problem_is_reported_once_with_file_line_and_field(tiny_set: Path)
 def test_sweep_cli_reports_problems_one_per_line_with_exit_code_2(tiny_set: Path, tmp_path: Path) -> None:
     _break(tiny_set)
     result = subprocess.run(
-        [sys.executable, "-m", "evalkit.sweep", f"labelset.path={tiny_set}", "position=off", f"reports_dir={tmp_path}"],
+        [
+            sys.executable,
+            "-m",
+            "evalkit.sweep",
+            f"labelset.path={tiny_set}",
+            "position=off",
+            "answer_check=off",
+            f"reports_dir={tmp_path}",
+        ],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -117,7 +125,15 @@ def test_labels_validate_reports_exactly_the_problems_the_sweep_reports(
 ) -> None:
     breakage(tiny_set)
     sweep = subprocess.run(
-        [sys.executable, "-m", "evalkit.sweep", f"labelset.path={tiny_set}", "position=off", f"reports_dir={tmp_path}"],
+        [
+            sys.executable,
+            "-m",
+            "evalkit.sweep",
+            f"labelset.path={tiny_set}",
+            "position=off",
+            "answer_check=off",
+            f"reports_dir={tmp_path}",
+        ],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -20,7 +20,15 @@ from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from evalkit.sweep import main
 from tests.conftest import REPO
 
-QUICK = ["sweep=quick", "chunk_size=[256]", "chunk_overlap=[0]", "top_k=[1,5]", "position=off", "report=false"]
+QUICK = [
+    "sweep=quick",
+    "chunk_size=[256]",
+    "chunk_overlap=[0]",
+    "top_k=[1,5]",
+    "position=off",
+    "answer_check=off",
+    "report=false",
+]
 
 
 def counting(calls: list[Any], real: Callable[..., Any]) -> Callable[..., Any]:

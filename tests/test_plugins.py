@@ -92,7 +92,8 @@ def test_a_sweep_naming_a_broken_plugin_is_one_line_and_exit_2(tmp_path: Path) -
     fake_distribution(tmp_path / "site", "team-plugins", "[evalkit.retrievers]\nbroken = team_missing:search\n", {})
     done = python_with(
         tmp_path / "site",
-        "import sys; sys.argv = ['evalkit.sweep', 'retriever=broken', 'position=off', 'reports_dir=r']\n"
+        "import sys; sys.argv = ['evalkit.sweep', 'retriever=broken', 'position=off', 'answer_check=off',"
+        " 'reports_dir=r']\n"
         "from evalkit.sweep import main; main()\n",
         tmp_path,
     )
@@ -133,7 +134,16 @@ def test_the_installed_example_plugin_is_listed_by_help(with_example: WheelEnv, 
 def test_a_sweep_scores_the_plugins_retriever_like_production(with_example: WheelEnv, tmp_path: Path) -> None:
     done = run(
         with_example,
-        ["-m", "evalkit.sweep", "retriever=keyword", "position=off", "progress=false", "report=false", "run_id=kw"],
+        [
+            "-m",
+            "evalkit.sweep",
+            "retriever=keyword",
+            "position=off",
+            "answer_check=off",
+            "progress=false",
+            "report=false",
+            "run_id=kw",
+        ],
         tmp_path,
     )
     assert done.returncode == 0, done.stderr[-2000:]
@@ -151,6 +161,7 @@ def test_a_sweep_uses_the_plugins_chunker(with_example: WheelEnv, tmp_path: Path
     done = run(
         with_example,
         ["-m", "evalkit.sweep", "chunker=sentences", "retriever=bm25", "sweep=quick", "position=off",
+            "answer_check=off",
          "progress=false", "report=false", "run_id=sent"],
         tmp_path,
     )  # fmt: skip

@@ -68,7 +68,7 @@ class LostInTheMiddle(AnthropicLoopback):
 
 def compose_config(overrides: Sequence[str]) -> Any:
     with initialize_config_dir(version_base="1.3", config_dir=str(REPO / "conf")):
-        return compose(config_name="config", overrides=["+experiment=position", *overrides])
+        return compose(config_name="config", overrides=["+experiment=position", "answer_check=off", *overrides])
 
 
 def plain(cfg: Any, **position: Any) -> dict[str, Any]:

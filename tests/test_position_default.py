@@ -25,6 +25,9 @@ ONE_CHUNKING = ["chunk_size=[512]", "chunk_overlap=[64]", "top_k=[5,10]", "progr
 
 
 def run(overrides: list[str]) -> Path:
+    """A sweep in process; the answer check off (it has its own tests) unless asked for."""
+    if not any(o.startswith("answer_check") for o in overrides):
+        overrides = [*overrides, "answer_check=off"]
     with initialize_config_dir(version_base="1.3", config_dir=str(REPO / "conf")):
         return sweep(compose(config_name="config", overrides=overrides))
 
@@ -74,7 +77,9 @@ def test_controlled_placements_record_where_the_gold_landed(fake_run: Path) -> N
 
 
 def test_position_off_writes_why_and_the_command(tmp_path: Path, small_demo: Path) -> None:
-    run_dir = run([*ONE_CHUNKING, f"labelset.path={small_demo}", f"reports_dir={tmp_path}", "position=off"])
+    run_dir = run(
+        [*ONE_CHUNKING, f"labelset.path={small_demo}", f"reports_dir={tmp_path}", "position=off", "answer_check=off"]
+    )
     status = json.loads((run_dir / "position" / "status.json").read_text())
     assert status["state"] == "off" and not status["ran"] and "python -m evalkit.sweep" in status["command"]
     assert not (run_dir / "position" / "rows.parquet").exists()

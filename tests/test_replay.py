@@ -86,7 +86,7 @@ def test_replay_counts_zero_hits_as_the_sweep_does(tmp_path: Path, small_demo: P
     """The same questions through the sweep and through the replay: the same zero-hits, question by question."""
     run = evalkit.run_sweep(
         f"labelset.path={small_demo}", f"reports_dir={tmp_path}", "sweep=quick", "threshold=[0,5,10]",
-        "position=off", "progress=false", "report=false", quiet=True,
+        "position=off", "answer_check=off", "progress=false", "report=false", quiet=True,
     )  # fmt: skip
     questions = [json.loads(line) for line in (small_demo / "questions.jsonl").read_text().splitlines()]
     # Asked on the labelled question's as_of day, by its role: the filters then see what the sweep's did.

@@ -55,7 +55,8 @@ def run_sweep(labelset: Path, reports: Path, *overrides: str) -> Path:
                 "retriever=bm25",
                 f"reports_dir={reports}",
                 "progress=false",
-                "position=off",  # the answer experiment has its own tests; these are about retrieval reports
+                "position=off",
+                "answer_check=off",  # the answer experiment has its own tests; these are about retrieval reports
                 *overrides,
             ],
         )

@@ -129,7 +129,7 @@ def test_a_dense_sweep_with_hnsw_records_its_recall_against_exact(tmp_path, smal
     from tests.test_sweep import REPO
 
     command = [
-        sys.executable, "-m", "evalkit.sweep", "position=off", "progress=false", "report=false",
+        sys.executable, "-m", "evalkit.sweep", "position=off", "answer_check=off", "progress=false", "report=false",
         f"labelset.path={small_demo}", f"reports_dir={tmp_path}", "run_id=r", "retriever=dense", "embedder=fake",
         "chunk_size=[300]", "chunk_overlap=[0]", "retriever.index=hnsw",
     ]  # fmt: skip

@@ -20,15 +20,26 @@ from hydra import compose, initialize_config_dir
 from evalkit.sweep import sweep
 from tests.conftest import REPO
 
-SMALL = ["chunk_size=[256,512]", "chunk_overlap=[0]", "top_k=[1,5]", "progress=false", "report=false", "position=off"]
-RETRIEVAL_ONLY = "position=off"
+SMALL = [
+    "chunk_size=[256,512]",
+    "chunk_overlap=[0]",
+    "top_k=[1,5]",
+    "progress=false",
+    "report=false",
+    "position=off",
+    "answer_check=off",
+]
+RETRIEVAL_ONLY = ("position=off", "answer_check=off")
+"""The retrieval sweep alone: the position experiment and the answer check have tests of their own."""
 """The default sweep also runs the answer experiment with the local model; retrieval tests turn it off."""
 
 
 def run_in_process(overrides: list[str]) -> Path:
-    """A sweep through Hydra's compose API in this process; the answer experiment off unless asked for."""
+    """A sweep through Hydra's compose API in this process; the answer side off unless asked for."""
     if not any(o.lstrip("+").startswith(("position", "experiment")) for o in overrides):
-        overrides = [*overrides, RETRIEVAL_ONLY]
+        overrides = [*overrides, RETRIEVAL_ONLY[0]]
+    if not any(o.lstrip("+").startswith("answer_check") for o in overrides):
+        overrides = [*overrides, RETRIEVAL_ONLY[1]]
     with initialize_config_dir(version_base="1.3", config_dir=str(REPO / "conf")):
         return sweep(compose(config_name="config", overrides=overrides))
 
@@ -54,7 +65,15 @@ def test_every_grid_point_has_results(tmp_path: Path, small_demo: Path) -> None:
 def test_overrides_and_bad_configs(tmp_path: Path) -> None:
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "evalkit.sweep", f"reports_dir={tmp_path}", "position=off", *args],
+            [
+                sys.executable,
+                "-m",
+                "evalkit.sweep",
+                f"reports_dir={tmp_path}",
+                "position=off",
+                "answer_check=off",
+                *args,
+            ],
             capture_output=True,
             text=True,
             cwd=REPO,

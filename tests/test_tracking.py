@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def sweep_args(labelset: Path, reports: Path) -> list[str]:
     return [f"labelset.path={labelset}", f"reports_dir={reports}", "sweep=quick", "top_k=[3,5]", "position=off",
+        "answer_check=off",
             "progress=false", "report=false"]  # fmt: skip
 
 

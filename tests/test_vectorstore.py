@@ -25,7 +25,7 @@ from evalkit.retrieval.pools import DenseIndex, QueryVectors, dense_pool
 from evalkit.retrieval.vectorstore import StoreSettings, StoreTable, store_pool
 from tests.conftest import REPO, shared_set
 
-FAST = ["position=off", "progress=false", "report=false", "retriever=dense"]
+FAST = ["position=off", "answer_check=off", "progress=false", "report=false", "retriever=dense"]
 
 
 def unit_rows(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:

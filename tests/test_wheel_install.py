@@ -34,7 +34,11 @@ def test_the_wheel_carries_the_configs_and_the_demo_set(installed: WheelEnv, tmp
 
 
 def test_an_installed_wheel_sweeps_the_bundled_demo_set(installed: WheelEnv, tmp_path: Path) -> None:
-    done = run(installed, ["-m", "evalkit.sweep", "position=off", "progress=false", "run_id=wheel-demo"], tmp_path)
+    done = run(
+        installed,
+        ["-m", "evalkit.sweep", "position=off", "answer_check=off", "progress=false", "run_id=wheel-demo"],
+        tmp_path,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     run_dir = tmp_path / "reports" / "wheel-demo"
     manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
