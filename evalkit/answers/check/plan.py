@@ -27,6 +27,7 @@ from evalkit.answers.placement import parse_placement
 from evalkit.answers.position.items import gold_doc_ids
 from evalkit.answers.position.requests import RequestSpec, build_position_request
 from evalkit.records import Document, Question
+from evalkit.settings import ConfigError
 
 PRODUCTION = "production"
 STUFF = "stuff"
@@ -84,6 +85,11 @@ def configs_to_check(record: Mapping[str, Any], summary_rows: Mapping[str, Mappi
     def add(config_id: Any, role: str) -> None:
         if config_id and str(config_id) in summary_rows:
             named.setdefault(str(config_id), []).append(role)
+
+    for config_id in settings.configs:
+        if config_id not in summary_rows:
+            raise ConfigError(f"answer_check.configs: {config_id!r} is not a config of this sweep")
+        add(config_id, "asked")
 
     for role in settings.roles:
         if role == "recommended":

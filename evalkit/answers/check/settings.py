@@ -22,6 +22,8 @@ class AnswerCheckSettings:
     that shows non-inferiority at the gate's answer margin with ``target_power``; ``custom``: ``questions``."""
     roles: tuple[str, ...] = field(default=ROLES, metadata={"scalar_ok": True, "choices": ROLES})
     """Which configs of the decision are answered besides production."""
+    configs: tuple[str, ...] = field(default=(), metadata={"scalar_ok": True, "allow_empty": True})
+    """Config ids answered besides the roles' (e.g. the one a pull request proposes), after production."""
     gate_passing_top: int = field(default=2, metadata={"min": 0})
     """How many of the gate-passing set (best primary first) the ``gate_passing`` role adds."""
     max_configs: int = field(default=8, metadata={"min": 1})

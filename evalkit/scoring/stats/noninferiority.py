@@ -23,6 +23,9 @@ from evalkit.scoring.stats.intervals import wilson_bounds
 
 N_SIMULATIONS = 4000
 """Simulated tables per power figure: the Monte-Carlo error of a power near 0.8 is about 0.006."""
+SIMULATION_MARGIN = 0.015
+"""The simulated power must clear the target by this much (about two Monte-Carlo standard errors), so the
+stated size has the stated power, not a coin's chance of it."""
 PLANNING_LEVEL = 0.6
 """Two-sided level of the Wilson interval whose upper bound plans the size (a one-sided 80% bound)."""
 
@@ -91,7 +94,8 @@ def questions_for_noninferiority(
     accuracy: float = 0.7,
     max_n: int = 20_000,
 ) -> int | None:
-    """The smallest n (on a 1% grid above the normal approximation) whose simulated power reaches ``power``.
+    """The smallest n (on a 1% grid above the normal approximation) whose simulated power reaches ``power``
+    (plus :data:`SIMULATION_MARGIN`).
 
     None when even ``max_n`` questions do not. ``discordance`` 0 (every answer the same under both configs)
     needs only the questions that make Newcombe's interval narrower than the margin.
@@ -101,7 +105,7 @@ def questions_for_noninferiority(
     z = float(ndtri(0.5 + level / 2.0)) + float(ndtri(power))
     n = max(2, math.ceil(z * z * max(discordance, 1e-3) / (margin * margin)))
     while n <= max_n:
-        if noninferiority_power(n, discordance, margin, level, accuracy) >= power:
+        if noninferiority_power(n, discordance, margin, level, accuracy) >= power + SIMULATION_MARGIN:
             return n
         n = max(n + 1, math.ceil(n * 1.01))
     return None
