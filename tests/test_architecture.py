@@ -49,6 +49,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "records.py",
         "labels/",
         "cache.py",
+        "cache_file.py",
+        "console.py",
         "settings.py",
         "plugins.py",
         "retry.py",

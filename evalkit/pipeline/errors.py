@@ -16,12 +16,13 @@ from evalkit.retrieval.embedding.base import EmbeddingError
 from evalkit.retrieval.external.calls import ExternalCallError
 from evalkit.retrieval.external.hits import ExternalHitError
 from evalkit.retrieval.rerank.base import RerankError
+from evalkit.retrieval.vectorstore import StoreError
 from evalkit.run.disk import UnwritableError, describe_os_error, is_disk_error
 from evalkit.run.lock import RunLocked
 from evalkit.settings import ConfigError
 
 CALL_ERRORS: tuple[type[Exception], ...] = (
-    EmbeddingError, RerankError, GenerationError, ClusterError, ExternalCallError, ExternalHitError,
+    EmbeddingError, RerankError, GenerationError, ClusterError, ExternalCallError, ExternalHitError, StoreError,
 )  # fmt: skip
 """A model or API call failed: finished units are kept, the same command resumes."""
 SETUP_ERRORS: tuple[type[Exception], ...] = (
