@@ -60,7 +60,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     ),
     "answering/": ("records.py", "cache.py", "settings.py", "plugins.py", "retry.py", "chunking/", "cost/"),
     "scoring/": ("records.py", "cost/"),
-    "tracking/": ("records.py", "plugins.py", "run/"),
+    "tracking/": ("records.py", "plugins.py", "http_call.py", "run/"),
     # the only orchestrator
     "pipeline/": (
         "distribution.py",
@@ -89,6 +89,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "distribution.py",
         "overrides.py",
         "sweep.py",
+        "http_call.py",
         "labels/",
         "run/",
     ),

@@ -276,6 +276,89 @@ def test_a_url_that_is_not_http_is_refused_with_the_config_before_any_work(
     assert not (tmp_path / "reports").exists() and not (tmp_path / "c.sqlite").exists(), "nothing made"
 
 
+# The other requests evalkit makes itself: the MLflow server's health check and the CI recipe's PR comment.
+
+HEALTH_FAILS: dict[str, tuple[Behaviour, str]] = {
+    "a health check trickled": (trickle(b"HTTP/1.1 200 OK\r\nContent-Length: 200\r\n\r\n"), "timeout_s=1 s"),
+    "a server that never answers": (silent, "no whole reply within timeout_s=1 s"),
+    "a 500 on /health": (status("500 Internal Server Error", b"down"), "HTTP 500 on /health"),
+    "a reset": (reset, "no MLflow server answers"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HEALTH_FAILS))
+def test_a_tracking_server_that_does_not_answer_in_time_is_one_line(tmp_path: Path, case: str) -> None:
+    pytest.importorskip("mlflow")
+    from evalkit.tracking.mlflow_log import TrackingError, check_ready
+    from evalkit.tracking.settings import TrackerSettings
+
+    bad, message = HEALTH_FAILS[case]
+    with RawHttpServer(bad) as server:
+        uri = server.url.removesuffix("/search")
+        with pytest.raises(TrackingError) as caught:
+            check_ready(TrackerSettings(name="mlflow", uri=uri, timeout_s=1.0), tmp_path)
+    text = str(caught.value)
+    assert text.startswith(f"tracker.uri: no MLflow server answers at {uri}") and message in text, text
+    assert "\n" not in text
+
+
+def github(listed: bytes, write: Behaviour) -> Behaviour:
+    """The comments API: GET lists ``listed``, POST and PATCH answer with ``write``."""
+
+    def reply(sock: socket.socket, request: Request) -> None:
+        if request.line.startswith("GET "):
+            sock.sendall(response("200 OK", listed))
+        else:
+            write(sock, request)
+
+    return reply
+
+
+PR_CASES: dict[str, tuple[Behaviour, int, str]] = {
+    "created": (github(b"[]", status("201 Created", b"{}")), 0, "created the gate comment"),
+    "updated": (github(b'[{"id": 7, "body": "<!-- evalkit-gate -->old"}]', ok("{}")), 0, "updated the gate comment"),
+    "a read-only token": (github(b"[]", status("403 Forbidden", b'{"message": "no"}')), 0, "read-only token"),
+    "a 500 on the write": (github(b"[]", status("500 Internal Server Error", b"oops")), 2, "500 from"),
+    "a listing that is not JSON": (ok("<html>"), 2, "not JSON"),
+    "a listing that is an object": (ok('{"message": "Bad credentials"}'), 2, "expected a list of comments"),
+    "a listing that is too deep": (ok(b"[" * 20_000 + b"]" * 20_000), 2, "nested deeper"),
+    "a reset": (reset, 2, "could not post gate.md"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PR_CASES))
+def test_the_pr_comment_answers_every_reply_with_one_line(
+    tmp_path: Path, case: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from evalkit.project.pr_comment import main
+
+    gate = tmp_path / "gate.md"
+    gate.write_text("gate: PASS\n", encoding="utf-8")
+    behaviour, code, message = PR_CASES[case]
+    with RawHttpServer(behaviour) as server:
+        for name, value in {"GITHUB_TOKEN": "t", "GITHUB_REPOSITORY": "o/r", "PR_NUMBER": "3",
+                            "GITHUB_API_URL": server.url.removesuffix("/search")}.items():  # fmt: skip
+            monkeypatch.setenv(name, value)
+        assert main([str(gate)]) == code, capsys.readouterr().err
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("evalkit-gate: ") and message in err[0], err
+
+
+def test_the_pr_comment_refuses_an_api_url_that_is_not_http(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from evalkit.project.pr_comment import main
+
+    gate = tmp_path / "gate.md"
+    gate.write_text("gate: PASS\n", encoding="utf-8")
+    for name, value in {"GITHUB_TOKEN": "t", "GITHUB_REPOSITORY": "o/r", "PR_NUMBER": "3",
+                        "GITHUB_API_URL": "file:///etc"}.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    assert main([str(gate)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is not an http:// or https:// URL" in err[0], err
+
+
 # Corrupted stores: moved aside with one warning, rebuilt, the clean pool.
 
 STORE_EXTRA = ("manifests deleted", "marker not an object", "marker is a folder")
@@ -415,4 +498,5 @@ def test_a_bad_onnx_model_folder_is_one_line_naming_the_file(tmp_path: Path, tin
 
 def test_the_surface_fuzz_is_large_enough() -> None:
     cases = len(FAILS) + len(PASSES) + 2 + len(BAD_URLS) + len(STORE_CASES) + len(BAD_FOLDERS)
+    cases += len(HEALTH_FAILS) + len(PR_CASES) + 1
     assert cases >= 50, cases
