@@ -253,6 +253,24 @@ def test_a_reply_100k_deep_under_the_cap_is_one_line_not_a_recursion_error(tmp_p
     assert cached_replies(tmp_path / "c.sqlite") == 1
 
 
+def test_replies_in_flight_when_one_fails_are_kept(tmp_path: Path, tiny_set: Path) -> None:
+    """Three batches at once: q2 fails at once, q1 and q3 answer later; their replies are cached, not dropped."""
+
+    def reply(sock: socket.socket, request: Request) -> None:
+        if request.json["queries"][0]["id"] == "q2":
+            sock.sendall(response("400 Bad Request", b"no"))
+            return
+        time.sleep(0.5)
+        sock.sendall(response("200 OK", gold_body(request)))
+
+    with RawHttpServer(reply) as server:
+        url = server.url
+        args = [*base_args(tiny_set, tmp_path), "retriever=external", f"retriever.url={url}", *TRANSPORT]
+        code, lines = run_sweep([*args, "retriever.max_concurrency=3"])
+    assert code == 2 and "HTTP 400" in one_error(lines), lines
+    assert cached_replies(tmp_path / "c.sqlite") == 2
+
+
 def test_a_refused_connection_is_one_line(tmp_path: Path, tiny_set: Path) -> None:
     with socket.socket() as probe:  # a port nothing listens on: bound, never listening
         probe.bind(("127.0.0.1", 0))
@@ -498,5 +516,5 @@ def test_a_bad_onnx_model_folder_is_one_line_naming_the_file(tmp_path: Path, tin
 
 def test_the_surface_fuzz_is_large_enough() -> None:
     cases = len(FAILS) + len(PASSES) + 2 + len(BAD_URLS) + len(STORE_CASES) + len(BAD_FOLDERS)
-    cases += len(HEALTH_FAILS) + len(PR_CASES) + 1
+    cases += len(HEALTH_FAILS) + len(PR_CASES) + 2
     assert cases >= 50, cases

@@ -149,12 +149,25 @@ def _over_http(
 
     with ThreadPoolExecutor(settings.max_concurrency, thread_name_prefix="external") as pool:
         pending = {pool.submit(ask, batch): batch for batch in batches}
+        failure: Exception | None = None
         try:
             for done in as_completed(pending):
-                keep(pending[done], done.result())  # in this thread: the cache is written from one place
+                if done.cancelled():
+                    continue
+                try:
+                    keep(pending[done], done.result())  # in this thread: the cache is written from one place
+                except Exception as exc:
+                    # The first failure stops what has not started; batches already in flight are
+                    # waited for anyway, so their replies are kept: nothing received is lost.
+                    if failure is None:
+                        failure = exc
+                        for future in pending:
+                            future.cancel()
         finally:
             for future in pending:
                 future.cancel()
+        if failure is not None:
+            raise failure
 
 
 def post_json(url: str, body: bytes, settings: RetrieverSettings) -> bytes:
