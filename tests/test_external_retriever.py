@@ -112,6 +112,23 @@ def test_a_retriever_that_finds_nothing_gives_zero_hit_rows_and_a_report(
     assert (run / "index.html").stat().st_size > 10_000
 
 
+@pytest.mark.parametrize("filters", ["true", "false"])
+def test_a_retriever_plugin_that_finds_nothing_completes_with_zero_hits(
+    tmp_path: Path, small_demo: Path, filters: str
+) -> None:
+    from tests.test_plugins import fake_distribution, python_with
+
+    site = tmp_path / "site"
+    fake_distribution(site, "team-search", "[evalkit.retrievers]\nempty = team_empty:search\n",
+                      {"team_empty": "def search(queries, k):\n    return [[] for _ in queries]\n"})  # fmt: skip
+    argv = ["evalkit.sweep", "retriever=empty", "position=off", "progress=false", "report=false", "run_id=e",
+            f"labelset.path={small_demo}", f"reports_dir={tmp_path}/r", f"filters.enabled={filters}"]  # fmt: skip
+    done = python_with(site, f"import sys; sys.argv = {argv!r}\nfrom evalkit.sweep import main; main()\n", tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = pd.read_csv(tmp_path / "r" / "e" / "summary.csv")
+    assert (summary["zero_hit_answerable"] == 1.0).all() and (summary["zero_hit_unanswerable"] == 1.0).all()
+
+
 def test_a_retriever_that_finds_nothing_for_some_queries_scores_the_rest(
     tmp_path: Path, gold_of, small_demo: Path
 ) -> None:

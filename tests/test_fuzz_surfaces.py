@@ -271,6 +271,19 @@ def test_replies_in_flight_when_one_fails_are_kept(tmp_path: Path, tiny_set: Pat
     assert cached_replies(tmp_path / "c.sqlite") == 2
 
 
+@pytest.mark.parametrize("filters", ["true", "false"])
+def test_an_endpoint_with_no_hits_for_any_query_gives_zero_hit_rows(
+    tmp_path: Path, tiny_set: Path, filters: str
+) -> None:
+    with RawHttpServer(ok('{"results": [[]]}')) as server:
+        url = server.url
+        args = [*base_args(tiny_set, tmp_path), "retriever=external", f"retriever.url={url}", *TRANSPORT]
+        code, lines = run_sweep([*args, f"filters.enabled={filters}"])
+    assert code == 0, lines
+    summary = pd.read_csv(next((tmp_path / "reports").glob("*/summary.csv")))
+    assert (summary["zero_hit_answerable"] == 1.0).all() and (summary["zero_hit_unanswerable"] == 1.0).all()
+
+
 def test_a_refused_connection_is_one_line(tmp_path: Path, tiny_set: Path) -> None:
     with socket.socket() as probe:  # a port nothing listens on: bound, never listening
         probe.bind(("127.0.0.1", 0))
@@ -516,5 +529,5 @@ def test_a_bad_onnx_model_folder_is_one_line_naming_the_file(tmp_path: Path, tin
 
 def test_the_surface_fuzz_is_large_enough() -> None:
     cases = len(FAILS) + len(PASSES) + 2 + len(BAD_URLS) + len(STORE_CASES) + len(BAD_FOLDERS)
-    cases += len(HEALTH_FAILS) + len(PR_CASES) + 2
+    cases += len(HEALTH_FAILS) + len(PR_CASES) + 4
     assert cases >= 50, cases
