@@ -32,6 +32,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "cache.py": ("cache_file.py", "console.py"),
     "cache_file.py": ("console.py",),
     "retry.py": NOTHING,
+    "http_call.py": NOTHING,
     "settings.py": NOTHING,
     "confdir.py": NOTHING,
     "distribution.py": NOTHING,
@@ -60,10 +61,13 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "records.py",
         "labels/",
         "cache.py",
+        "cache_file.py",
+        "console.py",
         "settings.py",
         "plugins.py",
         "usercode.py",
         "retry.py",
+        "http_call.py",
         "cost/",
         "run/",
     ),
@@ -83,7 +87,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "run/",
     ),
     "scoring/": ("records.py", "cost/"),
-    "tracking/": ("records.py", "plugins.py", "run/"),
+    "tracking/": ("records.py", "plugins.py", "http_call.py", "run/"),
     # the only orchestrator
     "pipeline/": (
         "distribution.py",
@@ -113,6 +117,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "distribution.py",
         "overrides.py",
         "sweep.py",
+        "http_call.py",
         "records.py",
         "labels/",
         "chunking/",  # evalkit.chunk_labelset: a set's chunks for a team's own store

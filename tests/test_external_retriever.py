@@ -120,6 +120,53 @@ def test_every_other_set_and_form_scores_recall_one(tmp_path: Path, gold_of, nam
     assert_perfect(over_http)
 
 
+@pytest.mark.parametrize("filters", ["true", "false"])
+def test_a_retriever_that_finds_nothing_gives_zero_hit_rows_and_a_report(
+    tmp_path: Path, gold_of, small_demo: Path, filters: str
+) -> None:
+    """No hits is a result: every answerable question a miss, every unanswerable one a correct abstention."""
+    gold_of(small_demo)
+    args = ["retriever=external", f"retriever.target={TARGET}:nothing", f"filters.enabled={filters}", "report=true"]
+    run = run_in_process(sweep_args(small_demo, tmp_path, *args))
+    summary = summary_of(run)
+    assert (summary["zero_hit_answerable"] == 1.0).all() and (summary["zero_hit_unanswerable"] == 1.0).all()
+    assert (summary["recall"] == 0.0).all() and (summary["n_chunks"] == 0).all()
+    results = pd.read_parquet(run / "results.parquet")
+    assert (results["n_returned"] == 0).all() and len(results) == len(summary) * results["question_id"].nunique()
+    assert (run / "index.html").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("filters", ["true", "false"])
+def test_a_retriever_plugin_that_finds_nothing_completes_with_zero_hits(
+    tmp_path: Path, small_demo: Path, filters: str
+) -> None:
+    from tests.test_plugins import fake_distribution, python_with
+
+    site = tmp_path / "site"
+    fake_distribution(site, "team-search", "[evalkit.retrievers]\nempty = team_empty:search\n",
+                      {"team_empty": "def search(queries, k):\n    return [[] for _ in queries]\n"})  # fmt: skip
+    argv = ["evalkit.sweep", "retriever=empty", "position=off", "progress=false", "report=false", "run_id=e",
+            f"labelset.path={small_demo}", f"reports_dir={tmp_path}/r", f"filters.enabled={filters}"]  # fmt: skip
+    done = python_with(site, f"import sys; sys.argv = {argv!r}\nfrom evalkit.sweep import main; main()\n", tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = pd.read_csv(tmp_path / "r" / "e" / "summary.csv")
+    assert (summary["zero_hit_answerable"] == 1.0).all() and (summary["zero_hit_unanswerable"] == 1.0).all()
+
+
+def test_a_retriever_that_finds_nothing_for_some_queries_scores_the_rest(
+    tmp_path: Path, gold_of, small_demo: Path
+) -> None:
+    gold_of(small_demo)
+    run = run_in_process(
+        sweep_args(small_demo, tmp_path, "retriever=external", f"retriever.target={TARGET}:every_other")
+    )
+    rows = pd.read_parquet(run / "results.parquet")
+    at_5 = rows[(rows.top_k == 5) & rows.answerable]
+    found = at_5["question_id"].map(lambda q: sum(map(ord, q)) % 2 == 1)
+    assert (at_5.loc[found, "hit"] == 1.0).all() and (at_5.loc[~found, "n_returned"] == 0).all()
+    assert 0 < found.sum() < len(at_5)
+
+
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "evalkit.sweep", *args], capture_output=True, text=True, cwd=REPO, timeout=600

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -153,3 +155,93 @@ def test_the_external_lancedb_example_scores_like_the_sweeps_own_store(tmp_path:
         pd.testing.assert_series_equal(ext[column], mine[column], check_names=False)
     # Scores: LanceDB's float32 cosine against evalkit's exact one.
     assert np.allclose(ext["best_score"], mine["best_score"], atol=1e-6, equal_nan=True)
+
+
+# A store that does not read heals like the cache: moved aside with one warning, rebuilt, results unchanged.
+
+
+def _table(store: Path) -> Path:
+    (lance,) = store.glob("*.lance")
+    return lance
+
+
+def _marker(store: Path) -> Path:
+    return _table(store).with_suffix(".json")
+
+
+def _rewrite_files(pattern: str, change) -> Callable[[Path], None]:  # type: ignore[no-untyped-def]
+    def corrupt(store: Path) -> None:
+        files = sorted(_table(store).glob(pattern))
+        assert files, pattern
+        for path in files:
+            change(path)
+
+    return corrupt
+
+
+def _marker_lies(store: Path) -> None:
+    """The marker still names these vectors; the table now holds others (a copy from elsewhere)."""
+    import lancedb
+    import pyarrow as pa
+
+    lance = _table(store)
+    table = lancedb.connect(str(store)).open_table(lance.stem)
+    stored = table.to_arrow()
+    vectors = stored["vector"].combine_chunks().flatten().to_numpy().reshape(stored.num_rows, -1)[::-1].copy()
+    replaced = pa.table({"unit": stored["unit"], "vector": pa.FixedSizeListArray.from_arrays(
+        pa.array(vectors.ravel()), vectors.shape[1])})  # fmt: skip
+    lancedb.connect(str(store)).create_table(lance.stem, replaced, mode="overwrite")
+
+
+def _replace_with_file(path: Path) -> None:
+    shutil.rmtree(path)
+    path.write_bytes(b"not a folder")
+
+
+STORE_CORRUPTIONS: dict[str, Callable[[Path], None]] = {
+    "data file deleted": _rewrite_files("data/*.lance", Path.unlink),
+    "data file truncated": _rewrite_files("data/*.lance", lambda p: p.write_bytes(p.read_bytes()[:-100])),
+    "data file random bytes": _rewrite_files("data/*.lance", lambda p: p.write_bytes(os.urandom(p.stat().st_size))),
+    "garbage manifest": _rewrite_files("_versions/*.manifest", lambda p: p.write_bytes(os.urandom(400))),
+    "marker not JSON": lambda store: _marker(store).write_text("{fingerprint: ", encoding="utf-8"),
+    "marker lies": _marker_lies,
+    "table folder is a file": lambda store: _replace_with_file(_table(store)),
+    "store folder is a file": _replace_with_file,
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def clean_store_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], pd.DataFrame]:
+    """One clean sweep through the store: its cache folder (the store beside the cache) and its results."""
+    from tests.conftest import demo_subset
+
+    root = tmp_path_factory.mktemp("clean-store")
+    labelset = demo_subset(root / "set")
+    args = [f"labelset.path={labelset}", "run_id=r", "embedder=fake", "chunk_size=[300]", "chunk_overlap=[0]",
+            "retriever.index=lancedb"]  # fmt: skip
+    done = _sweep(*args, f"cache_path={root}/cache/evalkit.sqlite", f"reports_dir={root}/reports")
+    assert done.returncode == 0, done.stderr[-2000:]
+    return root / "cache", args, pd.read_parquet(root / "reports" / "r" / "results.parquet")
+
+
+@pytest.mark.parametrize("corruption", sorted(STORE_CORRUPTIONS))
+def test_a_store_that_does_not_read_is_moved_aside_and_rebuilt_with_the_clean_runs_results(
+    tmp_path: Path, clean_store_run: tuple[Path, list[str], pd.DataFrame], corruption: str
+) -> None:
+    clean_cache, args, clean_results = clean_store_run
+    cache = tmp_path / "cache"
+    shutil.copytree(clean_cache, cache)
+    store = cache / "vectorstore"
+    STORE_CORRUPTIONS[corruption](store)
+    done = _sweep(*args, f"cache_path={cache}/evalkit.sqlite", f"reports_dir={tmp_path}/reports")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    warned = [line for line in done.stderr.splitlines() if "vector store" in line]
+    assert len(warned) == 1 and warned[0].startswith("evalkit: warning: "), done.stderr
+    moved = [p for p in (store.iterdir() if store.is_dir() else []) if ".corrupt-" in p.name]
+    moved += [p for p in cache.iterdir() if ".corrupt-" in p.name]
+    assert any(str(p) in warned[0] for p in moved), (warned, moved)  # both paths named, the old one kept
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "reports" / "r" / "results.parquet"), clean_results)
+    # Healed for good: the next run reuses the rebuilt table without a word.
+    again = _sweep(*args, f"cache_path={cache}/evalkit.sqlite", f"reports_dir={tmp_path}/again")
+    assert again.returncode == 0 and "vector store" not in again.stderr, again.stderr[-2000:]

@@ -51,7 +51,7 @@ class CostSettings:
 
 def returned_tokens(returned: np.ndarray, pool_indices: np.ndarray, unit_tokens: np.ndarray) -> np.ndarray:
     """Per question: tokens of the units a slice returned."""
-    tokens = np.where(pool_indices >= 0, unit_tokens[np.maximum(pool_indices, 0)], 0)
+    tokens = np.append(unit_tokens, 0)[pool_indices]  # -1 (no hit) takes the appended 0, also with no units
     return (tokens * returned).sum(axis=1)
 
 
@@ -95,7 +95,7 @@ def price_configs(summary: pd.DataFrame, per_config: pd.Series, settings: CostSe
     baseline_chunks = out[out["chunk_overlap"] == 0].groupby("chunk_size")["n_chunks"].first()
     out["index_growth_vs_no_overlap"] = [
         index_growth(int(row["n_chunks"]), int(baseline_chunks[row["chunk_size"]]))
-        if row["chunk_size"] in baseline_chunks.index
+        if baseline_chunks.get(row["chunk_size"], 0) > 0  # none, or no units at all: growth is undefined
         else np.nan
         for _, row in out.iterrows()
     ]

@@ -16,6 +16,7 @@ from evalkit.retrieval.embedding.base import EmbeddingError
 from evalkit.retrieval.external.calls import ExternalCallError
 from evalkit.retrieval.external.hits import ExternalHitError
 from evalkit.retrieval.rerank.base import RerankError
+from evalkit.retrieval.vectorstore import StoreError
 from evalkit.run.disk import UnwritableError, describe_os_error, is_disk_error
 from evalkit.run.lock import RunLocked
 from evalkit.settings import ConfigError
@@ -28,6 +29,7 @@ class NotStarted(RuntimeError):
 
 CALL_ERRORS: tuple[type[Exception], ...] = (
     EmbeddingError, RerankError, GenerationError, ClusterError, ExternalCallError, ExternalHitError, UserCodeError,
+    StoreError,
 )  # fmt: skip
 """A model or API call (or a target's, a plugin's code) failed: finished units are kept, the same command resumes."""
 SETUP_ERRORS: tuple[type[Exception], ...] = (

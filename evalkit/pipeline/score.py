@@ -42,8 +42,10 @@ def judge(questions: Sequence[Question], pool: CandidatePool, units: Units, tau:
 
 def _pool_spans(pool: CandidatePool, units: Units) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Document, start and end of every pool entry (n_q, N); entries past the end are never returned."""
-    at = np.maximum(pool.indices, 0)
-    return units.doc_ids[at], units.starts[at], units.ends[at]
+    # Padded by one entry that -1 (no hit) indexes: a chunking with no units at all (an external retriever
+    # that returned nothing) has nothing for np.maximum(indices, 0) to land on.
+    at = pool.indices
+    return np.append(units.doc_ids, "")[at], np.append(units.starts, 0)[at], np.append(units.ends, 0)[at]
 
 
 def gold_cut_share(questions: Sequence[Question], units: Units) -> float:

@@ -8,6 +8,7 @@ the job's exit code, not the comment's). Any other failure is one line, exit 2.
 
 Environment: ``GITHUB_TOKEN``, ``GITHUB_REPOSITORY`` (owner/name), ``PR_NUMBER``, ``GITHUB_API_URL``
 (GitHub Enterprise; default https://api.github.com). Standard library only: it runs wherever evalkit does.
+Every request goes through :mod:`evalkit.http_call`: 30 s from connect to last byte, replies capped.
 """
 
 from __future__ import annotations
@@ -15,21 +16,29 @@ from __future__ import annotations
 import json
 import os
 import sys
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalkit.http_call import HttpError, loads_json, request
+
 MARKER = "<!-- evalkit-gate -->"
 """Hidden in the comment's body: how the next run finds the comment to update."""
 PER_PAGE = 100
+TIMEOUT_S = 30.0
+"""One GitHub request, from connect to the reply's last byte."""
+MAX_REPLY_BYTES = 32 * 1024 * 1024
+"""A page of 100 comments is well under this; a larger reply is refused, never held whole."""
 MAX_PAGES = 30
 """Pull requests with more than 3,000 comments get a new gate comment rather than an endless scan."""
 
 
 class CommentError(RuntimeError):
     """The comment could not be written for a reason other than a read-only token."""
+
+
+class _ReadOnly(Exception):
+    """GitHub refused the write (403): the read-only token of a fork's pull request."""
 
 
 @dataclass(frozen=True)
@@ -57,10 +66,13 @@ def _request(target: Target, method: str, url: str, body: dict[str, Any] | None 
     }
     if data is not None:
         headers["Content-Type"] = "application/json"
-    request = urllib.request.Request(url, data=data, method=method, headers=headers)
-    with urllib.request.urlopen(request, timeout=30) as reply:
-        raw = reply.read()
-    return json.loads(raw) if raw.strip() else None
+    reply = request(method, url, data, timeout_s=TIMEOUT_S, max_bytes=MAX_REPLY_BYTES, headers=headers)
+    if reply.status == 403:
+        raise _ReadOnly
+    if not 200 <= reply.status < 300:
+        detail = " ".join(reply.body[:300].decode("utf-8", "replace").split())
+        raise CommentError(f"{reply.status} from {url}: {detail}".rstrip())
+    return loads_json(reply.body) if reply.body.strip() else None
 
 
 def find_comment(target: Target) -> int | None:
@@ -87,13 +99,10 @@ def post_or_update(target: Target, markdown: str) -> str:
             return "created"
         _request(target, "PATCH", f"{target.api}/repos/{target.repository}/issues/comments/{existing}", body)
         return "updated"
-    except urllib.error.HTTPError as exc:
-        if exc.code == 403:  # "Resource not accessible by integration": the read-only token of a fork's PR
-            return "read-only"
-        detail = " ".join(exc.read(300).decode("utf-8", "replace").split())
-        raise CommentError(f"{exc.code} from {exc.url}: {detail}") from None
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise CommentError(f"{target.api}: {type(exc).__name__}: {getattr(exc, 'reason', exc)}") from None
+    except _ReadOnly:  # "Resource not accessible by integration": the read-only token of a fork's PR
+        return "read-only"
+    except HttpError as exc:  # no reply in time, over the cap, a lost connection, not JSON, not http(s)
+        raise CommentError(f"{target.api}: {exc.reason}") from None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -112,6 +112,8 @@ def access(
 
 def leaked(returned: np.ndarray, pool_indices: np.ndarray, allowed_units: UnitMask) -> np.ndarray:
     """Per question: returned units the question may not have (not visible, or not in effect)."""
+    if allowed_units.shape[1] == 0:  # no units at all (an external retriever that returned nothing)
+        return np.zeros(len(pool_indices), dtype=np.int64)
     safe = np.maximum(pool_indices, 0)
     forbidden = ~allowed_units.at_ranks(safe) & (pool_indices >= 0)
     return (forbidden & returned).sum(axis=1)

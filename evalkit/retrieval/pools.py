@@ -262,7 +262,9 @@ def keep_allowed(pool: CandidatePool, allowed: Mask) -> CandidatePool:
     scores = np.full_like(pool.scores, np.nan)
     for row in range(pool.indices.shape[0]):
         members = pool.indices[row]
-        keep = (members >= 0) & allowed[row, np.maximum(members, 0)]
+        keep = members >= 0
+        if keep.any():  # no hits (an external retriever's empty list, no units at all): nothing to look up
+            keep[keep] = allowed[row, members[keep]]
         n = int(keep.sum())
         indices[row, :n] = members[keep]
         scores[row, :n] = pool.scores[row][keep]

@@ -6,6 +6,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from evalkit.http_call import url_problem
 from evalkit.plugins import Choices
 from evalkit.settings import ConfigError, check_keys
 
@@ -17,7 +18,7 @@ LANCEDB_INDEXES = ("flat", "ivf_flat", "ivf_pq", "ivf_hnsw_sq")
 """``flat``: no index, LanceDB scans every row (exact). The others: its approximate indexes (recall reported)."""
 LANCEDB_KEYS = ("lancedb_index", "lancedb_partitions", "lancedb_nprobes")
 EXTERNAL_KEYS = (
-    "target", "url", "version", "batch_size", "max_concurrency", "timeout_s", "max_retries",
+    "target", "url", "version", "batch_size", "max_concurrency", "timeout_s", "max_reply_mb", "max_retries",
     "retry_base_delay_s", "retry_max_delay_s",
 )  # fmt: skip
 """The external retriever's settings; other retrievers leave them out of their ids."""
@@ -71,6 +72,9 @@ class RetrieverSettings:
     batch_size: int = field(default=32, metadata={"min": 1, "max": 10_000})
     max_concurrency: int = field(default=4, metadata={"min": 1, "max": 64})
     timeout_s: float = field(default=30.0, metadata={"above": 0.0})
+    """retriever.url: one request from connect to the reply's last byte (a retry gets its own)."""
+    max_reply_mb: float = field(default=32.0, metadata={"above": 0.0})
+    """retriever.url: a reply larger than this is refused (read in pieces: memory stays bounded by it)."""
     max_retries: int = field(default=3, metadata={"min": 0, "max": 100})
     retry_base_delay_s: float = field(default=0.5, metadata={"min": 0.0})
     retry_max_delay_s: float = field(default=10.0, metadata={"min": 0.0})
@@ -90,6 +94,14 @@ class RetrieverSettings:
                 "retriever.target: retriever=external needs exactly one of retriever.target=package.module:function "
                 "and retriever.url=http://host:port/path"
             )
+        if self.url is not None:  # with the rest of the config, before any work: never a file:// read
+            problem = url_problem(self.url)
+            if problem is not None:
+                raise ConfigError(f"retriever.url: {problem}; expected http://host:port/path or https://...")
+
+    @property
+    def max_reply_bytes(self) -> int:
+        return int(self.max_reply_mb * 1024 * 1024)
 
     @property
     def external(self) -> bool:

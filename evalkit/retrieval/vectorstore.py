@@ -5,6 +5,12 @@ process (no server, no listening socket). Each chunking's unit-norm vectors go i
 by unit index, per (chunking, embedder identity); the vectors' fingerprint is kept beside the table,
 so changed vectors rebuild it and unchanged ones reuse it.
 
+The store heals like the cache (:mod:`evalkit.cache_file`): nothing in it is a result, only a saving.
+A table is reused only when its marker reads, names these vectors, and the table reads back as exactly
+these vectors (every row: a missing, truncated or garbage file fails here, and so does a marker that
+lies). A store that does not read (or a file where its folder should be) is moved aside with one
+warning naming both paths and rebuilt; a search the store fails mid-way is healed the same way, once.
+
 ``lancedb_index=flat`` (no index: LanceDB scans every row) is exact search, and the pool equals
 :func:`evalkit.retrieval.pools.dense_pool` question by question. LanceDB scores in float32 and breaks
 ties its own way, so its top-n is not taken as is: candidates are rescored with the same exact
@@ -20,12 +26,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from evalkit.cache_file import move_aside
+from evalkit.console import warn
 from evalkit.retrieval.cosine import exact_cosines, to_fixed_point
 from evalkit.retrieval.pools import CandidatePool, DenseIndex, QueryVectors, check_same_model
 
@@ -36,10 +45,15 @@ FIRST_MARGIN = 16
 """Exact mode fetches n + this at first, so near-ties at the cut are usually settled in one query."""
 BATCH_QUERIES = 256
 """Questions sent to LanceDB in one multi-vector query."""
+_RUST_SOURCE = re.compile(r",?\s*/(?:root/)?[\w./-]*(?:cargo|rustc)[^\s,)]*")
 
 
 class StoreUnavailableError(RuntimeError):
     """lancedb (the ``vectorstore`` extra) is not installed."""
+
+
+class StoreError(RuntimeError):
+    """The store failed again after it was moved aside and rebuilt (one line naming the table)."""
 
 
 @dataclass(frozen=True)
@@ -94,17 +108,37 @@ def _lancedb() -> Any:
 
 
 def open_table(index: DenseIndex, table: StoreTable, settings: StoreSettings) -> Any:  # a lancedb Table
-    """The chunking's table, built (or rebuilt) when the stored vectors or index differ from these."""
-    lancedb = _lancedb()
-    import pyarrow as pa
+    """The chunking's table, built (or rebuilt) when the stored vectors or index differ from these.
 
-    table.folder.mkdir(parents=True, exist_ok=True)
+    A table that does not read back as these vectors, a marker that does not parse, or a file where the
+    store's folder should be is moved aside (one warning naming both paths) and the table rebuilt.
+    """
+    lancedb = _lancedb()
+    _clear_folder(table.folder)
     marker = table.folder / f"{table.name}.json"
     wanted = fingerprint(index, settings)
     db = lancedb.connect(str(table.folder))
-    if marker.is_file() and json.loads(marker.read_text(encoding="utf-8")).get("fingerprint") == wanted:
-        return db.open_table(table.name)
-    marker.unlink(missing_ok=True)  # no marker while the table is rewritten: a crash leaves it to rebuild
+    try:
+        stored = json.loads(marker.read_text(encoding="utf-8")).get("fingerprint") if marker.exists() else None
+    except (OSError, ValueError, AttributeError) as exc:  # not a file, not UTF-8, not JSON, not an object
+        heal_table(table, f"its marker {marker.name} does not read: {_cause(exc)}")
+        stored = None
+    if stored == wanted:
+        try:
+            opened = db.open_table(table.name)
+            _check_holds(opened, index, settings)
+            return opened
+        except Exception as exc:  # lancedb raises its own (and OSError, ValueError) for files that do not read
+            heal_table(table, _cause(exc))
+    return _build(db, index, table, settings, wanted)
+
+
+def _build(db: Any, index: DenseIndex, table: StoreTable, settings: StoreSettings, wanted: str) -> Any:
+    import pyarrow as pa
+
+    marker = table.folder / f"{table.name}.json"
+    if marker.is_file():
+        marker.unlink()  # no marker while the table is rewritten: a crash leaves it to rebuild
     vectors = np.ascontiguousarray(index.vectors, dtype=np.float32)
     data = pa.table(
         {
@@ -113,12 +147,56 @@ def open_table(index: DenseIndex, table: StoreTable, settings: StoreSettings) ->
         }
     )
     # "overwrite" on a table that is not there yet makes LanceDB log a warning on the sweep's stderr.
-    mode = "overwrite" if (table.folder / f"{table.name}.lance").exists() else "create"
-    built = db.create_table(table.name, data, mode=mode)
+    try:
+        mode = "overwrite" if (table.folder / f"{table.name}.lance").exists() else "create"
+        built = db.create_table(table.name, data, mode=mode)
+    except Exception as exc:  # an old table too broken to overwrite (a crash mid-build, damage)
+        heal_table(table, _cause(exc))
+        built = db.create_table(table.name, data, mode="create")
     if not settings.exact:
         built.create_index("vector", config=_index_config(settings, len(vectors)), replace=True)
     marker.write_text(json.dumps({"fingerprint": wanted, "model": index.model, **asdict(settings)}), encoding="utf-8")
     return built
+
+
+def _check_holds(opened: Any, index: DenseIndex, settings: StoreSettings) -> None:
+    """Raise ValueError unless the table reads back, every row, as exactly these vectors (and its index)."""
+    stored = opened.to_arrow()
+    units = stored["unit"].to_numpy()
+    if stored.num_rows != len(index.vectors) or not np.array_equal(units, np.arange(len(units))):
+        raise ValueError(f"it holds {stored.num_rows} rows, not the {len(index.vectors)} units of this chunking")
+    vectors = stored["vector"].combine_chunks().flatten().to_numpy().reshape(len(units), -1)
+    if not np.array_equal(vectors, np.asarray(index.vectors, dtype=np.float32)):
+        raise ValueError("its vectors are not this chunking's (the marker does not match the table)")
+    if not settings.exact and not opened.list_indices():
+        raise ValueError(f"it has no {settings.index} index")
+
+
+def heal_table(table: StoreTable, cause: str) -> None:
+    """Move the table (and its marker) aside with one warning naming both paths: it is rebuilt from the vectors."""
+    lance = table.folder / f"{table.name}.lance"
+    marker = table.folder / f"{table.name}.json"
+    what = lance if lance.exists() or lance.is_symlink() else marker
+    if not (what.exists() or what.is_symlink()):
+        return
+    aside = move_aside(what)
+    if what != marker and (marker.exists() or marker.is_symlink()):
+        marker.rename(aside.with_name(f"{aside.name}.json"))
+    warn(f"the vector store table {what} does not read ({cause}); moved it to {aside} and rebuilding it")
+
+
+def _clear_folder(folder: Path) -> None:
+    """The store's folder, made; a file in its place is moved aside first (a file above it is the cache's to refuse)."""
+    if (folder.exists() or folder.is_symlink()) and not folder.is_dir():
+        aside = move_aside(folder)
+        warn(f"the vector store folder {folder} is not a folder; moved it to {aside} and rebuilding the store")
+    folder.mkdir(parents=True, exist_ok=True)
+
+
+def _cause(exc: BaseException) -> str:
+    # LanceDB's messages end in the Rust source line that raised them: no use to the user.
+    text = _RUST_SOURCE.sub("", " ".join(str(exc).split()))
+    return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
 
 
 def _index_config(settings: StoreSettings, n_rows: int) -> Any:
@@ -156,9 +234,17 @@ def store_pool(
     slack = 2.0 * index.dim * float(np.finfo(np.float32).eps) + 1e-6
     fetch = min(n_units, (n + FIRST_MARGIN) if allowed is None else 4 * n) if settings.exact else (
         min(n_units, n if allowed is None else 4 * n))  # fmt: skip
-    pending = np.arange(n_queries)
+    pending, healed = np.arange(n_queries), False
     while pending.size:
-        found = _search(store, queries.vectors[pending], fetch, settings)
+        try:
+            found = _search(store, queries.vectors[pending], fetch, settings)
+        except Exception as exc:  # damage the read-back check cannot see (an approximate index's own files)
+            lance = table.folder / f"{table.name}.lance"
+            if healed:
+                raise StoreError(f"retriever.index=lancedb: {lance} fails after a rebuild: {_cause(exc)}") from None
+            heal_table(table, _cause(exc))
+            store, healed = open_table(index, table, settings), True
+            continue
         unsettled = []
         for row, (members, store_scores) in zip(pending, found):
             last = found_last(store_scores)  # before filters: the bound is on every unit the store left out

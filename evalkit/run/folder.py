@@ -266,9 +266,12 @@ def load_run(run_dir: str | Path) -> Run:
 def load_pool(run_dir: Path, chunking: str, question_ids: Sequence[str]) -> pd.DataFrame:
     """The candidate pool of one chunking for the given questions (empty when the file is absent)."""
     path = RunFolder(run_dir).pool_path(chunking)
+    empty = pd.DataFrame(columns=["question_id", "rank", "unit_id", "doc_id", "start", "end", "score", "relevant"])
     if not path.is_file() or not question_ids:
-        return pd.DataFrame(columns=["question_id", "rank", "unit_id", "doc_id", "start", "end", "score", "relevant"])
+        return empty
     try:
+        if pq.read_metadata(path).num_rows == 0:  # a retriever that found nothing: its id columns have no type
+            return empty
         return pd.read_parquet(path, filters=[("question_id", "in", list(question_ids))])
     except Exception as exc:  # pyarrow raises several types for a truncated or foreign file
         why = f"cannot read ({exc.__class__.__name__}); run the same sweep again to rewrite it"

@@ -19,8 +19,6 @@ import logging
 import math
 import os
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,6 +27,7 @@ from typing import Any
 
 import pandas as pd
 
+from evalkit.http_call import HttpError, request
 from evalkit.run import files
 from evalkit.tracking.settings import TrackerSettings
 
@@ -72,12 +71,12 @@ def check_ready(settings: TrackerSettings, reports_dir: Path) -> None:
         raise TrackingError("tracker=mlflow needs MLflow: pip install 'evalkit-sweep[tracking]'")
     uri = tracking_uri(settings, reports_dir)
     if uri.startswith(("http://", "https://")):
-        try:
-            with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=settings.timeout_s) as reply:
-                reply.read()
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise TrackingError(f"tracker.uri: no MLflow server answers at {uri} ({reason})") from None
+        try:  # the whole request within timeout_s: a server that accepts and never answers cannot hold the sweep
+            reply = request("GET", f"{uri.rstrip('/')}/health", None, timeout_s=settings.timeout_s, max_bytes=1 << 20)
+        except HttpError as exc:
+            raise TrackingError(f"tracker.uri: no MLflow server answers at {uri} ({exc.reason})") from None
+        if not 200 <= reply.status < 300:
+            raise TrackingError(f"tracker.uri: no MLflow server answers at {uri} (HTTP {reply.status} on /health)")
 
 
 def sweep_params(manifest: Mapping[str, Any]) -> dict[str, str]:

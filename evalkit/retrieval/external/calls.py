@@ -6,10 +6,12 @@ need not be thread-safe). A function that declares a ``documents`` parameter is 
 ``function(queries, k, documents=...)`` with the labelled set's documents (``{"doc_id", "text", "title",
 "meta"}`` each; the same list on every call of a sweep, so it can index them once), and its replies are
 cached under those documents too: the same questions on another set are asked again.
-HTTP: ``retriever.url`` gets ``POST {"queries": [...], "k": N}`` as JSON and answers
-``{"results": [[hit, ...], ...]}``; up to ``max_concurrency`` batches in flight, each with a timeout
-and the shared retry policy (:mod:`evalkit.retry`: connection errors, 408/429/5xx, a body that is not
-JSON). A reply of the wrong shape is one line at once: a retry would send the same request to the same bug.
+HTTP: ``retriever.url`` gets ``POST {"queries": [...], "k": N}`` as JSON and
+answers ``{"results": [[hit, ...], ...]}``; up to ``max_concurrency`` batches in flight, each through
+:mod:`evalkit.http_call` (``timeout_s`` from connect to last byte, replies capped at ``max_reply_mb``,
+JSON read depth-safe) and the shared retry policy (:mod:`evalkit.retry`: connection errors, timeouts,
+408/429/5xx, a body that is not JSON). A reply of the wrong shape, over the cap or nested too deep is one
+line at once: a retry would send the same request to the same bug.
 
 Every query's reply is cached (namespace ``external``) under the endpoint or target, ``retriever.version``,
 ``k`` and the query, as soon as its batch returns, so a dead endpoint mid-run loses nothing: the same
@@ -18,18 +20,16 @@ command resumes with the queries still missing. Change ``retriever.version`` whe
 
 from __future__ import annotations
 
-import http.client
 import inspect
 import json
 import os
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
 from evalkit.cache import Cache, cache_key, decode_json, encode_json
+from evalkit.http_call import HttpError, loads_json, request
 from evalkit.retrieval.external.hits import ExternalHitError, check_results
 from evalkit.retrieval.settings import RETRIEVERS, RetrieverSettings
 from evalkit.retry import RetriesExhausted, RetryPolicy, Transient, call_with_retries
@@ -96,14 +96,14 @@ def fetch_results(
     cache: Cache,
     validate: Callable[[list[int], list[list[Any]]], None],
     progress: bool = False,
-    post: Callable[[str, bytes, float], bytes] | None = None,
+    post: Callable[[str, bytes, RetrieverSettings], bytes] | None = None,
     documents: Sequence[Mapping[str, Any]] = (),
 ) -> tuple[list[list[Any]], int]:
     """Every query's raw hits (cached ones read, the rest asked in batches) and how many were asked.
 
     ``validate(batch, results)`` raises on a reply that cannot be scored, before it is cached: a fixed
     endpoint must not be answered from its old, broken reply. ``post``: the HTTP transport
-    (``(url, body, timeout) -> reply body``). ``documents``: the labelled set's, for a Python retriever
+    (``(url, body, settings) -> reply body``). ``documents``: the labelled set's, for a Python retriever
     that asks for them.
     """
     function = None if settings.url else load_target(str(settings.target), where=where_of(settings))
@@ -161,7 +161,7 @@ def _over_http(
     k: int,
     batches: list[list[int]],
     keep: Callable[[list[int], Any], None],
-    post: Callable[[str, bytes, float], bytes],
+    post: Callable[[str, bytes, RetrieverSettings], bytes],
 ) -> None:
     policy = RetryPolicy(settings.max_retries, settings.retry_base_delay_s, settings.retry_max_delay_s)
     url, where = str(settings.url), where_of(settings)
@@ -170,11 +170,13 @@ def _over_http(
         body = json.dumps({"queries": [queries[i] for i in batch], "k": k}, ensure_ascii=False).encode("utf-8")
 
         def attempt() -> Any:
-            reply = post(url, body, settings.timeout_s)
+            reply = post(url, body, settings)
             try:
-                parsed = json.loads(reply)
-            except (ValueError, UnicodeDecodeError):
-                raise Transient(f"the reply is not JSON ({len(reply)} bytes)") from None
+                parsed = loads_json(reply)
+            except HttpError as exc:
+                if exc.retryable:
+                    raise Transient(exc.reason) from None
+                raise ExternalCallError(f"{where}: {exc.reason}") from None
             if not isinstance(parsed, dict) or "results" not in parsed:
                 raise ExternalHitError(f"{where}: reply: expected an object with 'results', got {reply[:80]!r}")
             return parsed["results"]
@@ -186,26 +188,46 @@ def _over_http(
 
     with ThreadPoolExecutor(settings.max_concurrency, thread_name_prefix="external") as pool:
         pending = {pool.submit(ask, batch): batch for batch in batches}
+        failure: Exception | None = None
         try:
             for done in as_completed(pending):
-                keep(pending[done], done.result())  # in this thread: the cache is written from one place
+                if done.cancelled():
+                    continue
+                try:
+                    keep(pending[done], done.result())  # in this thread: the cache is written from one place
+                except Exception as exc:
+                    # The first failure stops what has not started; batches already in flight are
+                    # waited for anyway, so their replies are kept: nothing received is lost.
+                    if failure is None:
+                        failure = exc
+                        for future in pending:
+                            future.cancel()
         finally:
             for future in pending:
                 future.cancel()
+        if failure is not None:
+            raise failure
 
 
-def post_json(url: str, body: bytes, timeout: float) -> bytes:
+def post_json(url: str, body: bytes, settings: RetrieverSettings) -> bytes:
     """One POST; a failure a retry may fix is :class:`Transient`, any other :class:`ExternalCallError`."""
-    request = urllib.request.Request(url, data=body, method="POST", headers={"content-type": "application/json"})
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as reply:
-            return reply.read()
-    except urllib.error.HTTPError as exc:
-        detail = " ".join(exc.read(300).decode("utf-8", "replace").split())
-        headers = dict(exc.headers.items()) if exc.headers else {}
-        if RetryPolicy().retryable(exc.code, headers):
-            raise Transient(f"HTTP {exc.code} {detail}", headers) from None
-        raise ExternalCallError(f"retriever.url {url}: HTTP {exc.code} {detail}".rstrip()) from None
-    except (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise Transient(f"{type(exc).__name__}: {reason}") from None
+        reply = request(
+            "POST",
+            url,
+            body,
+            timeout_s=settings.timeout_s,
+            max_bytes=settings.max_reply_bytes,
+            headers={"content-type": "application/json", "accept": "application/json"},
+        )
+    except HttpError as exc:
+        if exc.retryable:
+            raise Transient(exc.reason) from None
+        cap = " (retriever.max_reply_mb)" if "cap" in exc.reason else ""
+        raise ExternalCallError(f"retriever.url {url}: {exc.reason}{cap}") from None
+    if 200 <= reply.status < 300:
+        return reply.body
+    detail = " ".join(reply.body[:300].decode("utf-8", "replace").split())
+    if RetryPolicy().retryable(reply.status, reply.headers):
+        raise Transient(f"HTTP {reply.status} {detail}", reply.headers)
+    raise ExternalCallError(f"retriever.url {url}: HTTP {reply.status} {detail}".rstrip())
