@@ -308,3 +308,26 @@ def test_the_fallbacks_say_what_they_did() -> None:
     assert paired_difference_ci([0.5, 0.5], [1.0, 1.0]).method == "wilson-difference"
     assert paired_difference_ci([1, 1, 1], [1, 1, 1]).method == "newcombe"
     assert flip_rate_ci([False] * 30).method == "wilson-cc"
+
+
+@pytest.mark.parametrize("n", [30, 300, 3000])
+def test_the_continuous_mde_matches_simulation_at_any_size(n: int) -> None:
+    """The paired-mean MDE is the effect a simulated two-sided t test detects 80% of the time: 10% below it
+    power falls under 0.8, 10% above it rises over (issue 37: it was NaN-driven, 7x too large, past ~300)."""
+    from scipy.stats import t as student_t
+
+    from evalkit.scoring.stats.tpower import paired_mean_mde
+
+    sd = 0.178
+    mde = paired_mean_mde(n, sd)
+    assert mde is not None
+    rng = np.random.default_rng(n)
+    critical = student_t.isf(0.025, n - 1)
+
+    def simulated_power(effect: float) -> float:
+        diffs = rng.normal(effect, sd, size=(2000, n))
+        t = diffs.mean(axis=1) / (diffs.std(axis=1, ddof=1) / np.sqrt(n))
+        return float(np.mean(np.abs(t) > critical))
+
+    assert abs(simulated_power(mde) - 0.8) < 0.03
+    assert simulated_power(0.9 * mde) < 0.8 < simulated_power(1.1 * mde)

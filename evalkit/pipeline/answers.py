@@ -77,6 +77,8 @@ def answers_record(check: Mapping[str, Any], first: Mapping[str, Any]) -> dict[s
         "routing": {k: v for k, v in (check.get("routing") or {}).items() if k != "buckets"},
         "seconds": run.get("seconds"),
         "powered_command": run.get("powered_command"),
+        "powered_seconds_estimate": run.get("powered_seconds_estimate"),
+        "seconds_per_answer": run.get("seconds_per_answer"),
         "smoke": run.get("preset") == "smoke",
         "first_pass_recommended": (first.get("recommended") or {}).get("config_id"),
         "production_role": PRODUCTION,

@@ -187,10 +187,12 @@ def answers_lines(record: dict[str, Any]) -> list[str]:
         lines.append(f"stuff or retrieve: {routing['rule']}")
     sizing = block.get("sizing") or {}
     if block.get("smoke") and sizing.get("questions_needed"):
+        estimate = block.get("powered_seconds_estimate")
+        at_pace = "" if estimate is None else f" (~{estimate / 3600:.1f} h at this run's pace on this machine)"
         lines.append(
             f"smoke check: showing 'not worse by more than {100 * sizing['margin']:g} points' with "
             f"{sizing['power']:.0%} power takes about {sizing['questions_needed']} questions per config: "
-            f"{block.get('powered_command')}"
+            f"{block.get('powered_command')}{at_pace}"
         )
     return lines
 

@@ -142,7 +142,7 @@ def answer_check(
         seconds += more
     system_tokens = float(count(spec.prompts("en")["system"]))
     outcome = _measure(job, rows, configs, candidates, prompt_tokens, system_tokens, sized, labelset)
-    outcome["run"] = _run_record(rows, seconds, len(questions), settings, job, len(configs))
+    outcome["run"] = _run_record(rows, seconds, len(questions), settings, job, len(configs), sized)
     write_json(run_dir / files.ANSWER_CHECK_JSON, outcome)
     for config_id, effect in outcome["effects"].items():
         log(f"answer check: {config_id}: {effect_line(config_id, effect['accuracy'])}")
@@ -189,11 +189,16 @@ def _measure(
 
 
 def _run_record(rows: pd.DataFrame, seconds: float, n_questions: int, settings: AnswerCheckSettings,
-                job: AnswerCheckJob, n_configs: int) -> dict[str, Any]:  # fmt: skip
+                job: AnswerCheckJob, n_configs: int, sized: Mapping[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """What ran, at what pace, and what the powered check would cost in time at that pace (answers per question:
+    one per config, plus the stuffed one)."""
     sent = rows[rows["sent"]]
     fresh = int((~sent["cached"].astype(bool)).sum())
     pace = seconds / fresh if fresh else None
+    per_question = len(sent) / n_questions if n_questions else n_configs
     needed = None
+    if pace is not None and sized.get("questions_needed"):
+        needed = round(pace * per_question * int(sized["questions_needed"]), 0)
     return {
         "preset": settings.preset,
         "questions": n_questions,

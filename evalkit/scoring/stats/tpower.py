@@ -31,8 +31,13 @@ EFFECT_TOLERANCE = 1e-6
 
 
 def _t_power(df: int, noncentrality: float, alpha: float) -> float:
+    """Both tails of the noncentral t. The lower tail is taken as ``sf(critical, df, -lambda)`` (the same
+    value by symmetry): scipy's ``cdf(-critical, df, lambda)`` returns NaN once lambda is large (about 8 and
+    up, i.e. beyond ~300 questions at a typical effect), which made every MDE above that size wrong."""
     critical = float(student_t.isf(alpha / 2.0, df))
-    return float(nct.sf(critical, df, noncentrality) + nct.cdf(-critical, df, noncentrality))
+    upper = float(nct.sf(critical, df, noncentrality))
+    lower = float(nct.sf(critical, df, -noncentrality))
+    return (upper if math.isfinite(upper) else 1.0) + (lower if math.isfinite(lower) else 0.0)
 
 
 def _check_t_inputs(n: int, sd: float, alpha: float) -> None:
