@@ -20,7 +20,7 @@ from evalkit.distribution import DISTRIBUTION, installed_version
 from evalkit.project.init import init_project
 from evalkit.project.install import PLACEHOLDER, source_from_direct_url
 from evalkit.report.__main__ import compare_lines
-from evalkit.report.compare import compare_runs
+from evalkit.review.compare import compare_runs
 from evalkit.run.folder import load_run
 from tests.wheel_env import WheelEnv, make_env
 
