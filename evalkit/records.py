@@ -29,6 +29,9 @@ COST_PER_DAY = "cost_per_day_usd"
 """US dollars per day at the configured query volume (summary column)."""
 COST_COLUMNS = (COST_PER_QUERY, COST_PER_DAY)
 
+THRESHOLD_ATOL = 1e-9
+"""Grid thresholds are matched with this absolute tolerance, never with ``==`` (they are floats from YAML)."""
+
 
 @dataclass(frozen=True)
 class Span:

@@ -178,7 +178,7 @@ def _execute(plan: SweepPlan, labelset: LabelSet, record: dict[str, Any]) -> Pat
 
 
 def _write_report(run_dir: Path, plan: SweepPlan) -> None:
-    from evalkit.report import write_report
+    from evalkit.review import write_report  # review.json is the pipeline's; a --compare is computed, then rendered
 
     try:
         html = write_report(run_dir, compare=plan.options.compare, progress=plan.options.progress)

@@ -20,7 +20,7 @@ from evalkit.distribution import DISTRIBUTION, installed_version
 from evalkit.project.init import init_project
 from evalkit.project.install import PLACEHOLDER, source_from_direct_url
 from evalkit.report.__main__ import compare_lines
-from evalkit.report.compare import compare_runs
+from evalkit.review.compare import compare_runs
 from evalkit.run.folder import load_run
 from tests.wheel_env import WheelEnv, make_env
 
@@ -324,10 +324,10 @@ def test_report_compare_on_external_runs_counts_the_flips_the_report_shows(
     reports = tmp_path / "reports"
     before = _sweep(reports, small_demo, "before", *external, f"{target}:offsets")
     after = _sweep(reports, small_demo, "after", *external, f"{target}:gold_for_some")
-    lines = compare_lines(str(after), str(before))
+    assert report_main([str(after), "--compare", str(before), "--resamples", "200"]) == 0
+    lines = compare_lines(str(after), str(before))  # the terminal reads compare/<before>.json, as the page does
     counted = re.search(r"(\d+) flipped questions", lines[0])
     assert counted is not None and int(counted.group(1)) > 0, lines
-    assert report_main([str(after), "--compare", str(before), "--resamples", "200"]) == 0
     page = (after / "index.html").read_text(encoding="utf-8")
     shown = re.search(r"Questions that flipped \(hit@k changed\): (\d+)", page)
     assert shown is not None and shown.group(1) == counted.group(1), (lines[0], shown)

@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 
-from evalkit.report import Statistics
-from evalkit.report.analysis import steps
 from evalkit.report.decision import NO_DECISION_OBJECTIVE, read_decision
-from evalkit.report.diagnostic_moves import RULE_KNOBS, with_moves
-from evalkit.report.diagnostics import (
+from evalkit.review import Statistics
+from evalkit.review.analysis import steps
+from evalkit.review.diagnostic_moves import RULE_KNOBS, with_moves
+from evalkit.review.diagnostics import (
     Finding,
     calibration_rule,
     diagnose,
@@ -24,7 +24,7 @@ from evalkit.report.diagnostics import (
     threshold_rule,
     whole_document_rule,
 )
-from evalkit.report.threshold_advice import threshold_advice
+from evalkit.review.threshold_advice import threshold_advice
 from evalkit.run.folder import load_run
 from evalkit.scoring.calibration import calibrate_by_class
 from evalkit.scoring.registry import measure

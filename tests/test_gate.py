@@ -76,7 +76,7 @@ def test_an_equal_candidate_passes_and_the_report_shows_the_gate(runs: dict[str,
     for check in report["checks"]:
         assert check["passed"] and check["delta"] == 0 and check["delta_low"] == 0 and check["delta_high"] == 0
     assert "PASS" in (candidate / files.GATE_MD).read_text(encoding="utf-8")
-    from evalkit.report import Statistics, write_report
+    from evalkit.review import Statistics, write_report
 
     page = write_report(candidate, statistics=Statistics(n_resamples=200)).read_text(encoding="utf-8")
     assert 'id="gate"' in page and "PASS" in page

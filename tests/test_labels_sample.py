@@ -244,7 +244,7 @@ def test_generate_cli_with_the_fake_generator_rejects_unparseable_replies(tiny_s
 
 
 def test_the_report_states_the_synthetic_share_and_splits_metrics(tiny_set: Path, tmp_path: Path) -> None:
-    from evalkit.report import Statistics, write_report
+    from evalkit.review import Statistics, write_report
     from tests.test_report import run_sweep
 
     path = tiny_set / "questions.jsonl"

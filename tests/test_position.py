@@ -187,8 +187,10 @@ def test_answers_are_scored(experiment: tuple, labelset: LabelSet) -> None:
 def test_summary_has_intervals_flip_rate_and_counts(experiment: tuple) -> None:
     summary = pd.read_parquet(experiment[0] / "summary.parquet")
     assert pd.read_csv(experiment[0] / "summary.csv").shape == summary.shape
-    scored = summary[summary["n_answers"] > 0]
+    scored = summary[summary["n_questions"] > 0]  # cells holding an answerable question's scored answer
     assert scored[["accuracy", "accuracy_low", "accuracy_high"]].notna().all().all()
+    refusals_only = summary[(summary["n_answers"] > 0) & (summary["n_questions"] == 0)]
+    assert refusals_only["accuracy"].isna().all()  # only unanswerable questions: refusals, not accuracy
     assert (scored["accuracy_low"] <= scored["accuracy"]).all() and (
         scored["accuracy"] <= scored["accuracy_high"]
     ).all()
@@ -437,6 +439,33 @@ def test_summary_worked_by_hand() -> None:
     assert summary.loc["all", "n_does_not_fit"] == 1 and summary.loc["all", "n_answers"] == 4
     assert summary.loc["tail", "n_answers"] == 0 and pd.isna(summary.loc["tail", "accuracy"])
     assert summary.loc["all", "cost_per_answer_usd"] == 0.5
+
+
+def test_one_arm_accuracy_is_one_number_in_the_summary_and_the_effects() -> None:
+    """The closed-book control (one placement) on 3 answerable questions and 1 unanswerable one, all wrong: the
+    summary's ``all`` row and effects.json's arm give the same interval (accuracy is on answerable questions; the
+    unanswerable one's ``correct`` is a refusal, counted as a refusal). Before, 4 questions gave [0, 0.604] in the
+    summary and 3 gave [0, 0.690] in the effects."""
+    from evalkit.scoring.position_effects import position_effects
+
+    def row(qid: str, answerable: bool) -> dict[str, Any]:
+        return {
+            "question_id": qid, "arm": "closed-book", "placement": "shuffle", "repeat": 0, "gold_bucket": "none",
+            "gold_block_bucket": "none", "answerable": answerable, "correct": False, "exact": False, "f1": 0.0,
+            "refused": False, "citations_valid": None, "stop_reason": "end_turn", "truncated": False, "sent": True,
+            "cached": False, "n_dropped": 0, "prompt_tokens": 10, "input_tokens": 10, "output_tokens": 2,
+            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "usage_estimated": False,
+            "cost_usd": 0.5, "tokens_needed": 10,
+        }  # fmt: skip
+
+    rows = pd.DataFrame([row("a", True), row("b", True), row("c", True), row("u", False)])
+    rows["correct"] = rows["correct"].astype("boolean")
+    cell = summarise_position(rows, n_resamples=200, seed=3).set_index("gold_bucket").loc["all"]
+    arm = position_effects(rows, n_resamples=200, seed=3)["arms"][0]
+    assert cell["n_questions"] == 3 and cell["accuracy"] == arm["accuracy_answerable"] == 0.0
+    assert (cell["accuracy_low"], cell["accuracy_high"]) == (arm["accuracy_low"], arm["accuracy_high"])
+    assert arm["accuracy_high"] == pytest.approx(0.6900, abs=1e-4)  # Wilson on 3 questions, never width zero
+    assert cell["refused_share"] == 0.0 and arm["refused_unanswerable"] == 0.0  # the unanswerable one: no refusal
 
 
 def test_budget_comes_from_the_generator_when_unset() -> None:

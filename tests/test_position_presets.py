@@ -185,7 +185,7 @@ def test_powered_re_plans_within_one_invocation(tmp_path: Path, small_demo: Path
 
 
 def test_report_states_the_flip_rule_skips_and_the_smoke_label(protocol_run: Path, smoke_run: Path) -> None:
-    from evalkit.report import Statistics, write_report
+    from evalkit.review import Statistics, write_report
 
     page = write_report(protocol_run, statistics=Statistics(n_resamples=200), progress=False).read_text()
     assert "Flip rate (share of questions whose correctness changes with order, Wilson 95%)" in page

@@ -29,7 +29,7 @@ import pytest
 from evalkit.cache import Cache
 from evalkit.pipeline.calibrate import NAMESPACE, TextRate, generator_rate
 from evalkit.pipeline.dryrun import PlannedCalls, describe_calls, with_times
-from evalkit.report import Statistics, write_report
+from evalkit.review import Statistics, write_report
 from tests.conftest import REPO
 from tests.test_sweep import run_in_process
 

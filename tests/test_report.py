@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 
-from evalkit.report import Statistics, write_report
 from evalkit.report.__main__ import main as report_main
 from evalkit.report.html import JS
+from evalkit.review import Statistics, write_report
 from evalkit.run import files
 from evalkit.run.folder import load_pool, load_run, returned_chunks
 from evalkit.scoring import stats

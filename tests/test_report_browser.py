@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.report import Statistics, write_report
+from evalkit.review import Statistics, write_report
 from tests.test_report import planted_run
 
 SECTIONS = ("recommendation", "configs", "diagnostics", "grid", "top-k", "zero-hit", "labelset", "questions")

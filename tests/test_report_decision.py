@@ -10,9 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from evalkit.report import RunError, write_report
 from evalkit.report.decision import read_decision
+from evalkit.review import write_report
 from evalkit.run import files
+from evalkit.run.folder import RunError
 from tests.test_report import FAST, PLANTED, parse, run_sweep
 
 

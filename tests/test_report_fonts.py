@@ -14,8 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evalkit.report import Statistics, plots, webfont, write_report
+from evalkit.report import plots, webfont
 from evalkit.report.fonts import PACKAGE, FontStatus, cjk_font, missing_glyphs
+from evalkit.review import Statistics, write_report
 from tests.conftest import evidence, write_set
 from tests.test_report import planted_run, run_sweep
 

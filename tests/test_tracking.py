@@ -56,7 +56,7 @@ def check_logged(client: MlflowClient, run_dir: Path, experiment: str = "evalkit
         assert parent.data.tags["evalkit.cheaper_config"] == decision["cheaper_pick"]["config_id"]
     artefacts = {a.path for a in client.list_artifacts(logged["run_id"])}
     expected = {"summary.csv", "recommendation.json", "manifest.json", "results.parquet", "calibration.csv"}
-    expected.add("costs.json")
+    expected |= {"costs.json", "review.json"}  # review.json: the report's numbers, logged with it
     assert expected <= artefacts, artefacts
     children = client.search_runs(
         [parent.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{logged['run_id']}'"

@@ -99,7 +99,8 @@ def execute(
             summary = run_sweep(ctx, embedder, run_dir, executor, config_record)
             print(f"evalkit: wrote {len(summary)} configs to {run_dir}/summary.csv", file=sys.stderr)
             run_position_part(plan, labelset, cache, run_dir, ctx.stats)
-            mark_complete(run_dir)  # last: until here a reader sees a run that is still being written
+            mark_complete(run_dir)  # until here a reader sees a run that is still being written
+            write_review_of(run_dir)
     return run_dir
 
 
@@ -116,6 +117,13 @@ def _before_work(build: Callable[[], T]) -> T:
         return build()
     except CALL_ERRORS as exc:
         raise NotStarted(str(exc)) from None
+
+
+def write_review_of(run_dir: Path) -> None:
+    """review.json: the report's intervals, comparisons, MDE and advice, computed once from the finished folder."""
+    from evalkit.review import write_review  # imported when a run finishes: --help and config errors stay fast
+
+    write_review(run_dir)
 
 
 def run_position_part(plan: SweepPlan, labelset: LabelSet, cache: Cache, run_dir: Path, stats: RunStats) -> None:

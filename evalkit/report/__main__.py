@@ -1,5 +1,10 @@
 """``python -m evalkit.report reports/<run_id> [--compare reports/<earlier>]``: write index.html.
 
+The page renders the run folder's files. What they lack is computed first, by :mod:`evalkit.review`:
+review.json for a run made before it (or when ``--resamples``/``--seed`` ask for other resampling than
+the folder's), and ``compare/<earlier>.json`` for ``--compare``; the terminal's comparison lines read
+the same file as the page.
+
 Exit codes: 0 written, 2 bad input (one line on stderr, no traceback).
 """
 
@@ -10,31 +15,49 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from evalkit.report.analysis import Statistics
-from evalkit.report.build import write_report
+from evalkit.review import Statistics, write_report
+from evalkit.run.comparison import read_comparison
 from evalkit.run.disk import describe_os_error
 from evalkit.run.folder import RunError
+
+DEFAULT = Statistics()
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m evalkit.report", description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", help="the run folder, reports/<run_id>")
     parser.add_argument("--compare", metavar="EARLIER_RUN", help="an earlier run folder: deltas and flipped questions")
-    parser.add_argument("--resamples", type=int, default=5000, help="bootstrap resamples (default 5000)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--resamples",
+        type=int,
+        help=f"bootstrap resamples of review.json (default: the folder's; {DEFAULT.n_resamples} when computed anew); "
+        "a value other than the folder's computes it again",
+    )
+    parser.add_argument(
+        "--seed", type=int, help=f"bootstrap seed of review.json (default: the folder's; {DEFAULT.seed})"
+    )
     parser.add_argument("--max-questions", type=int, default=200, help="questions per drill-down page (default 200)")
     parser.add_argument("--labelset", help="the labelled set folder, if the manifest's path does not resolve")
     return parser.parse_args(argv)
 
 
+def _statistics(args: argparse.Namespace) -> Statistics | None:
+    """Other resampling than the folder's when asked for; None keeps review.json as it is."""
+    if args.resamples is None and args.seed is None:
+        return None
+    return Statistics(
+        n_resamples=DEFAULT.n_resamples if args.resamples is None else args.resamples,
+        seed=DEFAULT.seed if args.seed is None else args.seed,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    statistics = Statistics(n_resamples=args.resamples, seed=args.seed)
     try:
         path = write_report(
             args.run_dir,
             compare=args.compare,
-            statistics=statistics,
+            statistics=_statistics(args),
             max_questions=args.max_questions,
             labelset=args.labelset,
         )
@@ -52,23 +75,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def compare_lines(run_dir: str, earlier_dir: str) -> list[str]:
-    """What the run-over-run comparison found, for the terminal: a plain note, or the focus configs' deltas."""
-    from evalkit.report.compare import compare_runs
-    from evalkit.report.model import focus_and_production
-    from evalkit.run.folder import load_run
+    """What the run-over-run comparison found, for the terminal: a plain note, or the focus configs' deltas.
 
-    now, earlier = load_run(run_dir), load_run(earlier_dir)
-    focus, production = focus_and_production(now)
-    delta = compare_runs(now, earlier, [c for c in (focus, production) if c])
-    lines = [delta.summary_line()]
-    if delta.note is None:
-        rows = delta.deltas[(delta.deltas["metric"] == "recall") & (delta.deltas["n_paired"] > 0)]
-        lines += [
-            f"  {r.config_id}: recall {r.delta_paired * 100:+.1f} pts "
-            f"[{r.delta_low * 100:+.1f}, {r.delta_high * 100:+.1f}] (paired, {int(r.n_paired)} questions)"
-            for r in rows.itertuples(index=False)
-        ]
-    return lines
+    Read from ``compare/<earlier>.json``, the file the page renders.
+    """
+    delta = read_comparison(Path(run_dir), Path(earlier_dir))
+    if delta is None:
+        return [f"no comparison with {earlier_dir} in {run_dir}"]
+    return [delta.summary_line(), *delta.recall_lines()]
 
 
 if __name__ == "__main__":

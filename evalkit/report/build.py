@@ -1,4 +1,8 @@
-"""``write_report``: compute the model, render every section, write one self-contained index.html."""
+"""``write_report``: read the run folder (review.json included), render every section, write one index.html.
+
+Computes nothing: a folder without review.json is refused with the command that computes it
+(:func:`evalkit.review.write_report`, which the sweep and ``python -m evalkit.report`` call, computes it first).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,6 @@ from pathlib import Path
 
 from evalkit.console import warn
 from evalkit.report import webfont
-from evalkit.report.analysis import Statistics
 from evalkit.report.fonts import cjk_font, missing_glyphs, missing_glyphs_warning
 from evalkit.report.html import page
 from evalkit.report.model import ReportModel, ReportOptions, build_model
@@ -44,7 +47,6 @@ def render(model: ReportModel, on_section: Callable[[str], None] | None = None) 
 def write_report(
     run_dir: str | Path,
     compare: str | Path | None = None,
-    statistics: Statistics | None = None,
     max_questions: int = 50,
     labelset: str | Path | None = None,
     progress: bool = True,
@@ -58,12 +60,11 @@ def write_report(
         RunError: the folder is not a finished run (one-line message).
     """
     options = ReportOptions(
-        statistics=statistics or Statistics(),
         max_questions=max_questions,
         labelset=Path(labelset) if labelset is not None else None,
         compare=Path(compare) if compare is not None else None,
     )
-    # Steps: reading the run and computing every number, one per section, writing the file.
+    # Steps: reading the run, one per section, writing the file.
     with steps_bar(len(SECTIONS) + 2, "report", progress) as shown:
         shown.set_postfix_str("reading the run", refresh=False)
         model = build_model(run_dir, options, cjk_font())  # a folder that is not a finished run: one line

@@ -1,12 +1,27 @@
-"""Numbers as the report prints them (pure string formatting)."""
+"""Numbers as the report prints them (pure string formatting; the numbers are computed elsewhere).
+
+A named quantity is printed in its unit (``proportion``, ``usd``, ``tokens``, ...), which the caller looks up in
+review.json's unit table (:meth:`evalkit.run.review.Review.unit`): this module knows no measure.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
-from evalkit.scoring import stats
+
+class _Interval(Protocol):
+    mean: float
+    low: float
+    high: float
+
+
+class _Paired(Protocol):
+    delta: float
+    delta_low: float
+    delta_high: float
+
 
 MINUS = "\u2212"
 
@@ -49,7 +64,7 @@ def money(x: float | None) -> str:
     return f"${x:,.4f}" if abs(x) < 1 else f"${x:,.2f}"
 
 
-def interval(ci: stats.Interval | None, proportion: bool = True) -> str:
+def interval(ci: _Interval | None, proportion: bool = True) -> str:
     """``72.4% [68.1, 76.5]`` (a 95% CI, bounds in the same unit)."""
     if ci is None:
         return "n/a"
@@ -58,7 +73,7 @@ def interval(ci: stats.Interval | None, proportion: bool = True) -> str:
     return f"{money(ci.mean)} [{money(ci.low)}, {money(ci.high)}]"
 
 
-def delta(c: stats.PairedComparison | None, proportion: bool = True) -> str:
+def delta(c: _Paired | None, proportion: bool = True) -> str:
     """``+1.2 points [−0.8, +3.1]`` for proportions, dollars otherwise."""
     if c is None:
         return "n/a"
@@ -112,25 +127,8 @@ def threshold(t: float) -> str:
     return f"{t:g}"
 
 
-_NAMED_UNITS = {"prompt_tokens": "tokens", "abstention": "proportion", "cost_per_query": "usd", "cost_per_day": "usd"}
-"""Units of the quantities recommendation.json names that are not a result column of the registry."""
-
-
-def unit_of(name: str) -> str:
-    """How a named quantity reads: ``proportion``, ``usd``, ``tokens``, ... (``score`` when unknown)."""
-    from evalkit.scoring.registry import COLUMNS, MEASURES
-
-    if name in _NAMED_UNITS:
-        return _NAMED_UNITS[name]
-    if name in MEASURES:
-        m = MEASURES[name]
-        return "proportion" if m.proportion else COLUMNS.get(m.column, COLUMNS["n_returned"]).unit
-    return COLUMNS[name].unit if name in COLUMNS else "score"
-
-
-def quantity(name: str, x: float | None) -> str:
-    """A value of the named quantity in its unit: ``72.4%``, ``$0.0041``, ``1,234`` tokens."""
-    unit = unit_of(name)
+def quantity(unit: str, x: float | None) -> str:
+    """A value in its unit: ``72.4%``, ``$0.0041``, ``1,234`` tokens."""
     if unit == "proportion":
         return pct(x)
     if unit == "usd":
@@ -140,9 +138,8 @@ def quantity(name: str, x: float | None) -> str:
     return num(x)
 
 
-def signed_quantity(name: str, x: float | None) -> str:
-    """A difference of the named quantity: points for proportions, signed dollars or counts otherwise."""
-    unit = unit_of(name)
+def signed_quantity(unit: str, x: float | None) -> str:
+    """A difference in its unit: points for proportions, signed dollars or counts otherwise."""
     if not _finite(x):
         return "n/a"
     if unit == "proportion":
@@ -150,13 +147,13 @@ def signed_quantity(name: str, x: float | None) -> str:
     if unit == "usd":
         return _signed_money(x)
     sign = "+" if x >= 0 else MINUS
-    return sign + quantity(name, abs(x))
+    return sign + quantity(unit, abs(x))
 
 
-def signed_interval(name: str, delta: float | None, low: float | None, high: float | None) -> str:
+def signed_interval(unit: str, delta: float | None, low: float | None, high: float | None) -> str:
     """``+1.2 points [−0.8, +3.1]``; the bounds left out when absent."""
-    text = signed_quantity(name, delta)
+    text = signed_quantity(unit, delta)
     if _finite(low) and _finite(high):
-        bounds = (signed_quantity(name, b).replace(" points", "") for b in (low, high))
+        bounds = (signed_quantity(unit, b).replace(" points", "") for b in (low, high))
         text += " [" + ", ".join(bounds) + "]"
     return text

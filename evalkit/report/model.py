@@ -1,47 +1,45 @@
-"""Everything the report shows, computed once from a run folder (pure given the files read)."""
+"""Everything the report shows, read from a run folder (its files, review.json and the labelled set)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from evalkit.report import analysis
-from evalkit.report.analysis import BaselineComparison, Curve, Statistics, Step
-from evalkit.report.compare import RunDelta, compare_runs
 from evalkit.report.decision import NO_DECISION_OBJECTIVE, Decision, Objective, read_decision
-from evalkit.report.diagnostics import Finding, diagnose
 from evalkit.report.drilldown import Views, question_views
-from evalkit.report.experiments import (
-    PositionSummary,
-    calibrated_threshold,
-    position_from_rows,
-    position_from_summary,
-)
+from evalkit.report.experiments import calibrated_threshold
 from evalkit.report.fonts import FontStatus
 from evalkit.report.labels import LabelledSet, read_documents, read_labelset
-from evalkit.run.folder import Run, load_pool, load_run, returned_chunks
+from evalkit.run import files
+from evalkit.run.comparison import RunDelta, read_comparison
+from evalkit.run.folder import Run, RunError, load_pool, load_run, returned_chunks
 from evalkit.run.labelset_path import find_labelset
-from evalkit.scoring.registry import measure
-
-CURVE_MEASURES = ("recall", "context_precision")
+from evalkit.run.review import (
+    BaselineComparison,
+    Curve,
+    Finding,
+    PositionSummary,
+    Review,
+    Statistics,
+    Step,
+    read_review,
+)
 
 
 @dataclass(frozen=True)
 class ReportOptions:
     """What the reviewer can choose on the command line."""
 
-    statistics: Statistics = field(default_factory=Statistics)
-    """Resampling of the report's intervals; the level is the decision's confidence when it states one."""
     max_questions: int = 50
     """Questions per page of the drill-down (every question of its filters is in the page, a page at a time)."""
     labelset: Path | None = None
     """The labelled set folder, when the manifest's path no longer resolves."""
     compare: Path | None = None
-    """An earlier run folder to compare with."""
+    """An earlier run folder to compare with (its comparison: compare/<earlier>.json in this folder)."""
 
 
 @dataclass(frozen=True)
@@ -63,35 +61,65 @@ class Drilldown:
 
 @dataclass(frozen=True)
 class ReportModel:
-    """The computed report, ready to render."""
+    """The run as the report renders it: its files and review.json, read, nothing computed."""
 
     run: Run
     options: ReportOptions
     font: FontStatus
+    review: Review
+    """review.json: every interval, comparison and finding the page shows (evalkit/review computed it)."""
     decision: Decision | None
     """recommendation.json, when the sweep wrote one; it decides which config the report centres on."""
     objective: Objective
     """The sweep's objective as recommendation.json states it (recall, no caps, for a run before the file)."""
-    statistics: Statistics
-    """The resampling behind every interval of the report (level: the decision's confidence)."""
-    focus_id: str
-    """The config the report centres on: the decision's pick, else production (the decision keeps it, or a run
-    before recommendation.json), else the grid's first config. Never chosen by the report."""
     rec_row: Mapping[str, Any]
-    baseline_id: str | None
-    comparison: BaselineComparison | None
-    k_steps: Mapping[str, tuple[Step, ...]]
-    plateaus: Mapping[str, float | None]
-    k_curves: Mapping[str, tuple[Curve, ...]]
-    """measure -> one curve per chunking at the recommended threshold (the recommended one with CIs)."""
-    zero_curves: tuple[Curve, Curve]
-    """zero-hit on answerable / unanswerable questions against the threshold (recommended chunking and k)."""
-    findings: tuple[Finding, ...]
-    position: PositionSummary | None
+    """The focus config's summary row."""
     calibrated: float | None
     run_delta: RunDelta | None
     labelset: LabelledSet | None
     drilldown: Drilldown
+
+    @property
+    def statistics(self) -> Statistics:
+        """The resampling behind every interval of the page (level: the decision's confidence)."""
+        return self.review.statistics
+
+    @property
+    def focus_id(self) -> str:
+        """The config the report centres on: the decision's pick, else production, else the grid's first config."""
+        return self.review.focus_id
+
+    @property
+    def baseline_id(self) -> str | None:
+        return self.review.baseline_id
+
+    @property
+    def comparison(self) -> BaselineComparison | None:
+        return self.review.comparison
+
+    @property
+    def k_steps(self) -> Mapping[str, tuple[Step, ...]]:
+        return self.review.k_steps
+
+    @property
+    def plateaus(self) -> Mapping[str, float | None]:
+        return self.review.plateaus
+
+    @property
+    def k_curves(self) -> Mapping[str, tuple[Curve, ...]]:
+        return self.review.k_curves
+
+    @property
+    def zero_curves(self) -> tuple[Curve, Curve]:
+        return self.review.zero_curves
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return self.review.findings
+
+    @property
+    def position(self) -> PositionSummary | None:
+        return self.review.position
 
 
 def _drilldown(
@@ -135,132 +163,29 @@ def _drilldown(
     )
 
 
-def _production(run: Run, decision: Decision | None) -> str | None:
-    """The production config: the decision's, else the manifest's baseline grid point when it is in the grid."""
-    ids = set(run.summary["config_id"])
-    if decision is not None and decision.production_id in ids:
-        return decision.production_id
-    return analysis.resolve_baseline(run.summary, run.baseline_point())
-
-
-def focus_and_production(run: Run) -> tuple[str, str | None]:
-    """The configs the report follows (its focus and production), read as the report reads them.
-
-    One home for the choice, so ``python -m evalkit.report --compare`` on the terminal names the same configs,
-    and so the same flipped questions, as the page (an external retriever's production is the decision's, not
-    a grid point of the manifest's baseline).
-    """
-    decision = read_decision(run.recommendation)
-    production_id = _production(run, decision)
-    return _focus(run, decision, production_id), production_id
-
-
-def _focus(run: Run, decision: Decision | None, production_id: str | None) -> str:
-    """The decision's focus config; without a decision, production, else the grid's first config."""
-    if decision is not None and decision.focus_id in set(run.summary["config_id"]):
-        return str(decision.focus_id)
-    return production_id if production_id is not None else str(run.summary["config_id"].iloc[0])
-
-
-def _k_curves(
-    run: Run, chunking: str, threshold: float, statistics: Statistics
-) -> tuple[dict[str, tuple[Step, ...]], dict[str, tuple[Curve, ...]]]:
-    """Steps along top_k for the recommended chunking, and one curve per chunking (CIs on the recommended one)."""
-    k_steps = {
-        name: analysis.steps(run.results, run.summary, measure(name), chunking, "top_k", threshold, statistics)
-        for name in CURVE_MEASURES
-    }
-    chunkings = list(dict.fromkeys(run.summary["chunking"]))
-    k_curves = {
-        name: tuple(
-            analysis.curve(
-                run.results, run.summary, measure(name), c, "top_k", threshold, statistics, with_ci=c == chunking
-            )
-            for c in chunkings
-        )
-        for name in CURVE_MEASURES
-    }
-    return k_steps, k_curves
-
-
-def _zero_curves(run: Run, chunking: str, top_k: int, statistics: Statistics) -> tuple[Curve, Curve]:
-    """Zero-hit on answerable, then unanswerable, questions against the threshold."""
-    return (
-        analysis.curve(
-            run.results, run.summary, measure("zero_hit_answerable"), chunking, "threshold", top_k, statistics, True
-        ),
-        analysis.curve(
-            run.results, run.summary, measure("zero_hit_unanswerable"), chunking, "threshold", top_k, statistics, True
-        ),
-    )
-
-
-def _position(run: Run, statistics: Statistics) -> PositionSummary | None:
-    """The experiment's own summary when it wrote one, else computed from its rows."""
-    position = None
-    if run.position_summary is not None:
-        position = position_from_summary(run.position_summary, statistics.level)
-    if position is None and run.position_rows is not None:
-        position = position_from_rows(run.position_rows, statistics.level, statistics.n_resamples, statistics.seed)
-    return position
-
-
 def build_model(run_dir: str | Path, options: ReportOptions, font: FontStatus) -> ReportModel:
-    """Read the run (and the earlier one, and the labelled set) and compute every section's numbers."""
+    """Read the run, its review.json (and the comparison asked for, and the labelled set).
+
+    Raises:
+        RunError: not a finished run, or no review.json (``python -m evalkit.report RUN`` computes it).
+    """
     run = load_run(run_dir)
+    review = read_review(run.root)
+    if review is None:
+        raise RunError(
+            f"{run.root} holds no current {files.REVIEW_JSON} (a run before it, or files changed since): "
+            f"python -m evalkit.report {run.root} computes it and writes the report"
+        )
     decision = read_decision(run.recommendation)
     objective = decision.objective if decision is not None else NO_DECISION_OBJECTIVE
-    statistics = replace(options.statistics, level=objective.confidence or options.statistics.level)
-    baseline_id = _production(run, decision)
-    focus_id = _focus(run, decision, baseline_id)
+    focus_id, baseline_id = review.focus_id, review.baseline_id
     rec_row = run.config_row(focus_id)
-    metric = objective.primary
-    comparison = None
-    if baseline_id is not None:
-        comparison = analysis.compare_with_baseline(run.results, run.summary, focus_id, baseline_id, metric, statistics)
-    chunking, k, t = str(rec_row["chunking"]), int(rec_row["top_k"]), float(rec_row["threshold"])
-    k_steps, k_curves = _k_curves(run, chunking, t, statistics)
-    plateaus = {name: analysis.plateau(s) for name, s in k_steps.items()}
-    zero_curves = _zero_curves(run, chunking, k, statistics)
-    calibrated = calibrated_threshold(run.calibration, chunking)
-    position = _position(run, statistics)
-    objective_steps = k_steps.get(metric) or analysis.steps(
-        run.results, run.summary, measure(metric), chunking, "top_k", t, statistics
-    )
-    findings = diagnose(
-        run.results, run.summary, run.chunkings, rec_row, objective, statistics, objective_steps, calibrated,
-        position, calibration=run.calibration, manifest=run.manifest,
-        moves=decision.moves if decision is not None else (),
-    )  # fmt: skip
-    run_delta = None
-    if options.compare is not None:
-        earlier = load_run(options.compare)
-        run_delta = compare_runs(run, earlier, [c for c in (focus_id, baseline_id) if c])
+    calibrated = calibrated_threshold(run.calibration, str(rec_row["chunking"]))
+    run_delta = read_comparison(run.root, options.compare) if options.compare is not None else None
     root = find_labelset(run.manifest, run.root, options.labelset)
     labelset = read_labelset(root) if root is not None else None
     focus_label = "production" if focus_id == baseline_id else "first config"  # no decision, no production
     if decision is not None and decision.recommended is not None and decision.recommended.config_id == focus_id:
         focus_label = "recommended"
     drill = _drilldown(run, (focus_label, focus_id), baseline_id, labelset, options)
-    return ReportModel(
-        run,
-        options,
-        font,
-        decision,
-        objective,
-        statistics,
-        focus_id,
-        rec_row,
-        baseline_id,
-        comparison,
-        k_steps,
-        plateaus,
-        k_curves,
-        zero_curves,
-        findings,
-        position,
-        calibrated,
-        run_delta,
-        labelset,
-        drill,
-    )
+    return ReportModel(run, options, font, review, decision, objective, rec_row, calibrated, run_delta, labelset, drill)

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from evalkit.report.fonts import FontStatus
-from evalkit.scoring import stats
+from evalkit.run.review import Interval
 
 BLUE, ORANGE, GREEN, RED, GREY = "#2457c5", "#d9730d", "#1a7f37", "#b42318", "#9aa4b5"
 DPI = 110
@@ -35,7 +35,7 @@ class Series:
     emphasis: bool = True
 
 
-def series_from_intervals(label: str, x: Sequence[float], cis: Sequence[stats.Interval | None]) -> Series:
+def series_from_intervals(label: str, x: Sequence[float], cis: Sequence[Interval | None]) -> Series:
     """A line with CI whiskers from bootstrap intervals (NaN where an interval is missing)."""
     nan = float("nan")
     return Series(
@@ -221,7 +221,7 @@ def bars(panels: Mapping[str, Mapping[str, float]]) -> object:
 
 
 def grouped_bars(
-    groups: Sequence[str], arms: Mapping[str, Sequence[stats.Interval | None]], ylabel: str = "accuracy %"
+    groups: Sequence[str], arms: Mapping[str, Sequence[Interval | None]], ylabel: str = "accuracy %"
 ) -> object:
     """Accuracy by group (gold position bucket) per arm, with CI whiskers."""
     fig = new_figure(5.6, 3.1)

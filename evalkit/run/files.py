@@ -35,6 +35,14 @@ RECOMMENDATION_JSON = "recommendation.json"
 """The sweep's decision (evalkit/pipeline): the pick or "keep production", the objective, each constraint for the
 pick and for production, in- and out-of-sample gains, near-misses and the gate verdict; absent from older runs."""
 
+REVIEW_JSON = "review.json"
+"""Every interval, paired comparison, MDE and piece of advice the report shows (evalkit/run/review.py ``Review``):
+computed once from the run folder by evalkit/review (the sweep, or ``python -m evalkit.report`` for a folder
+without it), rendered by the report; the resampling it used is in its ``statistics``."""
+COMPARE_DIR = "compare"
+"""``compare/<earlier run folder>.json``: this run against an earlier one (evalkit/run/comparison.py ``RunDelta``),
+written by ``python -m evalkit.report RUN --compare EARLIER`` (or the sweep's ``compare=``)."""
+
 # Optional: written by later stages, or absent from runs made before them. Expected shapes:
 CALIBRATION_TABLE = "calibration.parquet"
 """Threshold calibration and advice per chunking and question class (evalkit/scoring/calibration.py ``Calibration``):

@@ -24,23 +24,36 @@ def _question_answers(cell: pd.DataFrame) -> list[np.ndarray]:
     return [g["correct"].astype(float).to_numpy() for _, g in scored.groupby("question_id", sort=True)]
 
 
+def answer_accuracy(rows: pd.DataFrame, n_resamples: int, seed: int) -> dict[str, Any]:
+    """Accuracy on the answerable questions of some answer rows: the one computation of an accuracy and its interval.
+
+    Question-weighted (each question's share of correct answers, averaged), with a question-clustered interval
+    never of width zero (:func:`evalkit.scoring.stats.clustered_share_ci`). Unanswerable questions are left out:
+    their ``correct`` is a refusal, counted in ``refused_share`` and the arms' refusals, never in accuracy (rows
+    without an ``answerable`` column are all answerable). The summary's cells and effects.json's arms both call
+    this, so one arm's accuracy is one number wherever it is written.
+    """
+    answerable = rows[rows["answerable"].astype(bool)] if "answerable" in rows.columns else rows
+    answers = _question_answers(answerable)
+    if not answers:
+        nan = math.nan
+        return {"accuracy": nan, "accuracy_low": nan, "accuracy_high": nan, "ci_method": "", "n_questions": 0}
+    interval = clustered_share_ci(answers, n_resamples=n_resamples, seed=seed)
+    return {"accuracy": interval.mean, "accuracy_low": interval.low, "accuracy_high": interval.high,
+            "ci_method": interval.method, "n_questions": len(answers)}  # fmt: skip
+
+
 def _cell(cell: pd.DataFrame, n_resamples: int, seed: int) -> dict[str, Any]:
-    """Accuracy (question-weighted, question-clustered interval never of width zero) and counts of one cell."""
-    answers = _question_answers(cell)
-    shares = np.array([a.mean() for a in answers])
+    """Accuracy (:func:`answer_accuracy`) and counts of one cell."""
     scored = cell[cell["correct"].notna()]
-    if shares.size:
-        interval = clustered_share_ci(answers, n_resamples=n_resamples, seed=seed)
-        accuracy = {"accuracy": interval.mean, "accuracy_low": interval.low, "accuracy_high": interval.high}
-        accuracy["ci_method"] = interval.method
-    else:
-        accuracy = {"accuracy": math.nan, "accuracy_low": math.nan, "accuracy_high": math.nan, "ci_method": ""}
+    accuracy = answer_accuracy(cell, n_resamples, seed)
+    n_questions = accuracy.pop("n_questions")
     sent = cell[cell["sent"].astype(bool)]
     priced = sent["cost_usd"].notna()
     return {
         "n_rows": len(cell),
         "n_answers": len(scored),
-        "n_questions": int(shares.size),
+        "n_questions": n_questions,
         **accuracy,
         "exact": float(scored["exact"].astype(float).mean()) if len(scored) else math.nan,
         "f1": float(scored["f1"].mean()) if len(scored) else math.nan,
@@ -80,8 +93,8 @@ def summarise_position(
     midpoint, ``gold_bucket``) or ``blocks`` (its index among the blocks,
     ``gold_block_bucket``); the ``bucket_by`` column says which.
 
-    ``accuracy``: mean over questions of each question's share of correct
-    answers in the cell, with a 95% interval over questions
+    ``accuracy``: mean over the cell's answerable questions of each question's share of correct
+    answers in the cell (:func:`answer_accuracy`; ``n_questions`` counts them), with a 95% interval over questions
     (:func:`evalkit.scoring.stats.clustered_share_ci`: the expanded percentile bootstrap over
     questions, Wilson on the question count where every question agrees; never of width zero);
     rows not sent (does not fit) and overflow/error answers are not scored and not in it. ``flip_rate`` (on the

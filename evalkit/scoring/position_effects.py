@@ -33,6 +33,7 @@ import pandas as pd
 
 from evalkit.records import DOES_NOT_FIT
 from evalkit.scoring import stats
+from evalkit.scoring.position import answer_accuracy
 
 HEAD, MID, TAIL = "gold_at:head", "gold_at:mid", "gold_at:tail"
 ALPHA, POWER = 0.05, 0.8
@@ -140,8 +141,9 @@ def _share(values: pd.Series) -> float | None:
     return None if kept.empty else float(kept.astype(bool).mean())
 
 
-def arm_table(rows: pd.DataFrame) -> list[dict[str, Any]]:
-    """Per arm: accuracy (question-weighted), tokens, does-not-fit, refusals and citations."""
+def arm_table(rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0) -> list[dict[str, Any]]:
+    """Per arm: accuracy on answerable questions (:func:`evalkit.scoring.position.answer_accuracy`, the summary's
+    own computation), tokens, does-not-fit, refusals and citations."""
     out = []
     for arm, group in rows.groupby("arm", sort=False):
         sent = group[group["sent"].astype(bool)]
@@ -149,20 +151,17 @@ def arm_table(rows: pd.DataFrame) -> list[dict[str, Any]]:
         answerable = scored[scored["answerable"].astype(bool)]
         unanswerable = scored[~scored["answerable"].astype(bool)]
         unsent = group[group["stop_reason"] == DOES_NOT_FIT]
-        shares = answerable.groupby("question_id")["correct"].mean()
-        interval = None
-        if not shares.empty:
-            per_question = [g.to_numpy() for _, g in answerable.groupby("question_id")["correct"]]
-            interval = stats.clustered_share_ci(per_question)
+        accuracy = answer_accuracy(group, n_resamples, seed)
+        empty = accuracy["n_questions"] == 0
         out.append(
             {
                 "arm": str(arm),
-                "accuracy_low": None if interval is None else interval.low,
-                "accuracy_high": None if interval is None else interval.high,
+                "accuracy_low": None if empty else accuracy["accuracy_low"],
+                "accuracy_high": None if empty else accuracy["accuracy_high"],
                 "n_rows": len(group),
                 "n_answers": len(scored),
                 "n_questions": int(scored["question_id"].nunique()),
-                "accuracy_answerable": None if shares.empty else float(shares.mean()),
+                "accuracy_answerable": None if empty else float(accuracy["accuracy"]),
                 "accuracy_all": None if scored.empty else float(scored.groupby("question_id")["correct"].mean().mean()),
                 "mean_prompt_tokens": None if sent.empty else float(sent["prompt_tokens"].mean()),
                 "prompt_tokens": int(sent["prompt_tokens"].sum()),
@@ -214,7 +213,7 @@ def position_effects(rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0)
         "mde_status": "exact McNemar, 80% power" if detectable else NOT_DETECTABLE,
         "flip_rates": flips,
         "landed": landed(rows),
-        "arms": arm_table(rows),
+        "arms": arm_table(rows, n_resamples, seed),
         "n_questions": int(rows["question_id"].nunique()),
         "n_answerable": int(rows.loc[rows["answerable"].astype(bool), "question_id"].nunique()),
         "n_answers": len(scored),

@@ -10,12 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from evalkit.records import THRESHOLD_ATOL
 from evalkit.scoring.registry import HEADLINE, MEASURES, Measure
 
 __all__ = ["at_threshold", "available", "masked", "matrix", "per_question"]
-
-THRESHOLD_ATOL = 1e-9
-"""Grid thresholds are matched with this absolute tolerance, never with ``==`` (they are floats from YAML)."""
 
 
 def at_threshold(thresholds: pd.Series, level: float) -> np.ndarray:

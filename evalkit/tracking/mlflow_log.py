@@ -37,7 +37,7 @@ CALIBRATION_CSV = Path(files.CALIBRATION_TABLE).with_suffix(".csv").name
 PARAM_COLUMNS = ("config_id", "chunking", "chunker", "chunk_size", "chunk_overlap", "retriever", "reranker", "top_k",
                  "threshold", "cost_model")  # fmt: skip
 ARTEFACTS = (
-    files.REPORT_HTML, files.RECOMMENDATION_JSON, files.SUMMARY_CSV, files.RESULTS, CALIBRATION_CSV,
+    files.REPORT_HTML, files.RECOMMENDATION_JSON, files.REVIEW_JSON, files.SUMMARY_CSV, files.RESULTS, CALIBRATION_CSV,
     files.COSTS_JSON, files.GATE_MD, files.MANIFEST,
 )  # fmt: skip
 """Logged when present (gate.md only after ``python -m evalkit.gate``; results.parquet holds every question)."""

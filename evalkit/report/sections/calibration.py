@@ -11,9 +11,8 @@ import numpy as np
 from evalkit.report import fmt, plots
 from evalkit.report.html import Markup, img, no_data, section, table
 from evalkit.report.model import ReportModel
-from evalkit.report.threshold_advice import why_not
 from evalkit.run import files
-from evalkit.scoring.thresholds import MIN_AUC, floor_significant
+from evalkit.run.review import CalibrationAdvice
 
 HEADERS = (
     "chunking",
@@ -34,20 +33,11 @@ HEADERS = (
 NUMERIC = (3, 4, 5, 7, 8, 9, 10, 12, 13)
 
 
-def _threshold(value: Any) -> str:
-    """Rounded down, so the value shown keeps the zero-hit its row states."""
-    x = float(value) if value is not None else np.nan
-    return f"{floor_significant(x):g}" if np.isfinite(x) else "n/a"
-
-
-def _row(r: Mapping[str, Any]) -> list[str]:
+def _row(r: Mapping[str, Any], cells: CalibrationAdvice) -> list[str]:
     advised = "advice" in r and r.get("advice") is not None
     # Runs written before the advice columns: recommended_threshold was the overlap's upper edge.
     edge = r.get("overlap_threshold") if advised else r.get("recommended_threshold")
     edge_zero = r.get("zero_hit_answerable_at_overlap") if advised else r.get("zero_hit_answerable_at_recommended")
-    advice = "n/a (older run)"
-    if advised:
-        advice = "threshold" if r.get("advice") == "threshold" else f"no threshold ({why_not(r)})"
     return [
         str(r.get("chunking")),
         str(r.get("stage")),
@@ -55,24 +45,24 @@ def _row(r: Mapping[str, Any]) -> list[str]:
         f"{fmt.count(r.get('n_answerable'))} / {fmt.count(r.get('n_unanswerable'))}",
         fmt.num(r.get("auc_answerable_vs_unanswerable"), 2),
         fmt.num(r.get("auc_relevant_vs_irrelevant"), 2),
-        advice,
-        _threshold(r.get("advised_threshold")),
+        cells.advice,
+        cells.advised,
         fmt.pct(r.get("zero_hit_answerable_at_advised")),
         fmt.pct(r.get("abstention_at_advised")),
-        _threshold(r.get("recommended_threshold")) if advised else "n/a",
+        cells.recommended,
         f"[{fmt.num(r.get('overlap_low'))}, {fmt.num(r.get('overlap_high'))}]",
         fmt.num(edge),
         fmt.pct(edge_zero),
     ]
 
 
-def _note(target: float | None, stages: set[str], how_to_get: str) -> str:
+def _note(target: float | None, stages: set[str], how_to_get: str, min_auc: float) -> str:
     cap = f"{target:.0%}" if target is not None and np.isfinite(target) else "the target"
     note = (
         f"Per question class: the advised threshold is the highest whose zero-hit on answerable questions (best "
         f"pool score below it) stays within {cap}; abstention is the share of unanswerable questions it leaves "
         f"without context. A threshold is advised only when the set has unanswerable questions and the best score "
-        f"separates them from answerable ones (ROC AUC >= {MIN_AUC:g}); otherwise the recommended threshold is the "
+        f"separates them from answerable ones (ROC AUC >= {min_auc:g}); otherwise the recommended threshold is the "
         "lowest score (no filtering), and when zero-hit rises without a gain, widen the candidate pool (pool_size) "
         "instead of lowering recall. Shown for continuity: the overlap interval (5th percentile of relevant-best to "
         "95th of irrelevant-best) and its upper edge, the former recommendation, with the zero-hit it costs."
@@ -94,8 +84,10 @@ def calibration(model: ReportModel) -> Markup:
     if model.baseline_id is not None:
         chunkings.append(str(model.run.config_row(model.baseline_id)["chunking"]))
     chunkings = list(dict.fromkeys(chunkings))
-    records = table_[table_["chunking"].isin(chunkings)].to_dict("records")
-    body: list[Markup] = [table(HEADERS, [_row(r) for r in records], numeric=NUMERIC)]
+    shown = table_["chunking"].isin(chunkings).to_numpy()
+    records = table_[shown].to_dict("records")
+    cells = [c for c, keep in zip(model.review.calibration, shown, strict=True) if keep]
+    body: list[Markup] = [table(HEADERS, [_row(r, c) for r, c in zip(records, cells, strict=True)], numeric=NUMERIC)]
     results = model.run.results
     if {"best_relevant_score", "best_irrelevant_score"} <= set(results.columns):
         mine = results[results["config_id"] == model.focus_id]
@@ -112,4 +104,4 @@ def calibration(model: ReportModel) -> Markup:
         body.insert(0, img(png, "best relevant and best irrelevant score per question"))
     stages = {str(s) for s in table_["stage"].unique()} if "stage" in table_.columns else set()
     target = float(table_["zero_hit_target"].iloc[0]) if "zero_hit_target" in table_.columns else None
-    return section(source.key, source.title, body, _note(target, stages, source.how_to_get))
+    return section(source.key, source.title, body, _note(target, stages, source.how_to_get, model.review.min_auc))

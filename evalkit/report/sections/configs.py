@@ -6,7 +6,6 @@ from evalkit.report import fmt
 from evalkit.report.html import Markup, join, section, table, tag
 from evalkit.report.model import ReportModel
 from evalkit.report.sections.recommendation import verdict
-from evalkit.scoring.registry import measure
 
 TOP_CONFIGS = 15
 """Rows of the configs-versus-baseline table (the Holm family is always every config of the grid)."""
@@ -15,7 +14,7 @@ TOP_CONFIGS = 15
 def family_table(model: ReportModel) -> Markup:
     comparison = model.comparison
     metric, statistics = model.objective.primary, model.statistics
-    m = measure(metric)
+    m = model.review.measure(metric)
     if comparison is None:
         return section(
             "configs",

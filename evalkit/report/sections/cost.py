@@ -12,7 +12,6 @@ from evalkit.report.experiments import pareto_front
 from evalkit.report.html import Markup, join, no_data, section, table, tag
 from evalkit.report.model import ReportModel
 from evalkit.run import files
-from evalkit.scoring.registry import measure
 
 
 def cost(model: ReportModel) -> Markup:
@@ -44,7 +43,7 @@ def cost(model: ReportModel) -> Markup:
             ]
         )
     body: list[Markup] = [
-        table(["config", "role", measure(quality).label, "$ / query", "$ / day"], rows, numeric=(2, 3, 4)),
+        table(["config", "role", model.review.measure(quality).label, "$ / query", "$ / day"], rows, numeric=(2, 3, 4)),
     ]
     estimated = bool(points.get("cost_estimated", pd.Series([False])).astype(bool).any())
     model_name = str(points["cost_model"].iloc[0]) if "cost_model" in points.columns else "the target model"

@@ -8,7 +8,7 @@ the top_k of each side, the gate verdict and the flags.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from evalkit.report import fmt
@@ -17,6 +17,9 @@ from evalkit.report.html import Markup, section, table, tag
 from evalkit.report.model import ReportModel
 from evalkit.report.sections.moves import cheaper_block, gate_passing_table, moves_table
 from evalkit.run import files
+
+Unit = Callable[[str], str]
+"""A named quantity -> its unit (review.json's table: :meth:`evalkit.run.review.Review.unit`)."""
 
 CONSTRAINT_LABELS = {
     "cost_per_query": "$/query",
@@ -92,19 +95,19 @@ def _headline(model: ReportModel, d: Decision) -> list[Markup]:
     return parts
 
 
-def _constraint_row(c: Constraint) -> list[Any]:
+def _constraint_row(c: Constraint, unit: Unit) -> list[Any]:
     return [
         c.label,
         c.kind,
         c.limit,
-        fmt.quantity(c.name, c.value),
-        fmt.quantity(c.name, c.production),
-        fmt.signed_interval(c.name, c.delta, c.delta_low, c.delta_high),
+        fmt.quantity(unit(c.name), c.value),
+        fmt.quantity(unit(c.name), c.production),
+        fmt.signed_interval(unit(c.name), c.delta, c.delta_low, c.delta_high),
         _pass(c.passed),
     ]
 
 
-def _side_by_side(d: Decision, pick: Pick) -> Markup:
+def _side_by_side(d: Decision, pick: Pick, unit: Unit) -> Markup:
     """Every value the file gives for the pick and for production."""
     # "primary" repeats the primary measure's own entry under a generic key.
     names = [n for n in dict.fromkeys([d.objective.primary, *pick.values, *d.production_values]) if n != "primary"]
@@ -114,15 +117,18 @@ def _side_by_side(d: Decision, pick: Pick) -> Markup:
         label = f"{rec_label} / {prod_label}" if name == d.objective.primary and rec_label != prod_label else name
         if name == d.objective.primary and rec_label == prod_label:
             label = rec_label
-        values = (fmt.quantity(name, pick.values.get(name)), fmt.quantity(name, d.production_values.get(name)))
+        values = (
+            fmt.quantity(unit(name), pick.values.get(name)),
+            fmt.quantity(unit(name), d.production_values.get(name)),
+        )
         rows.append([label, *values])
     return table(["quantity", "recommended", "production"], rows, numeric=(1, 2))
 
 
-def _gain_row(what: str, g: Gain | None, primary: str) -> list[Any]:
+def _gain_row(what: str, g: Gain | None, primary: str, unit: Unit) -> list[Any]:
     if g is None:
         return [what, "n/a", "n/a", ""]
-    interval = fmt.signed_interval(g.measure or primary, g.delta, g.low, g.high)
+    interval = fmt.signed_interval(unit(g.measure or primary), g.delta, g.low, g.high)
     within = g.low is not None and g.high is not None and g.low <= 0.0 <= g.high
     verdict = (
         tag("span", "within noise", class_="pill neutral")
@@ -135,7 +141,7 @@ def _gain_row(what: str, g: Gain | None, primary: str) -> list[Any]:
     if g.splits is not None:
         detail.append(f"{g.splits} splits")
     if g.median is not None and g.p05 is not None and g.p95 is not None:
-        spread = fmt.signed_interval(g.measure or primary, g.median, g.p05, g.p95)
+        spread = fmt.signed_interval(unit(g.measure or primary), g.median, g.p05, g.p95)
         detail.append(f"median over splits and 5-95% range {spread}")
     if g.same_pick_share is not None:
         detail.append(f"same pick in {fmt.pct(g.same_pick_share, 0)} of splits")
@@ -144,7 +150,7 @@ def _gain_row(what: str, g: Gain | None, primary: str) -> list[Any]:
     return [what, interval, verdict, "; ".join(detail)]
 
 
-def _gains(d: Decision, pick: Pick) -> list[Markup]:
+def _gains(d: Decision, pick: Pick, unit: Unit) -> list[Markup]:
     rec_label, prod_label, same = primary_labels(d)
     k = pick.top_k
     words = (
@@ -155,8 +161,8 @@ def _gains(d: Decision, pick: Pick) -> list[Markup]:
     )
     primary = d.objective.primary
     rows = [
-        _gain_row("in sample (the questions that chose it)", pick.gain_in_sample, primary),
-        _gain_row("out of sample (chosen on one half, measured on the other)", pick.gain_out_of_sample, primary),
+        _gain_row("in sample (the questions that chose it)", pick.gain_in_sample, primary, unit),
+        _gain_row("out of sample (chosen on one half, measured on the other)", pick.gain_out_of_sample, primary, unit),
     ]
     level = fmt.pct(d.objective.confidence, 0) if d.objective.confidence else "95%"
     return [
@@ -165,7 +171,7 @@ def _gains(d: Decision, pick: Pick) -> list[Markup]:
     ]
 
 
-def _gate(d: Decision) -> list[Markup]:
+def _gate(d: Decision, unit: Unit) -> list[Markup]:
     verdict = d.gate_verdict
     pill = (
         tag("span", "not run", class_="pill neutral")
@@ -176,19 +182,19 @@ def _gate(d: Decision) -> list[Markup]:
     if d.gate_checks:
         rows = []
         for c in d.gate_checks:
-            difference = fmt.signed_interval(c.metric, c.delta, c.delta_low, c.delta_high)
+            difference = fmt.signed_interval(unit(c.metric), c.delta, c.delta_low, c.delta_high)
             rows.append([c.metric, difference, c.margin_text, _pass(c.passed)])
         parts.append(table(["metric", "difference [CI]", "margin", "result"], rows, numeric=(1,)))
     return parts
 
 
-def _near_misses(d: Decision, labels: Mapping[str, str]) -> list[Markup]:
+def _near_misses(d: Decision, labels: Mapping[str, str], unit: Unit) -> list[Markup]:
     if not d.near_misses:
         return []
     rows = [
         [
             tag("code", n.config_id),
-            fmt.quantity(d.objective.primary, n.primary),
+            fmt.quantity(unit(d.objective.primary), n.primary),
             ", ".join(labels.get(b, b) for b in n.breaks),
             n.detail,
         ]
@@ -207,13 +213,13 @@ def _flags(d: Decision) -> list[Markup]:
     return [tag("h3", "Flags"), tag("ul", items, class_="findings")]
 
 
-def _objective(d: Decision) -> str:
+def _objective(d: Decision, unit: Unit) -> str:
     o = d.objective
     limits = []
     if o.zero_hit_answerable_max is not None:
         limits.append(f"zero-hit on answerable questions at most {fmt.pct(o.zero_hit_answerable_max)}")
     if o.prompt_tokens_max is not None:
-        limits.append(f"prompt tokens per query at most {fmt.quantity('prompt_tokens', o.prompt_tokens_max)}")
+        limits.append(f"prompt tokens per query at most {fmt.quantity(unit('prompt_tokens'), o.prompt_tokens_max)}")
     if o.abstention_min is not None:
         limits.append(f"abstention on unanswerable questions at least {fmt.pct(o.abstention_min)}")
     for m in o.gate_margins:
@@ -234,34 +240,35 @@ def _measured_block(model: ReportModel, d: Decision, measured: Sequence[Markup])
 def decision_card(model: ReportModel, d: Decision, measured: Sequence[Markup] = ()) -> Markup:
     """The card; ``measured``: the paired comparison on the result rows, shown after the decision's own numbers."""
     body: list[Markup | str] = [*_headline(model, d)]
+    unit = model.review.unit
     # the first screen: what to change one knob at a time, the cheaper pick, and (when production is kept)
     # why the better-looking configs were not chosen, before any table of detail
     body.extend(moves_table(d.moves))
     body.extend(cheaper_block(d.cheaper, str(model.run.root)))
-    body.append(tag("p", _objective(d), class_="note"))
+    body.append(tag("p", _objective(d, unit), class_="note"))
     pick = d.recommended
     labels = {**CONSTRAINT_LABELS, **{c.name: c.label for c in (pick.constraints if pick else ())}}
     if d.decision == KEEP:
-        body.extend(_near_misses(d, labels))
+        body.extend(_near_misses(d, labels, unit))
     if pick is not None and d.decision != KEEP:
-        body.append(_side_by_side(d, pick))
+        body.append(_side_by_side(d, pick, unit))
         if pick.constraints:
             body.append(tag("h3", "Constraints"))
             body.append(
                 table(
                     ["constraint", "kind", "limit", "recommended", "production", "difference [CI]", "result"],
-                    [_constraint_row(c) for c in pick.constraints],
+                    [_constraint_row(c, unit) for c in pick.constraints],
                     numeric=(3, 4, 5),
                 )
             )
         if d.decision != NO_PRODUCTION:
-            body.extend(_gains(d, pick))
-    body.extend(_gate(d))
+            body.extend(_gains(d, pick, unit))
+    body.extend(_gate(d, unit))
     body.extend(_measured_block(model, d, measured))
     if d.decision != KEEP:
-        body.extend(_near_misses(d, labels))
+        body.extend(_near_misses(d, labels, unit))
     body.extend(_flags(d))
-    body.extend(gate_passing_table(d.gate_passing, d.objective.primary, d.objective.primary_label))
+    body.extend(gate_passing_table(d.gate_passing, unit(d.objective.primary), d.objective.primary_label))
     note = f"From {files.RECOMMENDATION_JSON} in this folder (written by the sweep; nothing here is recomputed)."
     card = section("recommendation", "Recommendation", body, note)
     return Markup(card.replace('class="card"', 'class="card rec"', 1))

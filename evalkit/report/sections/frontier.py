@@ -13,7 +13,6 @@ from evalkit.report.frontier_plot import FrontierPoint, frontier_figure
 from evalkit.report.html import Markup, img, join, section
 from evalkit.report.model import ReportModel
 from evalkit.run import files
-from evalkit.scoring.registry import measure
 
 PROMPT_TOKENS = "mean_prompt_tokens"
 """Summary column of prompt tokens per query, when the sweep writes it; else question + context tokens."""
@@ -72,7 +71,7 @@ def _points(model: ReportModel, x: pd.Series, quality: str) -> tuple[list[Fronti
 
 def frontier(model: ReportModel) -> Markup:
     quality = model.objective.primary
-    label = measure(quality).label
+    label = model.review.measure(quality).label
     images: list[Markup] = []
     notes: list[str] = []
     cost = _cost(model)

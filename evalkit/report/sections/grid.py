@@ -2,34 +2,36 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
+from evalkit.records import THRESHOLD_ATOL
 from evalkit.report import fmt, plots
 from evalkit.report.html import Markup, img, section, table, tag
 from evalkit.report.model import ReportModel
 from evalkit.run import files
-from evalkit.scoring.registry import measure
-from evalkit.scoring.values import at_threshold
+from evalkit.run.review import Review
 
 HEATMAP_MEASURES = ("recall", "context_precision", "ndcg", "mrr", "precision", "zero_hit_answerable")
 
 
-def _label(name: str, k: int) -> str:
-    return measure(name).label.replace("@k", f"@{k}")
+def _label(review: Review, name: str, k: int) -> str:
+    return review.measure(name).label.replace("@k", f"@{k}")
 
 
 def grid(model: ReportModel) -> Markup:
     summary, row = model.run.summary, model.rec_row
     k, t = int(row["top_k"]), float(row["threshold"])
-    at = summary[(summary["top_k"] == k) & at_threshold(summary["threshold"], t)]
+    at_t = np.isclose(summary["threshold"].astype(float), t, rtol=0, atol=THRESHOLD_ATOL)
+    at = summary[(summary["top_k"] == k) & at_t]
     grids = {}
     lower = set()
     for name in HEATMAP_MEASURES:
         if name not in at.columns:
             continue
-        title = _label(name, k)
+        title = _label(model.review, name, k)
         grids[title] = at.pivot_table(index="chunk_size", columns="chunk_overlap", values=name, aggfunc="first")
-        if not measure(name).higher_is_better:
+        if not model.review.measure(name).higher_is_better:
             lower.add(title)
     marks = {"recommended": (int(row["chunk_size"]), int(row["chunk_overlap"]))}
     note = f"Means over answerable questions at top_k {k} and threshold {fmt.threshold(t)} (the recommended slice)."
@@ -41,7 +43,7 @@ def grid(model: ReportModel) -> Markup:
             where = f"top_k {int(base['top_k'])}, threshold {fmt.threshold(float(base['threshold']))}"
             note += f" The baseline sits at {where}."
     if _degenerate(grids):
-        return section("grid", "The grid: chunk_size × overlap", [_grid_table(at, k, marks)], note)
+        return section("grid", "The grid: chunk_size × overlap", [_grid_table(model.review, at, k, marks)], note)
     png = plots.draw(lambda: plots.heatmaps(grids, marks, lower), model.font)
     alt = "Heatmaps of " + ", ".join(grids) + " by chunk_size and chunk_overlap"
     return section("grid", "The grid: chunk_size × overlap", [img(png, alt)], note)
@@ -52,7 +54,7 @@ def _degenerate(grids: dict) -> bool:
     return not grids or any(g.shape[0] < 2 or g.shape[1] < 2 for g in grids.values())
 
 
-def _grid_table(at: pd.DataFrame, k: int, marks: dict[str, tuple[int, int]]) -> Markup:
+def _grid_table(review: Review, at: pd.DataFrame, k: int, marks: dict[str, tuple[int, int]]) -> Markup:
     """The slice as a table: one row per (chunk_size, overlap), one column per measure, the marked configs named."""
     names = [n for n in HEATMAP_MEASURES if n in at.columns]
     rows = []
@@ -62,7 +64,7 @@ def _grid_table(at: pd.DataFrame, k: int, marks: dict[str, tuple[int, int]]) -> 
         cell = (int(r["chunk_size"]), int(r["chunk_overlap"]))
         which = ", ".join(label for label, at_cell in marks.items() if at_cell == cell)
         rows.append([str(cell[0]), str(cell[1]), *(fmt.pct(r[n]) for n in names), which])
-    headers = ["chunk_size", "overlap", *(_label(n, k) for n in names), ""]
+    headers = ["chunk_size", "overlap", *(_label(review, n, k) for n in names), ""]
     return table(headers, rows, numeric=tuple(range(2, 2 + len(names))))
 
 
@@ -92,7 +94,7 @@ def top_k(model: ReportModel) -> Markup:
                 series.append(plots.series_from_intervals(f"{c.chunking} (95% CI)", c.x, c.intervals))
             else:
                 series.append(plots.Series(c.chunking, c.x, c.means))
-        title = measure(name).label
+        title = model.review.measure(name).label
         panels[title] = series
         if model.plateaus.get(name) is not None:
             vlines[title] = (float(model.plateaus[name]), f"plateau k={model.plateaus[name]:g}")
@@ -103,7 +105,7 @@ def top_k(model: ReportModel) -> Markup:
             plateau = model.plateaus.get(name)
             rows.append(
                 [
-                    measure(name).label,
+                    model.review.measure(name).label,
                     f"{s.frm:g} → {s.to:g}",
                     fmt.delta(s.comparison),
                     "within noise" if s.comparison.delta_low <= 0 else "gain",
@@ -112,7 +114,7 @@ def top_k(model: ReportModel) -> Markup:
             )
     words = []
     for name, plateau in model.plateaus.items():
-        label = measure(name).label
+        label = model.review.measure(name).label
         words.append(
             f"{label}: plateau at top_k {plateau:g}"
             if plateau is not None

@@ -29,13 +29,13 @@ BREAK_LABELS = {
 """What an accepted config breaks of the objective, in words (the names are recommendation.json's)."""
 
 
-def _interval(name: str, i: Interval | None) -> str:
+def _interval(unit: str, i: Interval | None) -> str:
     """``+2.7 [+0.6, +5.1]`` (points: the column header says so)."""
     if i is None:
         return "n/a"
     if i.low == i.high:  # every question moved alike: no interval to draw, and none is claimed
-        return fmt.signed_quantity(name, i.delta).replace(" points", "") + " (same on every question)"
-    return fmt.signed_interval(name, i.delta, i.low, i.high).replace(" points", "")
+        return fmt.signed_quantity(unit, i.delta).replace(" points", "") + " (same on every question)"
+    return fmt.signed_interval(unit, i.delta, i.low, i.high).replace(" points", "")
 
 
 def _pct(x: float | None) -> str:
@@ -67,8 +67,8 @@ def _move_row(m: KnobMove) -> list[Cell]:
     return [
         KNOB_LABELS.get(m.knob, m.knob),
         value,
-        _interval("recall", m.recall),
-        _interval("context_precision", m.context_precision),
+        _interval("proportion", m.recall),
+        _interval("proportion", m.context_precision),
         _pct(m.cost_change_pct),
         _pct(m.prompt_tokens_change_pct),
         _pct(m.index_chunks_change_pct),
@@ -113,8 +113,8 @@ def cheaper_block(pick: CheaperPick | None, run_dir: str) -> list[Markup]:
                 tag("code", pick.config_id),
                 ": ",
                 tag("span", pick.label, class_="pill good"),
-                f" · recall {_interval('recall', pick.recall)}",
-                f" · context precision {_interval('context_precision', pick.context_precision)}",
+                f" · recall {_interval('proportion', pick.recall)}",
+                f" · context precision {_interval('proportion', pick.context_precision)}",
                 f" · prompt tokens {_pct(pick.prompt_tokens_change_pct)}",
             ],
         ),
@@ -122,7 +122,7 @@ def cheaper_block(pick: CheaperPick | None, run_dir: str) -> list[Markup]:
     ]
 
 
-def gate_passing_table(passing: GatePassing | None, primary: str, primary_label: str) -> list[Markup]:
+def gate_passing_table(passing: GatePassing | None, primary_unit: str, primary_label: str) -> list[Markup]:
     """Every config the gate accepts against production: quality against the bill, and what it breaks."""
     if passing is None:
         return []
@@ -138,8 +138,8 @@ def gate_passing_table(passing: GatePassing | None, primary: str, primary_label:
     rows: list[list[Cell]] = [
         [
             tag("code", a.config_id),
-            fmt.quantity(primary, a.primary),
-            _interval(primary, a.gain),
+            fmt.quantity(primary_unit, a.primary),
+            _interval(primary_unit, a.gain),
             "n/a" if a.cost_per_query is None else f"${a.cost_per_query:.5f}",
             "n/a" if a.prompt_tokens is None else f"{a.prompt_tokens:,.0f}",
             "yes" if a.on_frontier else "",

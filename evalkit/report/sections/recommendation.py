@@ -6,13 +6,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from evalkit.report import fmt
-from evalkit.report.analysis import BaselineComparison
 from evalkit.report.html import Markup, section, table, tag
 from evalkit.report.model import ReportModel
 from evalkit.report.sections.decision import decision_card
 from evalkit.run import files
-from evalkit.scoring import stats
-from evalkit.scoring.registry import Measure, measure
+from evalkit.run.review import BaselineComparison, Measure, Paired
 
 
 def describe_config(row: Mapping[str, Any]) -> str:
@@ -22,13 +20,13 @@ def describe_config(row: Mapping[str, Any]) -> str:
     )
 
 
-def verdict(c: stats.PairedComparison | None, m: Measure, alpha: float, adjusted: bool = False) -> Markup:
+def verdict(c: Paired | None, m: Measure, alpha: float, adjusted: bool = False) -> Markup:
     """``within noise`` when the CI contains 0, else better/worse (and whether Holm keeps it)."""
     if c is None:
         return tag("span", "n/a", class_="pill neutral")
     if c.delta_low == c.delta_high == 0.0:
         return tag("span", "no difference", class_="pill neutral")
-    if stats.within_noise(c):
+    if c.within_noise:
         return tag("span", "within noise", class_="pill neutral")
     better = (c.delta > 0) == m.higher_is_better
     word = "better" if better else "worse"
@@ -77,23 +75,24 @@ def _no_baseline(model: ReportModel) -> Markup:
     )
 
 
-def _headline(
-    comparison: BaselineComparison, row: Mapping[str, Any], base_row: Mapping[str, Any], alpha: float
-) -> list[Markup]:
+def _headline(model: ReportModel, row: Mapping[str, Any], base_row: Mapping[str, Any], alpha: float) -> list[Markup]:
     """The headline measures, recommended against baseline, with the difference and its verdict."""
+    comparison = model.comparison
+    assert comparison is not None  # measured() shows the headline only with a production config
+    measures = [(h, model.review.measure(h.measure)) for h in comparison.headline]
     if row.get("config_id") == base_row.get("config_id"):  # production kept: its own measures, not a self-diff
-        own = [[_k_label(h.measure, row), fmt.interval(h.baseline, h.measure.proportion)] for h in comparison.headline]
+        own = [[_k_label(m, row), fmt.interval(h.baseline, m.proportion)] for h, m in measures]
         return [table(["measure", "production [95% CI]"], own, numeric=(1,))]
     same_k = int(base_row["top_k"]) == int(row["top_k"])
     rows = []
-    for h in comparison.headline:
+    for h, m in measures:
         rows.append(
             [
-                _k_label(h.measure, row) if same_k else h.measure.label,
-                fmt.interval(h.recommended, h.measure.proportion),
-                fmt.interval(h.baseline, h.measure.proportion),
-                fmt.delta(h.comparison, h.measure.proportion),
-                verdict(h.comparison, h.measure, alpha),
+                _k_label(m, row) if same_k else m.label,
+                fmt.interval(h.recommended, m.proportion),
+                fmt.interval(h.baseline, m.proportion),
+                fmt.delta(h.comparison, m.proportion),
+                verdict(h.comparison, m, alpha),
             ]
         )
     parts = [
@@ -117,12 +116,12 @@ def _against_production(model: ReportModel, comparison: BaselineComparison, alph
     own = family.get(focus_id)
     if own is None:
         return None
-    label = _k_label(measure(model.objective.primary), model.rec_row)
+    label = _k_label(model.review.measure(model.objective.primary), model.rec_row)
     holm = (
         f"Holm-adjusted p = {fmt.p_value(own.p_adjusted)} across the {len(family)} configs of the grid compared "
         "with the baseline"
     )
-    if stats.within_noise(own):
+    if own.within_noise:
         text = (
             f"On {label}, the recommended config differs from production by {fmt.delta(own)}: within noise "
             f"(the 95% CI contains 0; {holm})."
@@ -173,10 +172,10 @@ def measured(model: ReportModel) -> list[Markup]:
     if comparison is None:
         return []
     row = model.rec_row
-    m = measure(model.objective.primary)
+    m = model.review.measure(model.objective.primary)
     alpha = 1 - model.statistics.level
     base_row = model.run.config_row(comparison.baseline_id)
-    parts: list[Markup] = [*_headline(comparison, row, base_row, alpha)]
+    parts: list[Markup] = [*_headline(model, row, base_row, alpha)]
     cost = cost_sentence(row, base_row)
     if cost:
         parts.append(tag("p", cost))

@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 
 from evalkit.report import fmt
-from evalkit.report.compare import RunDelta
 from evalkit.report.html import Markup, section, table, tag
 from evalkit.report.model import ReportModel
+from evalkit.run.comparison import RunDelta
 
 MOST_FLIPS = 200
 """Rows of the flipped-questions table (the heading counts them all)."""

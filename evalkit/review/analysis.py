@@ -1,33 +1,30 @@
-"""What the report computes from a run (pure: frames in, frozen records out).
+"""The report's comparisons, computed once from a run (pure: frames in, run/ records out).
 
 The focus config's (the sweep's decision, read from recommendation.json) comparison
 with the production (baseline) config, the top_k plateau and the minimum detectable effect. Every comparison comes
-from :mod:`evalkit.scoring.compare` (the one the gate uses too); this module
-only chooses what to compare.
+from :mod:`evalkit.scoring.compare` (the one the gate uses too); this module only chooses what to compare and
+turns scoring's records into review.json's (:mod:`evalkit.run.review`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
 
 from evalkit.run.folder import BaselinePoint
+from evalkit.run.review import BaselineComparison, Curve, HeadlineRow, Interval, Mde, Paired, Statistics, Step
 from evalkit.scoring import compare, stats
-from evalkit.scoring.compare import Mde, Resampling
+from evalkit.scoring.compare import Resampling
 from evalkit.scoring.decide import find_production
 from evalkit.scoring.registry import COST_PER_QUERY, HEADLINE, Measure, measure
 from evalkit.scoring.values import at_threshold, available, matrix, per_question
 
 __all__ = [
-    "BaselineComparison",
-    "Curve",
-    "HeadlineRow",
-    "Mde",
-    "Statistics",
-    "Step",
+    "as_interval",
+    "as_paired",
     "compare_family",
     "compare_with_baseline",
     "config_interval",
@@ -37,61 +34,31 @@ __all__ = [
     "interval",
     "mde",
     "plateau",
+    "resampling",
     "resolve_baseline",
     "steps",
 ]
 
 
-@dataclass(frozen=True)
-class Statistics:
-    """How the report's intervals and paired comparisons are computed.
-
-    Only resampling: what is maximised and under which caps is the sweep's decision
-    (recommendation.json, :mod:`evalkit.report.decision`), which the report renders and never recomputes.
-    """
-
-    level: float = 0.95
-    n_resamples: int = 5000
-    seed: int = 0
-
-    @property
-    def resampling(self) -> Resampling:
-        """The comparison settings every paired comparison of the report uses."""
-        return Resampling(self.level, self.n_resamples, self.seed)
+def resampling(statistics: Statistics) -> Resampling:
+    """The comparison settings every paired comparison of the review uses."""
+    return Resampling(statistics.level, statistics.n_resamples, statistics.seed)
 
 
-@dataclass(frozen=True)
-class HeadlineRow:
-    """One measure of the recommended config next to the baseline."""
-
-    measure: Measure
-    recommended: stats.Interval | None
-    baseline: stats.Interval | None
-    comparison: stats.PairedComparison | None
-    """Recommended minus baseline, paired by question."""
+def as_interval(ci: stats.Interval | None) -> Interval | None:
+    """scoring's interval as review.json's record (the same fields)."""
+    if ci is None:
+        return None
+    return Interval(float(ci.mean), float(ci.low), float(ci.high), int(ci.n), float(ci.level), str(ci.method))
 
 
-@dataclass(frozen=True)
-class BaselineComparison:
-    """The recommended config (and every eligible one) against the production config."""
-
-    baseline_id: str
-    family: tuple[tuple[str, stats.PairedComparison], ...]
-    """Every config versus the baseline on the objective, Holm-adjusted across the family."""
-    headline: tuple[HeadlineRow, ...]
-    """Recommended versus baseline on each headline measure."""
-    mde: Mde | None
-
-
-@dataclass(frozen=True)
-class Step:
-    """The paired gain from one grid value to the next (top_k or threshold)."""
-
-    frm: float
-    to: float
-    from_id: str
-    to_id: str
-    comparison: stats.PairedComparison
+def as_paired(c: stats.PairedComparison | None) -> Paired | None:
+    """scoring's paired comparison as review.json's record (the same fields)."""
+    if c is None:
+        return None
+    p_adjusted = None if c.p_adjusted is None else float(c.p_adjusted)
+    return Paired(c.metric, float(c.baseline_mean), float(c.candidate_mean), float(c.delta), float(c.delta_low),
+                  float(c.delta_high), float(c.p_value), int(c.n), str(c.test), p_adjusted, float(c.level))  # fmt: skip
 
 
 def find_config(summary: pd.DataFrame, chunking: str, top_k: int, threshold: float) -> str | None:
@@ -107,24 +74,22 @@ def resolve_baseline(summary: pd.DataFrame, point: BaselinePoint | None) -> str 
     return None if point is None else find_production(summary, **asdict(point))
 
 
-def _paired(
-    baseline: np.ndarray, candidate: np.ndarray, m: Measure, statistics: Statistics
-) -> stats.PairedComparison | None:
-    return compare.paired(baseline, candidate, statistics.resampling, m.name)
+def _paired(baseline: np.ndarray, candidate: np.ndarray, m: Measure, statistics: Statistics) -> Paired | None:
+    return as_paired(compare.paired(baseline, candidate, resampling(statistics), m.name))
 
 
-def interval(values: np.ndarray, statistics: Statistics) -> stats.Interval | None:
+def interval(values: np.ndarray, statistics: Statistics) -> Interval | None:
     """Bootstrap CI of the mean (None when every value is missing)."""
-    return compare.mean_interval(values, statistics.resampling)
+    return as_interval(compare.mean_interval(values, resampling(statistics)))
 
 
-def config_interval(results: pd.DataFrame, m: Measure, config_id: str, statistics: Statistics) -> stats.Interval | None:
+def config_interval(results: pd.DataFrame, m: Measure, config_id: str, statistics: Statistics) -> Interval | None:
     return interval(per_question(results, m, config_id).to_numpy(), statistics)
 
 
 def compare_family(
     results: pd.DataFrame, config_ids: Sequence[str], baseline_id: str, metric: str, statistics: Statistics
-) -> tuple[tuple[str, stats.PairedComparison], ...]:
+) -> tuple[tuple[str, Paired], ...]:
     """Each config versus the baseline on the objective, Holm-adjusted across all of them.
 
     Configs with identical per-question values share one bootstrap (same seed, same answer).
@@ -132,7 +97,8 @@ def compare_family(
     m = measure(metric)
     wide = matrix(results, m, [*dict.fromkeys([baseline_id, *config_ids])])
     candidates = [(config_id, wide[config_id].to_numpy()) for config_id in config_ids]
-    return compare.family(wide[baseline_id].to_numpy(), candidates, statistics.resampling, m.name)
+    family = compare.family(wide[baseline_id].to_numpy(), candidates, resampling(statistics), m.name)
+    return tuple((config_id, as_paired(c)) for config_id, c in family)  # type: ignore[misc]
 
 
 def headline(
@@ -147,7 +113,7 @@ def headline(
         rec = wide[recommended_id].to_numpy()
         rows.append(
             HeadlineRow(
-                measure=m,
+                measure=m.name,
                 recommended=interval(rec, statistics),
                 baseline=interval(base, statistics),
                 comparison=_paired(base, rec, m, statistics),
@@ -168,7 +134,8 @@ def mde(
     m = measure(metric)
     ids = [*dict.fromkeys([baseline_id, recommended_id])]  # the same config may be both
     wide = matrix(results, m, ids)
-    return compare.detectable_effect(wide[baseline_id].to_numpy(), wide[recommended_id].to_numpy(), statistics.level)
+    found = compare.detectable_effect(wide[baseline_id].to_numpy(), wide[recommended_id].to_numpy(), statistics.level)
+    return None if found is None else Mde(float(found.value), int(found.n), str(found.how))
 
 
 def compare_with_baseline(
@@ -230,19 +197,6 @@ def plateau(k_steps: Sequence[Step]) -> float | None:
     return None
 
 
-@dataclass(frozen=True)
-class Curve:
-    """A measure along one grid axis (top_k or threshold) for one chunking, with CIs."""
-
-    chunking: str
-    x: tuple[float, ...]
-    config_ids: tuple[str, ...]
-    means: tuple[float, ...]
-    """Summary means (for context lines)."""
-    intervals: tuple[stats.Interval | None, ...] | None
-    """Bootstrap CIs, when asked for."""
-
-
 def curve(
     results: pd.DataFrame,
     summary: pd.DataFrame,
@@ -257,7 +211,7 @@ def curve(
     rows = _along(summary, chunking, axis, fixed)
     ids = tuple(str(c) for c in rows["config_id"])
     column = m.name if m.name in rows.columns else m.column
-    means = tuple(float(v) for v in rows[column]) if column in rows.columns else ()
+    means = tuple(float(v) for v in rows[column]) if column in rows.columns else ()  # type: tuple[float, ...]
     cis = tuple(config_interval(results, m, cid, statistics) for cid in ids) if with_ci else None
     if not means and cis:
         means = tuple(c.mean if c else float("nan") for c in cis)

@@ -1,5 +1,8 @@
 """Run over run: the same configs in an earlier run, their metric deltas and flipped questions (pure).
 
+Computed once per pair of folders and written as ``compare/<earlier>.json`` (:mod:`evalkit.run.comparison`),
+which the report and the terminal render.
+
 Configs are matched by their grid coordinates (chunking, retriever, reranker when both runs record it,
 top_k, threshold), not by the config_id string, so a run made before the id format changed still matches.
 For the focus configs (recommended, baseline) each delta gets a paired 95% interval over the questions
@@ -10,11 +13,11 @@ runs share no config or no question, :attr:`RunDelta.note` says so plainly.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from evalkit.run.comparison import Flip, RunDelta
 from evalkit.run.folder import Run
 from evalkit.scoring.compare import Resampling, paired
 
@@ -25,59 +28,6 @@ PER_QUESTION = {m: (m, True) for m in ("recall", "hit", "context_precision", "nd
     "zero_hit_answerable": ("zero_hit", True),
     "zero_hit_unanswerable": ("zero_hit", False),
 }
-
-
-@dataclass(frozen=True)
-class Flip:
-    """A question whose hit@k changed between the runs for one config."""
-
-    config_id: str
-    question_id: str
-    before: float
-    after: float
-
-
-@dataclass(frozen=True)
-class RunDelta:
-    """This run against an earlier one."""
-
-    earlier_id: str
-    same_labelset: bool
-    n_matching: int
-    only_now: int
-    only_earlier: int
-    deltas: pd.DataFrame
-    """config_id (this run's), metric, earlier, now, delta for every matching config and metric; for the focus
-    configs also delta_paired (the mean difference over the questions both runs scored), its paired 95% interval
-    delta_low, delta_high, and n_paired (those questions), else NaN / 0. delta and delta_paired differ only when
-    the runs scored different questions."""
-    flips: tuple[Flip, ...]
-    shared_questions: int = 0
-    """Questions (by id) that both runs scored."""
-
-    @property
-    def note(self) -> str | None:
-        """A plain sentence when there is nothing to compare, else None."""
-        if self.n_matching == 0:
-            return (
-                f"The runs share no config ({self.only_now} configs here, {self.only_earlier} in {self.earlier_id}): "
-                "their grids do not overlap, so there is nothing to compare; no question can have flipped."
-            )
-        if self.shared_questions == 0:
-            return (
-                f"The runs share no question (none of this run's question ids is in {self.earlier_id}): "
-                "the deltas compare different questions, and no question can have flipped."
-            )
-        return None
-
-    def summary_line(self) -> str:
-        """One line for a terminal: what matched, or why nothing did."""
-        if self.note:
-            return self.note
-        return (
-            f"against {self.earlier_id}: {self.n_matching} matching configs, {self.shared_questions} shared questions, "
-            f"{len(self.flips)} flipped questions in the recommended and baseline configs"
-        )
 
 
 def _keys(summary: pd.DataFrame, columns: Sequence[str]) -> pd.Series:

@@ -1,4 +1,4 @@
-"""The threshold the calibration advises, as the report phrases it (pure given the run's frames).
+"""The threshold the calibration advises, as the report phrases it (pure given the run's frames; in review.json).
 
 Reads the advice columns of calibration.parquet (evalkit/scoring/calibration.py): "threshold" with
 the highest value whose zero-hit on answerable questions stays within the target, or "no threshold
@@ -18,6 +18,7 @@ import pandas as pd
 from evalkit.report import fmt
 from evalkit.report.decision import Objective
 from evalkit.run import files
+from evalkit.run.review import CalibrationAdvice
 from evalkit.scoring.thresholds import (
     DEFAULT_ZERO_HIT_TARGET,
     MIN_AUC,
@@ -116,3 +117,24 @@ def calibration_floor(calibration: pd.DataFrame | None, chunking: str, best: np.
         if not rows.empty:
             return float(rows["recommended_threshold"].iloc[0])
     return no_filter_threshold(best) if best is not None else 0.0
+
+
+def _shown(value: Any) -> str:
+    """A threshold rounded down, so the value shown keeps the zero-hit its row states."""
+    x = float(value) if value is not None else np.nan
+    return f"{floor_significant(x):g}" if np.isfinite(x) else "n/a"
+
+
+def advice_cells(calibration: pd.DataFrame | None) -> tuple[CalibrationAdvice, ...]:
+    """The advice, advised-threshold and recommended-threshold cells of every calibration.parquet row, in order."""
+    if calibration is None:
+        return ()
+    cells = []
+    for r in calibration.to_dict("records"):
+        advised = "advice" in r and r.get("advice") is not None
+        advice = "n/a (older run)"  # runs written before the advice columns
+        if advised:
+            advice = "threshold" if r.get("advice") == "threshold" else f"no threshold ({why_not(r)})"
+        recommended = _shown(r.get("recommended_threshold")) if advised else "n/a"
+        cells.append(CalibrationAdvice(advice, _shown(r.get("advised_threshold")), recommended))
+    return tuple(cells)

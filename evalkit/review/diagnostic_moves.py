@@ -1,7 +1,8 @@
 """Each fired diagnostic rule with the one-knob move of its knob (recommendation.json's ``one_knob_moves``).
 
 The seed's symptom rules say what to change; the one-knob moves say what changing that one value from
-production does, with paired evidence and the gate's verdict. This joins the two for the report.
+production does, with paired evidence and the gate's verdict. This joins the two for
+the report (recall is a proportion: its moves print in points).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ RULE_KNOBS = {"overlap": "chunk_overlap", "top_k": "top_k", "threshold": "thresh
 
 def _move_text(move: Any) -> str:
     """``one-knob move chunk_overlap 64 → 0: recall +0.6 [−1.7, +3.0] pts, $/query +0.0%, gate PASS``."""
-    recall = "n/a" if move.recall is None else fmt.signed_interval("recall", *_triple(move.recall))
+    recall = "n/a" if move.recall is None else fmt.signed_interval("proportion", *_triple(move.recall))
     cost = "n/a" if move.cost_change_pct is None else f"{move.cost_change_pct:+.1f}%".replace("-", fmt.MINUS)
     return (
         f"one-knob move from production: {move.knob} {move.production_value} → {move.value} "

@@ -2,7 +2,7 @@
 
 Every rule is a pure function of the run's frames (and the paired comparisons
 of :mod:`evalkit.scoring.compare`, directly or through the steps of
-:mod:`evalkit.report.analysis`) returning :class:`Finding` records.
+:mod:`evalkit.review.analysis`) returning :class:`Finding` records.
 A rule that fires gives advice; one that does not still shows its numbers, so
 a reviewer sees what was checked.
 """
@@ -10,18 +10,17 @@ a reviewer sees what was checked.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from evalkit.report import fmt
-from evalkit.report.analysis import Statistics, Step, find_config, steps
 from evalkit.report.decision import Objective
-from evalkit.report.diagnostic_moves import with_moves
-from evalkit.report.experiments import PositionSummary
-from evalkit.report.threshold_advice import WIDEN, calibration_floor, calibration_rows, threshold_advice
+from evalkit.review.analysis import find_config, resampling, steps
+from evalkit.review.diagnostic_moves import with_moves
+from evalkit.review.threshold_advice import WIDEN, calibration_floor, calibration_rows, threshold_advice
+from evalkit.run.review import Finding, PositionSummary, Statistics, Step
 from evalkit.scoring import compare
 from evalkit.scoring.registry import measure
 from evalkit.scoring.values import matrix
@@ -30,25 +29,6 @@ MIN_CHUNK_GROWTH = 0.05
 """Overlap rule: below this growth in chunk count, overlap costs too little to flag."""
 MAX_GOLD_CUT = 0.05
 """Gold-cut rule: flag a chunking whose boundaries split more than this share of answer spans."""
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One rule applied to the run."""
-
-    rule: str
-    """overlap, top_k, threshold, position, gold_cut or degenerate."""
-    fired: bool
-    """True when the rule recommends a change."""
-    title: str
-    """What the data shows, in plain words."""
-    arithmetic: str
-    """The numbers behind it."""
-    advice: str = ""
-    """What to do (empty when the rule did not fire)."""
-    move: str = ""
-    """The one-knob move from production that carries the advice out, with its evidence and the gate's verdict
-    (recommendation.json's ``one_knob_moves``; empty when the grid has none for the rule's knob)."""
 
 
 def _k_label(metric: str, k: int) -> str:
@@ -81,7 +61,7 @@ def overlap_rule(
             if lo_id is None or hi_id is None or not n_lo or n_hi is None:
                 continue
             wide = matrix(results, m, [lo_id, hi_id])
-            c = compare.paired(wide[lo_id].to_numpy(), wide[hi_id].to_numpy(), statistics.resampling, m.name)
+            c = compare.paired(wide[lo_id].to_numpy(), wide[hi_id].to_numpy(), resampling(statistics), m.name)
             if c is None:  # no question defines the objective in both configs: nothing to compare
                 continue
             growth = n_hi / n_lo - 1
