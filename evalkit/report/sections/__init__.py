@@ -15,6 +15,7 @@ from evalkit.report.html import Markup
 from evalkit.report.model import ReportModel
 from evalkit.report.sections import (
     about,
+    answers,
     calibration,
     checks,
     chunkings,
@@ -47,6 +48,7 @@ class Section:
 SECTIONS: tuple[Section, ...] = (
     Section("recommendation", "Recommendation", recommendation.recommendation),
     Section("gate", "Gate", checks.gate),
+    Section("answers", "Answers", answers.answers),
     Section("configs", "vs baseline", configs.family_table),
     Section("frontier", "Frontier", frontier.frontier),
     Section("diagnostics", "Diagnostics", checks.diagnostics),
