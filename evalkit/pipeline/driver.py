@@ -22,7 +22,14 @@ from evalkit.labels.read import LabelSet
 from evalkit.pipeline.auto import resolve_auto_thresholds
 from evalkit.pipeline.calibrate import calibrates, describe_rates, generator_rate
 from evalkit.pipeline.counters import RunStats
-from evalkit.pipeline.dryrun import describe_calls, plan_calls, position_estimate, stage_rates, with_times
+from evalkit.pipeline.dryrun import (
+    answer_check_estimate,
+    describe_calls,
+    plan_calls,
+    position_estimate,
+    stage_rates,
+    with_times,
+)
 from evalkit.pipeline.errors import CALL_ERRORS, NotStarted
 from evalkit.pipeline.executor import Executor, LocalExecutor, make_executor
 from evalkit.pipeline.plan import SweepPlan
@@ -176,6 +183,12 @@ def dry_run(ctx: WorkContext, embedder: Embedder, run_dir: Path, executor: Execu
     print(describe_calls(with_times(planned, rates), finished))
     for line in describe_rates(list(rates.values())):
         print(line)
+    if plan.answer_check.enabled and plan.generator is not None:
+        from evalkit.answers.generation import make_generator
+
+        local = calibrates(plan.generator.name)
+        rate = generator_rate(make_generator(plan.generator), cache) if local else None
+        print(answer_check_estimate(plan, len(ctx.questions), rate))
     if plan.position is None:
         return
     if reranker is not None and reranker.request_cost_usd(plan.pool_size) > 0:

@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from evalkit.cost.model import TokenUsage, call_cost
+from evalkit.cost.prices import PricingError, price_table
 from evalkit.cost.tokens import estimate_tokens
 from evalkit.pipeline.calibrate import TextRate, TokenRate, embedder_rate, reranker_rate
 from evalkit.pipeline.plan import SweepPlan
@@ -156,6 +158,38 @@ def position_estimate(plan: SweepPlan, record: Mapping[str, Any], rate: TokenRat
         f"  ≈ {minutes(rate.seconds(prompt, output)).lstrip('~')} measured on this machine: "
         f"{rate.prompt_tokens_per_s:,.0f} prompt tok/s and {rate.output_tokens_per_s:,.1f} output tok/s "
         f"at {rate.threads} threads ({rate.identity}) [{rate.source}], before cache hits"
+    )
+
+
+def answer_check_estimate(plan: SweepPlan, n_questions: int, rate: TokenRate | None) -> str:
+    """The answer check's upper bound before anything is sent: answers, prompt tokens (local estimate, at
+    production's top_k of chunk_size-character chunks), dollars when the generator is priced, and time at
+    the local generator's measured speed (a remote endpoint's turnaround is its own: not estimated here)."""
+    check, baseline = plan.answer_check, plan.baseline
+    questions = min(n_questions, check.pilot_questions if check.preset == "powered" else check.questions)
+    answers = questions * check.max_configs + (questions if check.stuff else 0)
+    chunk_chars = (baseline.chunk_size or max(c.chunk_size for c in plan.chunkings) or 512) * (baseline.top_k or 5)
+    prompt = answers * (plan.cost.system_tokens + 30 + chunk_chars // 4)
+    output = answers * check.max_tokens
+    price = None
+    if plan.generator is not None:
+        try:
+            price = price_table(plan.pricing_dir).model(str(plan.generator.model))
+        except PricingError:
+            price = None
+    dollars = "" if price is None else f", ${call_cost(TokenUsage(prompt, output, estimated=True), price).usd:.2f}"
+    timing = (
+        f", {minutes(rate.seconds(prompt, output)).lstrip('~')} at this machine's measured speed"
+        if rate is not None
+        else ", time: the endpoint's (not estimated from this machine)"
+    )
+    powered = (
+        " (the pilot; powered grows it to the size the pilot's discordance needs)" if check.preset == "powered" else ""
+    )
+    return (
+        f"evalkit dry run: answer check ({check.preset}): at most {answers} answers ({check.max_configs} configs x "
+        f"{questions} questions{' + stuffed' if check.stuff else ''}){powered}, ~{prompt:,} prompt tokens "
+        f"(est.){dollars}{timing}, before cache hits"
     )
 
 
