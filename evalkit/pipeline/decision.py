@@ -63,6 +63,7 @@ def write_recommendation(
         record["answers"] = {"checked": False, "why": _unchecked_why(plan, answers)}
     if production is not None:
         record["equal_budget"] = equal_budget(results, production, summary, run_dir)
+    record["quality_warning"] = absolute_quality(record)
     write_json(run_dir / files.RECOMMENDATION_JSON, record)
     return record
 
@@ -243,8 +244,34 @@ def cheaper_line(pick: dict[str, Any] | None, run_dir: Path) -> str:
     )
 
 
+LOW_RECALL, HIGH_ZERO_HIT = 0.30, 0.20
+"""Production below this recall (or hit rate), or above this zero-hit rate on answerable questions: the labelled
+set and the corpus may not match (questions that do not name what they ask about, documents missing), and any
+recommendation is a small move on a broken base. Said before the recommendation."""
+
+
+def absolute_quality(record: dict[str, Any]) -> str | None:
+    """A warning when production's absolute retrieval quality is too low for relative advice to mean much."""
+    values = ((record.get("production") or {}).get("values")) or {}
+    recall, zero_hit = values.get("primary"), values.get("zero_hit_answerable")
+    primary = (record.get("objective") or {}).get("primary", "recall")
+    problems = []
+    if primary in ("recall", "hit") and recall is not None and recall < LOW_RECALL:
+        problems.append(f"production's {primary} is {100 * recall:.1f}%")
+    if zero_hit is not None and zero_hit > HIGH_ZERO_HIT:
+        problems.append(f"production returns nothing for {100 * zero_hit:.1f}% of answerable questions")
+    if not problems:
+        return None
+    return (
+        f"warning: {' and '.join(problems)}: the labelled set or the corpus may not match (do the questions name "
+        "what they ask about? are the evidence documents in the corpus?); check that before acting on any move below"
+    )
+
+
 def announce(record: dict[str, Any], run_dir: Path) -> None:
-    lines = [headline(record, run_dir)]
+    warning = record.get("quality_warning")
+    lines = [f"evalkit: {warning}"] if warning else []
+    lines.append(headline(record, run_dir))
     if record.get("one_knob_moves"):
         lines.append("evalkit:   one knob at a time, the others at production:")
         lines += [f"evalkit:     {move_line(m)}" for m in record["one_knob_moves"]]

@@ -188,7 +188,12 @@ def measured(model: ReportModel) -> list[Markup]:
 def recommendation(model: ReportModel) -> Markup:
     """The sweep's decision (recommendation.json); a run before the file shows production and says so."""
     if model.decision is not None:
-        return decision_card(model, model.decision, measured(model))
+        card = decision_card(model, model.decision, measured(model))
+        warning = (model.run.recommendation or {}).get("quality_warning")
+        if warning:  # before any recommendation: relative advice on a broken base says little
+            banner = tag("p", tag("strong", warning[0].upper() + warning[1:]), class_="warning")
+            card = Markup(card.replace("</h2>", f"</h2>{banner}", 1))
+        return card
     body: list[Markup | str] = [*_heading(model)]
     comparison = model.comparison
     if comparison is None:
