@@ -25,6 +25,7 @@ from evalkit.pipeline.counters import RunStats
 from evalkit.pipeline.dryrun import (
     answer_check_estimate,
     describe_calls,
+    detectable_line,
     plan_calls,
     position_estimate,
     stage_rates,
@@ -183,6 +184,7 @@ def dry_run(ctx: WorkContext, embedder: Embedder, run_dir: Path, executor: Execu
     print(describe_calls(with_times(planned, rates), finished))
     for line in describe_rates(list(rates.values())):
         print(line)
+    print(detectable_line(sum(q.answerable for q in ctx.questions)))
     if plan.answer_check.enabled and plan.generator is not None:
         from evalkit.answers.generation import make_generator
 

@@ -27,6 +27,7 @@ from evalkit.records import EXTERNAL_CHUNKING, Chunk
 from evalkit.retrieval.external.calls import NAMESPACE as EXTERNAL_NAMESPACE
 from evalkit.retrieval.external.calls import query_key, where_of
 from evalkit.retrieval.external.hits import query_record
+from evalkit.scoring.stats import paired_binary_mde
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,24 @@ def position_estimate(plan: SweepPlan, record: Mapping[str, Any], rate: TokenRat
         f"  ≈ {minutes(rate.seconds(prompt, output)).lstrip('~')} measured on this machine: "
         f"{rate.prompt_tokens_per_s:,.0f} prompt tok/s and {rate.output_tokens_per_s:,.1f} output tok/s "
         f"at {rate.threads} threads ({rate.identity}) [{rate.source}], before cache hits"
+    )
+
+
+DISCORDANCES = (0.05, 0.1, 0.2)
+"""Shares of questions whose hit differs between two configs, at which the dry run states the gate's reach."""
+
+
+def detectable_line(n_answerable: int) -> str:
+    """The smallest recall difference this set's size shows at 80% power (exact McNemar, alpha 0.05), before
+    a sweep is paid for; per discordance, since no pilot has measured it yet. The question is the unit here:
+    questions drawn from one document move together, so on a clustered set the reach is somewhat worse."""
+    reach = []
+    for psi in DISCORDANCES:
+        mde = paired_binary_mde(n_answerable, psi) if n_answerable >= 2 else None
+        reach.append(f"{100 * mde:.1f} points when {psi:.0%} of questions differ" if mde else f"none at {psi:.0%}")
+    return (
+        f"evalkit dry run: {n_answerable} answerable questions: the smallest recall difference the gate can show "
+        f"at 80% power is {'; '.join(reach)} (exact McNemar; questions as the unit)"
     )
 
 
