@@ -105,7 +105,13 @@ def _follow_the_moves(run_dir: Path, record: dict) -> None:
         assert all(n["breaks"] for n in cheaper.get("nearest", []))
         return
     assert summary.loc[cheaper["config_id"], "cost_per_query_usd"] < production["cost_per_query_usd"]
-    assert cheaper["label"].startswith("same quality, ") and cheaper["label"].endswith("% cheaper")
+    assert cheaper["label"].endswith("% cheaper")
+    recall = cheaper["intervals"]["recall"]
+    # "same quality" only where the interval shows equivalence within the margin (issue 37), never on a pick
+    # whose interval excludes zero; otherwise the words give the difference, its interval and the margin.
+    assert cheaper["same_quality"] == cheaper["label"].startswith("same quality, ")
+    if recall["high"] < 0 or recall["low"] > 0:
+        assert not cheaper["same_quality"] and "within the" in cheaper["label"]
     assert _gate_exit(run_dir, cheaper["config_id"]) == 0, "following the cheaper pick passes the gate"
 
 
@@ -157,3 +163,15 @@ def test_no_gain_beyond_noise_keeps_production() -> None:
     results, summary = _frames({"same": 0.004})
     record = decide(results, summary, "p", ObjectiveSettings(), load_gate_config("default"))
     assert record["decision"] == KEEP and record["recommended"] is None
+
+
+def test_the_cheaper_picks_words_are_no_stronger_than_its_interval() -> None:
+    from evalkit.scoring.moves import cheaper_label
+
+    margins = {"recall": 0.02}
+    same, shown = cheaper_label({"recall": {"delta": 0.001, "low": -0.008, "high": 0.01}}, margins, 29.0)
+    assert shown and same == "same quality, 29% cheaper"
+    worse, shown = cheaper_label({"recall": {"delta": -0.011, "low": -0.018, "high": -0.004}}, margins, 29.0)
+    assert not shown and worse == "recall@k -1.1 [-1.8, -0.4] points (worse, within the 2-point margin); 29% cheaper"
+    wide, shown = cheaper_label({"recall": {"delta": 0.0, "low": -0.015, "high": 0.03}}, margins, 10.0)
+    assert not shown and "not shown different" in wide

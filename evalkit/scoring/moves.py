@@ -38,6 +38,8 @@ EVIDENCE = ("recall", "context_precision")
 """The paired intervals every move shows, whatever the objective's primary measure."""
 COST = "cost_per_query_usd"
 CHEAPER_LABEL = "same quality, {pct:.0f}% cheaper"
+"""Only where equivalence is shown and no difference is: every gated measure's interval lies inside (-margin,
++margin) (two one-sided tests, at the gate's two-sided level: stricter than TOST's usual 90% interval) and holds 0."""
 
 
 @dataclass(frozen=True)
@@ -165,13 +167,45 @@ def cheaper_pick(sweep: Sweep) -> dict[str, Any]:
         tried += 1
         if found["gate"]["verdict"] == "pass":
             saving = 100 * (1 - float(sweep.row(config_id)[COST]) / own) if own > 0 else 0.0
-            return found | {"label": CHEAPER_LABEL.format(pct=saving), "saving_pct": saving, "tried": tried}
+            label, same = cheaper_label(found["intervals"], _margins(sweep), saving)
+            return found | {"label": label, "same_quality": same, "saving_pct": saving, "tried": tried}
         nearest.append(_miss(config_id, own, sweep, found["gate"]["failed"]))
         if tried >= sweep.objective.max_candidates:
             break
     why = "no config cheaper than production" if order.empty else "no cheaper config passes the gate"
     closest = sorted(nearest, key=lambda m: (len(m["breaks"]), -m["saving_pct"], m["config_id"]))[:3]
     return {"config_id": None, "label": "none", "why": why, "nearest": closest, "tried": tried}
+
+
+def _margins(sweep: Sweep) -> dict[str, float]:
+    """Absolute margin (in the measure's units, at production's value) of each gated evidence measure."""
+    out = {}
+    production = sweep.row(sweep.production_id)
+    for margin in sweep.gate.margins:
+        if margin.metric in EVIDENCE and MEASURES[margin.metric].higher_is_better:
+            out[margin.metric] = margin.absolute(float(production.get(MEASURES[margin.metric].column, 0.0) or 0.0))
+    return out
+
+
+def cheaper_label(intervals: Mapping[str, Any], margins: Mapping[str, float], saving: float) -> tuple[str, bool]:
+    """The cheaper pick's words, as strong as its intervals allow (issue 37: non-inferior is not the same quality).
+
+    "same quality" only when every gated measure's interval lies inside ``(-margin, +margin)`` (equivalence)
+    and holds zero (no difference shown: a difference inside the margin is still a difference);
+    otherwise each measure's difference with its interval and the margin it stays within, e.g. "recall -1.1
+    [-1.8, -0.4] points, within the 2-point margin; 29% cheaper".
+    """
+    shown = [(name, intervals.get(name), margins[name]) for name in margins if intervals.get(name)]
+    if shown and all(-m < i["low"] <= 0 <= i["high"] < m for _, i, m in shown):
+        return CHEAPER_LABEL.format(pct=saving), True
+    parts = []
+    for name, i, m in shown:
+        word = "worse" if i["high"] < 0 else ("better" if i["low"] > 0 else "not shown different")
+        parts.append(
+            f"{MEASURES[name].label} {100 * i['delta']:+.1f} [{100 * i['low']:+.1f}, {100 * i['high']:+.1f}] "
+            f"points ({word}, within the {100 * m:g}-point margin)"
+        )
+    return f"{'; '.join(parts) or 'within the gate margins'}; {saving:.0f}% cheaper", False
 
 
 def _miss(config_id: str, own: float, sweep: Sweep, breaks: list[str]) -> dict[str, Any]:

@@ -94,7 +94,7 @@ def cheaper_block(pick: CheaperPick | None, run_dir: str) -> list[Markup]:
     """The cheapest config the gate accepts against production, with the command that checks it; or none."""
     if pick is None:
         return []
-    heading = tag("h3", "Cheaper pick: the same quality for less", id="cheaper-pick")
+    heading = tag("h3", "Cheaper pick: the cheapest config the gate accepts", id="cheaper-pick")
     if pick.config_id is None:
         rows: list[list[Cell]] = [
             [tag("code", n.config_id), _pct(None if n.saving_pct is None else -n.saving_pct), "; ".join(n.breaks)]
