@@ -24,9 +24,9 @@ from evalkit.scoring.gatecheck import ConfigData, GateConfig, evaluate
 from evalkit.scoring.moves import Sweep, cheaper_pick, one_knob_moves
 from evalkit.scoring.objective import ConfigTable, ObjectiveSettings, column_means, config_table
 from evalkit.scoring.out_of_sample import out_of_sample_gain, point_constraints, selection_flags
-from evalkit.scoring.per_config import Results, config_rows
+from evalkit.scoring.per_config import Results, config_rows, result_columns
 from evalkit.scoring.registry import MEASURES
-from evalkit.scoring.segments import segment_flags, segment_gains
+from evalkit.scoring.segments import SegmentMeasure, segment_flags, segment_gains
 from evalkit.scoring.values import at_threshold
 
 KEEP = "keep production"
@@ -51,18 +51,60 @@ def decide(
     record = _decide(results, summary, production_id, objective, gate, eligible)
     if record["decision"] == NO_PRODUCTION or segments is None:
         return record
-    candidates = {"recommended": (record["recommended"] or {}).get("config_id"),
-                  "cheaper pick": record["cheaper_pick"].get("config_id")}  # fmt: skip
-    table = config_table(results, objective.primary, ())
+    candidates = advised(record)
     gains = segment_gains(
-        table.primary,
+        segment_measures(results, objective, gate, record["production"]["values"]),
         segments,
         record["production"]["config_id"],
-        {role: c for role, c in candidates.items() if c},
+        candidates,
         gate.resampling,
     )
-    flags = record.get("flags", []) + segment_flags(gains, MEASURES[objective.primary].label)
+    new_flags = segment_flags(gains)
+    flags = record.get("flags", []) + new_flags
+    record = record | {"cheaper_pick": _without_same_quality(record["cheaper_pick"], new_flags)}
     return record | {"segments": gains, "flags": flags}
+
+
+def advised(record: Mapping[str, Any]) -> dict[str, str]:
+    """Every config the decision advises, by role: the pick, the cheaper pick, each move that beats production."""
+    out = {}
+    if (record.get("recommended") or {}).get("config_id"):
+        out["recommended"] = record["recommended"]["config_id"]
+    if (record.get("cheaper_pick") or {}).get("config_id"):
+        out["cheaper pick"] = record["cheaper_pick"]["config_id"]
+    for move in record.get("one_knob_moves") or []:
+        if move.get("swept") and move.get("beats_production") and move.get("config_id"):
+            out[f"{move['knob']} move"] = move["config_id"]
+    return out
+
+
+def segment_measures(
+    results: Results, objective: ObjectiveSettings, gate: GateConfig, production: Mapping[str, Any]
+) -> dict[str, SegmentMeasure]:
+    """The objective's primary and every per-question margin of the gate, with the margin each may lose."""
+    names = [m.metric for m in gate.margins if MEASURES[m.metric].column in result_columns(results)]
+    table = config_table(results, objective.primary, tuple(names))
+    margins = {m.metric: m for m in gate.margins}
+    out = {}
+    for name, frame in {objective.primary: table.primary, **table.margins}.items():
+        measure = MEASURES[name]
+        if not measure.proportion:
+            continue  # $ and seconds: a segment's bill is the config's bill
+        base = production.get(name) if name in production else None
+        margin = margins[name].absolute(float(base or 0.0)) if name in margins else 0.0
+        out[name] = SegmentMeasure(frame, measure.higher_is_better, margin, measure.label)
+    return out
+
+
+def _without_same_quality(pick: Mapping[str, Any] | None, flags: list[dict[str, str]]) -> Mapping[str, Any] | None:
+    """A cheaper pick that loses beyond a margin on a segment is not "the same quality": its label says where."""
+    if not pick or not pick.get("config_id"):
+        return pick
+    losses = [f["message"] for f in flags if f.get("role") == "cheaper pick"]
+    if not losses:
+        return pick
+    label = str(pick.get("label", "")).replace("same quality, ", "not the same quality on every segment, ")
+    return {**pick, "label": label, "same_quality": False, "segment_losses": losses}
 
 
 def _decide(

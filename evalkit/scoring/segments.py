@@ -1,15 +1,18 @@
-"""Segments (pure): does a pick that wins overall lose on a language, a role, a source or a user's tag?
+"""Segments (pure): does advice that wins overall lose on a language, a role, multi-hop questions, a user's tag?
 
-For every tag value held by at least :data:`MIN_QUESTIONS` questions, the paired
-gain of a candidate over production on the objective's primary measure, with its
-interval. A segment where the candidate is worse beyond noise, after Holm's
-correction across all the segments checked (so that checking many tags does not
-flag one by chance), becomes a flag on the decision.
+For every advised config (the pick, the cheaper pick, each one-knob move that beats production), every gated
+measure (the objective's primary and each margin of the gate: recall, context precision, zero-hit, ...) and
+every tag value held by at least :data:`MIN_QUESTIONS` questions (tags with a single value over the whole set
+are not segments; ``evidence_mode`` is one, so multi-hop questions are always checked), the paired difference
+against production with its interval. A segment where the config loses beyond the measure's margin, shown
+after Benjamini-Hochberg false-discovery control across every segment checked for that config (so that
+checking many tags and measures does not flag one by chance), becomes one flag per segment on the decision.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -18,7 +21,6 @@ import pandas as pd
 from evalkit.records import Question
 from evalkit.scoring import compare
 from evalkit.scoring.compare import Resampling
-from evalkit.scoring.stats.planning import holm
 
 MIN_QUESTIONS = 30
 """A segment smaller than this is not checked: its interval would say little and its flag less."""
@@ -26,67 +28,119 @@ ALPHA = 0.05
 
 
 def segment_frame(questions: Iterable[Question]) -> pd.DataFrame:
-    """question_id x tag: every scalar tag of every question (lists and mappings are not segments)."""
+    """question_id x tag: every scalar tag with more than one value over the set (lists and mappings are not
+    segments; a tag constant over the whole set would only repeat the overall comparison), and ``evidence_mode``
+    (``all``: multi-hop)."""
     rows = [
-        {"question_id": q.id}
+        {"question_id": q.id, "evidence_mode": q.evidence_mode}
         | {str(k): str(v) for k, v in q.tags.items() if isinstance(v, str | bool | int) and str(v) != ""}
         for q in questions
     ]
-    return pd.DataFrame(rows).set_index("question_id") if rows else pd.DataFrame()
+    if not rows:
+        return pd.DataFrame()
+    frame = pd.DataFrame(rows).set_index("question_id")
+    return frame[[c for c in frame.columns if frame[c].nunique(dropna=True) > 1]]
+
+
+@dataclass(frozen=True)
+class SegmentMeasure:
+    """One gated measure's per-question values (question x config) and what counts as losing on it."""
+
+    frame: pd.DataFrame
+    higher_is_better: bool
+    margin: float
+    """A loss larger than this (in the measure's units) is "beyond the margin"."""
+    label: str
 
 
 def segment_gains(
-    primary: pd.DataFrame,
+    measures: Mapping[str, SegmentMeasure],
     segments: pd.DataFrame,
     production_id: str,
     candidates: Mapping[str, str],
     resampling: Resampling,
 ) -> list[dict[str, Any]]:
-    """Per (candidate role, tag, value): the paired gain on ``primary`` (question x config), Holm-adjusted p.
+    """Per (advised role, measure, tag, value): the paired difference against production, BH-adjusted p.
 
-    ``candidates`` maps a role ("recommended", "cheaper pick") to a config id.
+    ``candidates`` maps a role ("recommended", "cheaper pick", "move: top_k") to a config id.
     """
     out: list[dict[str, Any]] = []
-    if segments.empty or production_id not in primary.columns:
+    if segments.empty:
         return out
-    aligned = segments.reindex(primary.index)
     for role, config_id in candidates.items():
-        if config_id not in primary.columns:
-            continue
-        for tag in sorted(aligned.columns):
-            for value, rows in sorted(aligned.groupby(tag).groups.items(), key=lambda kv: str(kv[0])):
-                base = primary.loc[rows, production_id].to_numpy(dtype=float)
-                cand = primary.loc[rows, config_id].to_numpy(dtype=float)
-                defined = int((~(np.isnan(base) | np.isnan(cand))).sum())
-                if defined < MIN_QUESTIONS:
-                    continue
-                c = compare.paired(base, cand, resampling, f"{tag}={value}")
-                if c is None:
-                    continue
-                out.append(
-                    {"role": role, "config_id": config_id, "tag": tag, "value": str(value), "n": defined,
-                     "delta": c.delta, "low": c.delta_low, "high": c.delta_high, "p_value": c.p_value}
-                )  # fmt: skip
+        for name, m in measures.items():
+            if production_id not in m.frame.columns or config_id not in m.frame.columns:
+                continue
+            out += _measure_segments(role, config_id, name, m, segments.reindex(m.frame.index), production_id,
+                                     resampling)  # fmt: skip
     for role in candidates:
         mine = [s for s in out if s["role"] == role]
-        for s, adjusted in zip(mine, holm([s["p_value"] for s in mine]), strict=True):
-            s["p_holm"] = adjusted
-            s["worse"] = bool(s["high"] < 0 and adjusted < ALPHA)
+        for s, adjusted in zip(mine, benjamini_hochberg([s["p_value"] for s in mine]), strict=True):
+            loss = -s["delta"] if s["higher_is_better"] else s["delta"]
+            s["p_adjusted"] = adjusted
+            s["worse"] = bool(adjusted < ALPHA and loss > s["margin"] and _bad_side_clear(s))
     return out
 
 
-def segment_flags(gains: list[dict[str, Any]], measure_label: str) -> list[dict[str, str]]:
-    """One flag per segment where a candidate is worse beyond noise (Holm-adjusted across its segments)."""
-    return [
-        {
-            "config_id": s["config_id"],
-            "kind": "worse on a segment",
-            "message": (
-                f"the {s['role']} is worse on {s['tag']}={s['value']} ({s['n']} questions): {measure_label} "
-                f"{100 * s['delta']:+.1f} pts [{100 * s['low']:+.1f}, {100 * s['high']:+.1f}] against production, "
-                f"Holm p {s['p_holm']:.3g}"
-            ),
-        }
-        for s in gains
-        if s["worse"]
-    ]
+def _bad_side_clear(s: Mapping[str, Any]) -> bool:
+    """The interval lies wholly on the losing side of zero."""
+    return bool(s["high"] < 0) if s["higher_is_better"] else bool(s["low"] > 0)
+
+
+def _measure_segments(
+    role: str,
+    config_id: str,
+    name: str,
+    m: SegmentMeasure,
+    aligned: pd.DataFrame,
+    production_id: str,
+    resampling: Resampling,
+) -> list[dict[str, Any]]:
+    out = []
+    for tag in sorted(aligned.columns):
+        for value, rows in sorted(aligned.groupby(tag).groups.items(), key=lambda kv: str(kv[0])):
+            base = m.frame.loc[rows, production_id].to_numpy(dtype=float)
+            cand = m.frame.loc[rows, config_id].to_numpy(dtype=float)
+            defined = int((~(np.isnan(base) | np.isnan(cand))).sum())
+            if defined < MIN_QUESTIONS:
+                continue
+            c = compare.paired(base, cand, resampling, f"{tag}={value}")
+            if c is None:
+                continue
+            out.append(
+                {"role": role, "config_id": config_id, "measure": name, "label": m.label, "tag": tag,
+                 "value": str(value), "n": defined, "delta": c.delta, "low": c.delta_low, "high": c.delta_high,
+                 "p_value": c.p_value, "higher_is_better": m.higher_is_better, "margin": m.margin}
+            )  # fmt: skip
+    return out
+
+
+def benjamini_hochberg(p_values: list[float]) -> list[float]:
+    """BH-adjusted p-values (step-up, monotone, capped at 1), in the input order; NaN stays NaN."""
+    p = np.asarray(p_values, dtype=float)
+    adjusted = np.full(p.size, np.nan)
+    finite = np.flatnonzero(np.isfinite(p))
+    if finite.size == 0:
+        return adjusted.tolist()
+    order = finite[np.argsort(p[finite], kind="stable")]
+    ranked = p[order] * finite.size / np.arange(1, finite.size + 1)
+    adjusted[order] = np.minimum(1.0, np.minimum.accumulate(ranked[::-1])[::-1])
+    return adjusted.tolist()
+
+
+def segment_flags(gains: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """One flag per (advised config, segment) that loses beyond a margin, naming every measure it loses on."""
+    grouped: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
+    for s in gains:
+        if s["worse"]:
+            grouped.setdefault((s["role"], s["config_id"], s["tag"], s["value"]), []).append(s)
+    flags = []
+    for (role, config_id, tag, value), losses in grouped.items():
+        what = "; ".join(
+            f"{s['label']} {100 * s['delta']:+.1f} pts [{100 * s['low']:+.1f}, {100 * s['high']:+.1f}] (margin "
+            f"{100 * s['margin']:g}, BH p {s['p_adjusted']:.3g})"
+            for s in losses
+        )
+        message = f"the {role} is worse on {tag}={value} ({losses[0]['n']} questions): {what}"
+        flags.append({"config_id": config_id, "kind": "worse on a segment", "role": role, "message": message})
+    return flags
