@@ -207,3 +207,9 @@ class Answer:
     error: str = ""
     """Why there is no answer when stop_reason is ``error`` (a batch entry ``expired``, ``canceled`` or
     ``errored: <type>: <message>``); empty otherwise."""
+    first_token_s: float | None = None
+    """Seconds from sending the request to its first content token, as measured when it was generated (a
+    streamed endpoint's clock, or a local backend's prompt-processing plus first-token time); None: not measured
+    (a batch, a non-streamed reply). A cached answer keeps the figure of the call that made it."""
+    total_s: float | None = None
+    """Seconds from sending the request to its last byte when it was generated; None: not measured."""

@@ -53,6 +53,8 @@ def encode_answer(answer: Answer) -> bytes:
                 "cache_read_input_tokens": usage.cache_read_input_tokens,
                 "estimated": usage.estimated,
             },
+            "first_token_s": answer.first_token_s,
+            "total_s": answer.total_s,
         }
     )
 
@@ -68,6 +70,8 @@ def decode_answer(blob: bytes, question_id: str) -> Answer:
         stop_reason=data["stop_reason"],
         cached=True,
         truncated=data["truncated"],
+        first_token_s=data.get("first_token_s"),  # absent from answers stored before timings were recorded
+        total_s=data.get("total_s"),
     )
 
 
