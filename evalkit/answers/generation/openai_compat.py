@@ -37,7 +37,7 @@ from typing import Any
 from evalkit.answers.generation.base import Generator
 from evalkit.answers.generation.cached import overflow_answer
 from evalkit.answers.generation.request import TRUNCATING_STOPS, GenerationError, GenerationRequest
-from evalkit.http_deadline import Deadline, DeadlineExceeded, run_with_deadline
+from evalkit.http_deadline import Deadline, DeadlineExceeded, run_with_deadline, shutdown_response
 from evalkit.records import Answer, Usage
 from evalkit.retry import RetriesExhausted, RetryPolicy, Transient, call_with_retries
 
@@ -210,6 +210,7 @@ class OpenAICompatGenerator(Generator):
         finish: str | None = None
         usage: Any = None
         stream = self._client.chat.completions.create(**body, extra_body=extra or None)
+        deadline.on_expiry(lambda: shutdown_response(stream.response))
         try:
             for chunk in stream:
                 deadline.check(f"chat completion from {self.base_url}")
