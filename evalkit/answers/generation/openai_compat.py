@@ -49,6 +49,7 @@ STOPS = {"stop": "end_turn", "length": "max_tokens"}
 _TOO_LONG = (
     "context_length_exceeded",
     "exceed_context_size",
+    "exceeds the available context size",
     "maximum context length",
     "context length",
     "too many tokens",
@@ -185,7 +186,8 @@ class OpenAICompatGenerator(Generator):
             return self._with_retries(what, lambda deadline: self._attempt(body, request, deadline))
         except self._sdk.APIStatusError as err:
             reason = _api_message(err)
-            if err.status_code in (400, 413, 422) and any(s in reason.lower() for s in _TOO_LONG):
+            said = f"{reason} {_error_kind(err)}".lower()
+            if err.status_code in (400, 413, 422) and any(s in said for s in _TOO_LONG):
                 return overflow_answer(self, request, why=reason)
             raise GenerationError(self._status_line(err.status_code, reason, request.model)) from err
 
@@ -297,6 +299,12 @@ def _full_text(completion: Any) -> str:
 def _finish(completion: Any) -> str | None:
     choices = getattr(completion, "choices", None) or []
     return choices[0].finish_reason if choices else None
+
+
+def _error_kind(err: Any) -> str:
+    """The error body's ``type`` and ``code`` (llama.cpp: ``exceed_context_size_error``; OpenAI: a code)."""
+    body = getattr(err, "body", None)
+    return f"{body.get('type', '')} {body.get('code', '')}" if isinstance(body, Mapping) else ""
 
 
 def _api_message(err: Any) -> str:
