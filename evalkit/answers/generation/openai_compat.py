@@ -5,7 +5,7 @@ same ``POST {base_url}/chat/completions`` body. The request is streamed
 (``stream: true``) so the time to the first content token is measured per request;
 the reply's usage comes from the final chunk (``stream_options.include_usage``).
 
-Rules:
+Rules (the transport's in :mod:`evalkit.openai_api`, shared with ``embedder=openai``):
 - Every attempt runs under a whole-request deadline (``timeout_s``, connect to last
   byte; :mod:`evalkit.http_deadline`), so a server that trickles its body cannot
   hold a request longer than that.
@@ -26,24 +26,23 @@ Rules:
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import random
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from evalkit import openai_api
 from evalkit.answers.generation.base import Generator
 from evalkit.answers.generation.cached import overflow_answer
 from evalkit.answers.generation.request import TRUNCATING_STOPS, GenerationError, GenerationRequest
-from evalkit.http_deadline import Deadline, DeadlineExceeded, run_with_deadline, shutdown_response
+from evalkit.http_deadline import Deadline, shutdown_response
 from evalkit.records import Answer, Usage
-from evalkit.retry import RetriesExhausted, RetryPolicy, Transient, call_with_retries
+from evalkit.retry import RetryPolicy, Transient
 
 log = logging.getLogger(__name__)
 
-INSTALL_HINT = "pip install openai==1.109.1 (a default dependency of evalkit)"
+WHAT = "generator=openai"
 STOPS = {"stop": "end_turn", "length": "max_tokens"}
 """OpenAI finish reasons in evalkit's names (the local backend's mapping); others are kept as sent."""
 _TOO_LONG = (
@@ -56,26 +55,6 @@ _TOO_LONG = (
     "prompt is too long",
 )
 """How OpenAI, vLLM, llama.cpp and TGI say a prompt does not fit (lower-case substrings of the error)."""
-
-
-def _sdk() -> Any:
-    try:
-        import openai
-    except ImportError as exc:  # pragma: no cover - a default dependency
-        raise GenerationError(f"generator=openai needs the package 'openai': {INSTALL_HINT}") from exc
-    return openai
-
-
-def read_api_key(env: str | None, backend: str) -> str:
-    """The key from ``env`` ('' when ``env`` is None: a server without keys); a one-line error when unset."""
-    if env is None:
-        return ""
-    key = os.environ.get(env, "")
-    if not key:
-        raise GenerationError(
-            f"{env} is not set: export it to use {backend}, or set api_key_env: null for a server that needs no key"
-        )
-    return key
 
 
 def chat_body(request: GenerationRequest, settings: Mapping[str, Any], *, stream: bool) -> dict[str, Any]:
@@ -124,10 +103,8 @@ class OpenAICompatGenerator(Generator):
         sleep: Callable[[float], None] = time.sleep,
         jitter: random.Random | None = None,
     ) -> None:
-        if not base_url.startswith(("http://", "https://")):
-            raise GenerationError(f"generator.base_url: {base_url!r} is not an http:// or https:// URL")
         self.model = model
-        self.base_url = base_url.rstrip("/")
+        self.base_url = openai_api.check_base_url(base_url, "generator.base_url", GenerationError)
         self.api_key_env = api_key_env
         self.window = window
         self.headroom = headroom
@@ -139,11 +116,8 @@ class OpenAICompatGenerator(Generator):
         self.retry = RetryPolicy(max_retries, retry_base_delay_s, retry_max_delay_s, retry_deadline_s)
         self._sleep = sleep
         self._jitter = jitter if jitter is not None else random.Random()
-        self._sdk = _sdk()
-        key = read_api_key(api_key_env, "generator=openai")
-        # max_retries=0: evalkit's loop retries. The SDK's timeout bounds each phase (connect, each read) by
-        # the whole deadline; the deadline itself is enforced around each attempt (run_with_deadline).
-        self._client = self._sdk.OpenAI(api_key=key, base_url=self.base_url, max_retries=0, timeout=timeout_s)
+        self._sdk = openai_api.sdk(GenerationError, WHAT)
+        self._client = openai_api.make_client(self._sdk, api_key_env, self.base_url, timeout_s, WHAT, GenerationError)
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], **overrides: Any) -> OpenAICompatGenerator:
@@ -183,22 +157,30 @@ class OpenAICompatGenerator(Generator):
         body = chat_body(request, self.sampling, stream=self.stream)
         what = f"openai-compatible chat ({request.model} at {self.base_url})"
         try:
-            return self._with_retries(what, lambda deadline: self._attempt(body, request, deadline))
+            return openai_api.call(
+                self._sdk,
+                lambda deadline: self._attempt(body, request, deadline),
+                what=what,
+                policy=self.retry,
+                timeout_s=self.timeout_s,
+                error=GenerationError,
+                sleep=self._sleep,
+                jitter=self._jitter,
+            )
         except self._sdk.APIStatusError as err:
-            reason = _api_message(err)
-            said = f"{reason} {_error_kind(err)}".lower()
+            reason = openai_api.api_message(err)
+            said = f"{reason} {openai_api.error_kind(err)}".lower()
             if err.status_code in (400, 413, 422) and any(s in said for s in _TOO_LONG):
                 return overflow_answer(self, request, why=reason)
-            raise GenerationError(self._status_line(err.status_code, reason, request.model)) from err
-
-    def _status_line(self, status: int, reason: str, model: str) -> str:
-        where = f"{self.base_url}"
-        if status in (401, 403):
-            env = self.api_key_env or "(no key: api_key_env is null)"
-            return f"{where} refused the key in {env} (HTTP {status}): {reason}"
-        if status == 404:
-            return f"{where}: model {model!r} not found, or no /chat/completions there (HTTP 404): {reason}"
-        return f"{where} rejected the request for {model!r} (HTTP {status}): {reason}"
+            line = openai_api.status_line(
+                err.status_code,
+                reason,
+                base_url=self.base_url,
+                model=request.model,
+                api_key_env=self.api_key_env,
+                path="/chat/completions",
+            )
+            raise GenerationError(line) from err
 
     def _attempt(self, body: dict[str, Any], request: GenerationRequest, deadline: Deadline) -> Answer:
         """One call: streamed chunks read until the last byte, checking the deadline after each."""
@@ -258,36 +240,6 @@ class OpenAICompatGenerator(Generator):
             total_s=total,
         )
 
-    # ----------------------------------------------------------------------- retries
-
-    def _with_retries(self, what: str, send: Callable[[Deadline], Answer]) -> Answer:
-        """``send`` under the whole-request deadline, retried by the shared policy; other status errors pass."""
-        sdk = self._sdk
-        import httpx  # the SDK's HTTP client: errors while iterating a stream reach us unwrapped
-
-        def attempt() -> Answer:
-            try:
-                return run_with_deadline(send, self.timeout_s, what=what)
-            except sdk.APIStatusError as err:
-                if not self.retry.retryable(err.status_code, err.response.headers):
-                    raise
-                raise Transient(f"HTTP {err.status_code}: {_api_message(err)}", err.response.headers) from err
-            except (
-                sdk.APIConnectionError,
-                sdk.APIResponseValidationError,
-                sdk.APIError,
-                httpx.TransportError,
-                json.JSONDecodeError,
-                DeadlineExceeded,
-            ) as err:
-                # A reset, a refused connection, a deadline passed, a body cut short or not JSON.
-                raise Transient(f"{type(err).__name__}: {err.__cause__ or err}") from err
-
-        try:
-            return call_with_retries(attempt, self.retry, sleep=self._sleep, jitter=self._jitter)
-        except RetriesExhausted as exc:
-            raise GenerationError(f"{what} {exc}") from exc
-
 
 def _full_text(completion: Any) -> str:
     choices = getattr(completion, "choices", None) or []
@@ -299,17 +251,3 @@ def _full_text(completion: Any) -> str:
 def _finish(completion: Any) -> str | None:
     choices = getattr(completion, "choices", None) or []
     return choices[0].finish_reason if choices else None
-
-
-def _error_kind(err: Any) -> str:
-    """The error body's ``type`` and ``code`` (llama.cpp: ``exceed_context_size_error``; OpenAI: a code)."""
-    body = getattr(err, "body", None)
-    return f"{body.get('type', '')} {body.get('code', '')}" if isinstance(body, Mapping) else ""
-
-
-def _api_message(err: Any) -> str:
-    """The server's ``error.message`` when present, else the SDK's text; one bounded line."""
-    body = getattr(err, "body", None)
-    message = body.get("message") if isinstance(body, Mapping) else None
-    text = str(message or getattr(err, "message", None) or err)
-    return " ".join(text.split())[:300]
