@@ -156,9 +156,12 @@ class OpenAILoopback(ThreadedLoopback):
         handler.send_header("Connection", "close")
         handler.end_headers()
         handler.close_connection = True
-        while chunk := reply.read1(65536) if hasattr(reply, "read1") else reply.read():
-            handler.wfile.write(chunk)
-            handler.wfile.flush()
+        try:
+            while chunk := reply.read1(65536) if hasattr(reply, "read1") else reply.read():
+                handler.wfile.write(chunk)
+                handler.wfile.flush()
+        except OSError:
+            pass  # the client went away (a killed run): the real server finishes on its own
 
     def fault(self, handler: BaseHTTPRequestHandler, kind: str, body: dict[str, Any]) -> None:
         error = {"error": {"message": f"scripted {kind}", "type": "test", "code": None}}
