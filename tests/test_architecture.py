@@ -32,6 +32,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "cache.py": ("cache_file.py", "console.py"),
     "cache_file.py": ("console.py",),
     "retry.py": NOTHING,
+    "http_deadline.py": NOTHING,
+    "openai_api.py": ("http_deadline.py", "retry.py"),  # the transport both OpenAI-compatible backends share
     "settings.py": NOTHING,
     "confdir.py": NOTHING,
     "distribution.py": NOTHING,
@@ -44,7 +46,18 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "chunking/": ("records.py", "plugins.py"),
     "cost/": ("records.py",),
     "run/": ("records.py", "console.py"),
-    "retrieval/": ("records.py", "labels/", "cache.py", "settings.py", "plugins.py", "retry.py", "cost/", "run/"),
+    "retrieval/": (
+        "records.py",
+        "labels/",
+        "cache.py",
+        "settings.py",
+        "plugins.py",
+        "retry.py",
+        "http_deadline.py",
+        "openai_api.py",
+        "cost/",
+        "run/",
+    ),
     # context -> scored answers: above scoring/, cost/ and chunking/, below the pipeline (never calls up into it)
     "answers/": (
         "records.py",
@@ -53,6 +66,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "confdir.py",
         "plugins.py",
         "retry.py",
+        "http_deadline.py",
+        "openai_api.py",
         "labels/",
         "chunking/",
         "cost/",
