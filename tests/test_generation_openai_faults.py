@@ -217,3 +217,11 @@ def test_refused_connection_exits_2_in_one_line(tmp_path: Path, small_demo: Path
     assert done.returncode == 2, done.stderr[-2000:]
     last = done.stderr.strip().splitlines()[-1]
     assert "openai-compatible chat" in last and "failed after 2 attempts" in last and "Traceback" not in done.stderr
+
+
+def test_local_first_token_time_comes_from_llama_cpp_timings() -> None:
+    from evalkit.answers.generation.local import timings_seconds
+
+    timed = timings_seconds({"prompt_ms": 200.0, "predicted_ms": 300.0, "predicted_n": 10})
+    assert timed == {"first_token_s": pytest.approx(0.23), "total_s": pytest.approx(0.5)}
+    assert timings_seconds({}) == {"first_token_s": None, "total_s": None}
