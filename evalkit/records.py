@@ -211,6 +211,8 @@ class Answer:
     """Why there is no answer when stop_reason is ``error`` (a batch entry ``expired``, ``canceled`` or
     ``errored: <type>: <message>``); empty otherwise."""
     first_token_s: float | None = None
-    """Seconds from sending the request to the first answer token, as measured when it was generated (local:
-    llama.cpp's prompt processing plus one decoded token; streaming endpoints: the first content delta); None
-    when the backend cannot tell (a batch, a non-streaming call)."""
+    """Seconds from sending the request to its first content token, as measured when it was generated (a
+    streamed endpoint's clock, or a local backend's prompt-processing plus first-token time); None: not measured
+    (a batch, a non-streamed reply). A cached answer keeps the figure of the call that made it."""
+    total_s: float | None = None
+    """Seconds from sending the request to its last byte when it was generated; None: not measured."""

@@ -35,7 +35,7 @@ def test_every_kind_has_a_group_and_a_contract_and_its_builtins_come_first() -> 
         "chunker", "embedder", "retriever", "reranker", "generator", "executor", "tracker",
     }  # fmt: skip
     assert list(CHUNKERS)[:5] == ["fixed", "recursive", "markdown", "code", "parent_child"]
-    assert list(EMBEDDERS)[:5] == ["usem3", "e5", "cohere", "onnx", "fake"]
+    assert list(EMBEDDERS)[:6] == ["usem3", "e5", "cohere", "openai", "onnx", "fake"]
     assert list(RERANKER_FACTORIES)[:4] == ["local", "e5", "cohere", "fake"]
     assert list(EXECUTORS)[:2] == ["local", "ray"] and list(TRACKERS)[:1] == ["mlflow"]
 

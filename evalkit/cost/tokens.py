@@ -21,6 +21,8 @@ TOKENIZER_SCALE_PERCENT: Mapping[str, int] = MappingProxyType(
         "claude-pre-4.7": 100,
         "claude-4.7+": 130,
         "cohere-embed-v4": 100,
+        "o200k": 100,
+        "cl100k": 100,
         "qwen2": 100,
         "gemma3": 100,
         "use-multilingual": 100,

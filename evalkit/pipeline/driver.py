@@ -221,6 +221,9 @@ def position_dry_run(plan: SweepPlan, labelset: LabelSet, cache: Cache, run_dir:
         # No key: the client is built for its model and window only and is never called.
         overrides["api_key"] = "dry-run-without-a-key"
         settings = replace(settings, count_with_model=False)
+    openai_env = getattr(plan.generator, "api_key_env", None)
+    if plan.generator.name == "openai" and openai_env and not os.environ.get(openai_env):
+        overrides["api_key_env"] = None  # no key: nothing is sent in a dry run, the plan needs none
     generator = make_generator(plan.generator, **overrides)
     job = replace(plan.position_job(), settings=settings)
     position_experiment(job, labelset, cache, run_dir, pools=pools, generator=generator)

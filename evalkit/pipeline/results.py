@@ -67,6 +67,9 @@ def write_results(
     rerank_cost = rerank_cost_per_query(prices, rerank_model, plan.pool_size)
     paid_embedder = plan.embedder == "cohere" and plan.uses_embedder  # each question's embedding is billed
     query_embed = prices.embedder(plan.embedder_config.model) if paid_embedder else None
+    if plan.embedder == "openai" and plan.uses_embedder:
+        # An OpenAI-compatible endpoint is billed when conf/pricing has its model; a self-hosted one is not.
+        query_embed = prices.embedders.get(plan.embedder_config.model)
     folder = RunFolder(run_dir)
     paths = [folder.rows_path(key) for key in keys]
     values, totals = PerConfigBuilder(decision_columns(plan)), Totals()

@@ -1,8 +1,9 @@
-"""LLM generation: the contract (``base``), Claude (``anthropic``), a local GGUF model (``local``, on
+"""LLM generation: the contract (``base``), Claude (``anthropic``), any OpenAI-compatible endpoint
+(``openai_compat``), a local GGUF model (``local``, on
 ``xllamacpp``; packaged weights in ``models``) and a deterministic fake for wiring tests (``fake``).
 
 Backends are imported only when chosen, so importing evalkit imports neither the
-``anthropic`` SDK nor ``xllamacpp``.
+``anthropic`` or ``openai`` SDK nor ``xllamacpp``.
 """
 
 from __future__ import annotations
@@ -57,6 +58,12 @@ def _anthropic() -> type:
     return AnthropicGenerator
 
 
+def _openai() -> type:
+    from evalkit.answers.generation.openai_compat import OpenAICompatGenerator
+
+    return OpenAICompatGenerator
+
+
 def _local() -> type:
     from evalkit.answers.generation.local import LlamaCppGenerator
 
@@ -69,7 +76,7 @@ def _fake() -> type:
     return FakeGenerator
 
 
-GENERATORS = Registry("generator", {"anthropic": _anthropic, "local": _local, "fake": _fake})
+GENERATORS = Registry("generator", {"anthropic": _anthropic, "openai": _openai, "local": _local, "fake": _fake})
 """``generator=<name>`` to the class whose ``from_config(settings, **overrides)`` builds it (imported when chosen).
 
 An installed plugin's entry point names that class itself.
@@ -77,7 +84,7 @@ An installed plugin's entry point names that class itself.
 
 
 def make_generator(cfg: Mapping[str, Any] | GeneratorSettings, **overrides: Any) -> Generator:
-    """The generator a ``conf/generator/*.yaml`` names (``name: anthropic``, ``local``, ``fake`` or a plugin's).
+    """The generator a ``conf/generator/*.yaml`` names (``anthropic``, ``openai``, ``local``, ``fake``, a plugin's).
 
     ``cfg`` is the typed settings the plan read once, or a mapping, read strictly here
     (:func:`~evalkit.answers.generation.settings.read_generator_settings`).

@@ -39,6 +39,9 @@ class Generator(ABC):
     """Tokens kept free beyond ``max_tokens`` when checking the window (count drift, template overhead)."""
     precount: bool = False
     """Count input tokens before sending (only when :meth:`count_tokens` is supported and a window is set)."""
+    concurrency: int = 1
+    """Requests the backend takes at once: :func:`~evalkit.answers.generation.batches.generate_many` sends with
+    at least this many threads (a remote endpoint's setting; a local model has one slot)."""
     supports_batch: bool = False
     """True when :meth:`submit_batch`, :meth:`batch_status` and :meth:`batch_results` are implemented."""
     batch_enabled: bool = False

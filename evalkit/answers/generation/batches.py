@@ -104,8 +104,8 @@ def generate_many(
     requests go into Message Batches (see the module docstring). ``journal``: the JSON file that records
     each submitted batch (e.g. ``<run>/batches.json``), so a killed run resumes polling the same batches
     even with a fresh cache file; None keeps the journal in the cache. Otherwise requests are sent one by
-    one (``workers`` threads). ``spend`` with ``price``: every request's upper-bound cost is charged before
-    it is sent (a batch as a whole, before submission).
+    one (``workers`` threads, at least the generator's ``concurrency``). ``spend`` with ``price``: every
+    request's upper-bound cost is charged before it is sent (a batch as a whole, before submission).
     """
     if spend is not None and price is None:
         raise GenerationError("a spend cap needs the model's price to bound what a request costs")
@@ -130,7 +130,8 @@ def generate_many(
         store: BatchJournal = FileJournal(journal) if journal else CacheJournal(cache, f"batch:{generator.identity}")
         fresh.update(_Batches(generator, cache, counter, sleep, store, budget).run(pending))
     elif pending:
-        fresh.update(_run_singles(generator, pending, cache, counter, workers, budget))
+        threads = max(workers, generator.concurrency)
+        fresh.update(_run_singles(generator, pending, cache, counter, threads, budget))
     return _in_request_order(requests, keys, stored, fresh, counter)
 
 

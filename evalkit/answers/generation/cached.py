@@ -46,7 +46,6 @@ def encode_answer(answer: Answer) -> bytes:
             "model": answer.model,
             "stop_reason": answer.stop_reason,
             "truncated": answer.truncated,
-            "first_token_s": answer.first_token_s,
             "usage": {
                 "input_tokens": usage.input_tokens,
                 "output_tokens": usage.output_tokens,
@@ -54,6 +53,8 @@ def encode_answer(answer: Answer) -> bytes:
                 "cache_read_input_tokens": usage.cache_read_input_tokens,
                 "estimated": usage.estimated,
             },
+            "first_token_s": answer.first_token_s,
+            "total_s": answer.total_s,
         }
     )
 
@@ -69,7 +70,8 @@ def decode_answer(blob: bytes, question_id: str) -> Answer:
         stop_reason=data["stop_reason"],
         cached=True,
         truncated=data["truncated"],
-        first_token_s=data.get("first_token_s"),  # measured when generated; absent in entries before it was kept
+        first_token_s=data.get("first_token_s"),  # absent from answers stored before timings were recorded
+        total_s=data.get("total_s"),
     )
 
 

@@ -61,6 +61,7 @@ __all__ = [
     "is_overflow",
     "model_cache_dir",
     "prompt_identity",
+    "timings_seconds",
 ]
 
 log = logging.getLogger(__name__)
@@ -202,16 +203,6 @@ def is_overflow(response: Mapping[str, Any]) -> bool:
     return isinstance(error, Mapping) and error.get("type") == OVERFLOW_ERROR
 
 
-def first_token_seconds(timings: Mapping[str, Any]) -> float | None:
-    """Seconds to the first answer token from llama.cpp's timings: the prompt's processing plus one decoded token
-    (the mean decode step); None when the server reported no timings."""
-    prompt_ms, predicted_ms, predicted_n = (timings.get(k) for k in ("prompt_ms", "predicted_ms", "predicted_n"))
-    if not isinstance(prompt_ms, int | float):
-        return None
-    step = predicted_ms / predicted_n if isinstance(predicted_ms, int | float) and predicted_n else 0.0
-    return round((float(prompt_ms) + float(step)) / 1000.0, 6)
-
-
 def completion_to_answer(response: Mapping[str, Any], question_id: str, model: str, backend: str = "local") -> Answer:
     """An Answer from a llama.cpp chat completion (OpenAI-shaped: choices, finish_reason, usage)."""
     choice = response["choices"][0]
@@ -229,8 +220,17 @@ def completion_to_answer(response: Mapping[str, Any], question_id: str, model: s
         ),
         stop_reason=stop,
         truncated=stop in TRUNCATING_STOPS,
-        first_token_s=first_token_seconds(response.get("timings") or {}),
     )
+
+
+def timings_seconds(timings: Mapping[str, Any]) -> dict[str, float | None]:
+    """``first_token_s`` (prompt processing plus the first decoded token) and ``total_s`` from llama.cpp's own
+    ``timings``; None for what it did not report. The model's clock, not a wall clock around the call."""
+    prompt_ms, predicted_ms, predicted_n = (timings.get(k) for k in ("prompt_ms", "predicted_ms", "predicted_n"))
+    if not isinstance(prompt_ms, int | float) or not isinstance(predicted_ms, int | float):
+        return {"first_token_s": None, "total_s": None}
+    per_token = predicted_ms / predicted_n if isinstance(predicted_n, int) and predicted_n > 0 else 0.0
+    return {"first_token_s": (prompt_ms + per_token) / 1000.0, "total_s": (prompt_ms + predicted_ms) / 1000.0}
 
 
 class LlamaCppGenerator(Generator):
@@ -341,7 +341,8 @@ class LlamaCppGenerator(Generator):
             timings.get("predicted_n"),
             timings.get("predicted_per_second") or 0.0,
         )
-        return completion_to_answer(response, request.question_id, request.model, self.backend)
+        answer = completion_to_answer(response, request.question_id, request.model, self.backend)
+        return dataclasses.replace(answer, **timings_seconds(timings))
 
     @property
     def supports_loglik(self) -> bool:

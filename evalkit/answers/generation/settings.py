@@ -1,7 +1,7 @@
 """The generator group (``conf/generator/*.yaml``), typed: one frozen settings record per backend.
 
 :func:`read_generator_settings` picks the record by the section's ``name``
-(``anthropic``, ``local``, ``fake``) and reads it with the strict reader
+(``anthropic``, ``openai``, ``local``, ``fake``) and reads it with the strict reader
 (:func:`evalkit.settings.parse_settings`): unknown keys, wrong types and values out of
 range are one-line :class:`~evalkit.settings.ConfigError`s naming the key, never
 coerced (``max_tokens=1.5`` is not 1, ``precount=yes`` is not true). The sweep reads
@@ -79,6 +79,36 @@ class AnthropicSettings(GeneratorCommon):
 
 
 @dataclass(frozen=True)
+class OpenAISettings(GeneratorCommon):
+    """``generator=openai``: any OpenAI-compatible chat endpoint (OpenAI, Azure, vLLM, TGI, Ollama, llama.cpp)."""
+
+    model: str = field(default="gpt-4o-mini", metadata={"allow_empty": False})
+    """Sent as the request's ``model`` (Azure: the deployment name); also the price lookup's id."""
+    base_url: str = field(default="https://api.openai.com/v1", metadata={"allow_empty": False})
+    """The API root that ``/chat/completions`` is appended to (``http://127.0.0.1:8000/v1`` for vLLM)."""
+    api_key_env: str | None = field(default="OPENAI_API_KEY", metadata={"allow_empty": False})
+    """Environment variable holding the key (read at construction, never printed or cached); null: no key."""
+    window: int | None = field(default=None, metadata={"min": 1})
+    """Context window in tokens, recorded only (the server refuses what does not fit: an overflow answer)."""
+    temperature: float = field(default=0.0, metadata={"min": 0.0})
+    """0: greedy (as generator=local)."""
+    seed: int | None = field(default=0, metadata={"min": 0})
+    """Sampler seed sent with every request; null: none sent."""
+    extra_body: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    """More body fields for a server that takes them (``top_k`` for vLLM or llama.cpp); part of the cache key."""
+    stream: bool = True
+    """Stream the reply (``stream: true``) and record the time to the first content token."""
+    concurrency: int = field(default=4, metadata={"min": 1, "max": 256})
+    """Requests in flight at once."""
+    timeout_s: float = field(default=120.0, metadata={"above": 0.0})
+    """Whole-request deadline, from connect to the last byte (not per socket read)."""
+    max_retries: int = field(default=4, metadata={"min": 0, "max": 100})
+    retry_base_delay_s: float = field(default=0.5, metadata={"min": 0.0})
+    retry_max_delay_s: float = field(default=60.0, metadata={"min": 0.0})
+    retry_deadline_s: float | None = field(default=None, metadata={"above": 0.0})
+
+
+@dataclass(frozen=True)
 class LocalGeneratorSettings(GeneratorCommon, LocalSettings):
     """``generator=local`` (and ``local-1.5b``): a GGUF model through llama.cpp; the sampling keys are
     :class:`~evalkit.answers.generation.local.LocalSettings`' (flat in the YAML, as there)."""
@@ -104,7 +134,7 @@ class FakeSettings(GeneratorCommon):
     """Words of the first context block in the answer."""
 
 
-USE_ONE_OF = "use generator=local (or local-1.5b), generator=anthropic or generator=fake"
+USE_ONE_OF = "use generator=local (or local-1.5b), generator=anthropic, generator=openai or generator=fake"
 
 
 @dataclass(frozen=True)
@@ -114,12 +144,12 @@ class PluginGeneratorSettings(GeneratorCommon):
     window: int | None = field(default=None, metadata={"min": 1})
 
 
-GeneratorSettings = AnthropicSettings | LocalGeneratorSettings | FakeSettings | PluginGeneratorSettings
+GeneratorSettings = AnthropicSettings | OpenAISettings | LocalGeneratorSettings | FakeSettings | PluginGeneratorSettings
 """A generator's settings, by backend."""
 
-GENERATOR_NAMES = Choices("generator", ("anthropic", "local", "fake"))
+GENERATOR_NAMES = Choices("generator", ("anthropic", "openai", "local", "fake"))
 BACKENDS: Mapping[str, type[GeneratorCommon]] = MappingProxyType(
-    {"anthropic": AnthropicSettings, "local": LocalGeneratorSettings, "fake": FakeSettings}
+    {"anthropic": AnthropicSettings, "openai": OpenAISettings, "local": LocalGeneratorSettings, "fake": FakeSettings}
 )
 """evalkit's own backends' settings; an installed plugin reads :class:`PluginGeneratorSettings`."""
 

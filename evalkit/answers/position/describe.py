@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from evalkit.answers.context import DOES_NOT_FIT, PROMPT_TOO_LONG
+from evalkit.answers.generation.turnaround import hosted_time, is_hosted
 from evalkit.answers.position.plan import PositionPlan
 from evalkit.answers.position.sizing import FORCED_ANSWER_SECONDS, planned_seconds
 from evalkit.cost.model import TokenUsage, call_cost
@@ -45,6 +46,9 @@ def describe(plan: PositionPlan) -> str:
             f"  ≈ {minutes:.1f} min at {s.prompt_tokens_per_s:g} prompt tok/s and {s.output_tokens_per_s:g} output "
             f"tok/s (~{s.expected_output_tokens} output tokens per answer{scored}), before cache hits"
         )
+    elif is_hosted(plan.request_spec.backend):  # an endpoint's time is its own: never the local tokens/s
+        spec = plan.request_spec
+        lines.append(f"  {hosted_time(spec.backend, spec.generator_cfg, plan.n_distinct)}")
     if plan.price is not None:
         usage = TokenUsage(tokens, output, estimated=plan.tokens_estimated)
         cost = call_cost(usage, plan.price)

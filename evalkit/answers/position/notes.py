@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from evalkit.answers.generation.turnaround import hosted_time, is_hosted, uses_batches
 from evalkit.answers.position.plan import PlannedAnswer, PositionPlan, QuestionPlanner
 from evalkit.answers.position.settings import PositionSettings
 from evalkit.answers.position.sizing import candidate_order, planned_seconds, subsample_ids
@@ -104,10 +105,14 @@ def pending_line(plan: PositionPlan, pending: Sequence[PlannedAnswer], pace: flo
     minutes = planned_seconds_of(plan, pending) / 60
     answered = len(plan.to_send) - len(pending)
     paced = "" if pace is None else f"; ≈ {minutes * pace:.1f} min at this folder's measured pace ({pace:.2f}x)"
-    return (
-        f"  already answered in this folder: {answered} of {len(plan.to_send)}; "
-        f"to send: {len(pending)} answers ≈ {minutes:.1f} min at the planning speeds{paced}"
-    )
+    done = f"  already answered in this folder: {answered} of {len(plan.to_send)}; to send: {len(pending)} answers"
+    spec = plan.request_spec
+    if is_hosted(spec.backend):  # the planning speeds are the local model's: never an endpoint's time
+        if uses_batches(spec.backend, spec.generator_cfg):
+            paced = ""  # a batch's turnaround is the provider's queue, not a pace measured here
+        requests = len({entry.context_key for entry in pending})
+        return f"{done} ({hosted_time(spec.backend, spec.generator_cfg, requests)}){paced}"
+    return f"{done} ≈ {minutes:.1f} min at the planning speeds{paced}"
 
 
 def seconds_per_question_by_arm(plan: PositionPlan) -> dict[str, float]:
@@ -146,19 +151,26 @@ def outlook(plan: PositionPlan, speed: float = 1.0) -> str:
     """The powered run from a pilot plan: the pilot's time and the time to the target at the assumed discordances.
 
     ``speed``: measured over planned seconds where a run measured it (1.0: the planning speeds)."""
-    s = plan.settings
-    pilot = seconds_for(plan, len(plan.questions)) * speed / 60
+    s, spec = plan.settings, plan.request_spec
+    hosted = is_hosted(spec.backend)
+    # An endpoint is timed only by a pace measured against it (speed != 1.0), never by the planning speeds.
+    measured = hosted and speed != 1.0 and not uses_batches(spec.backend, spec.generator_cfg)
+
+    def took(n_questions: int) -> str:
+        if hosted and not measured:
+            return ""
+        return f" ≈ {seconds_for(plan, n_questions) * speed / 60:.0f} min"
+
     parts = []
     for psi in ASSUMED_DISCORDANCE:
         n = questions_to_target(plan, psi)
-        parts.append(
-            f"not detectable at {psi:.2f}"
-            if n is None
-            else f"~{n} questions ≈ {seconds_for(plan, n) * speed / 60:.0f} min at {psi:.2f}"
-        )
+        parts.append(f"not detectable at {psi:.2f}" if n is None else f"~{n} questions{took(n)} at {psi:.2f}")
+    turnaround = ""
+    if hosted and not measured:
+        turnaround = f"; {hosted_time(spec.backend, spec.generator_cfg, plan.n_distinct, s.rounds)}"
     return (
-        f"pilot of {len(plan.questions)} questions ≈ {pilot:.0f} min; to a {s.target_mde:.0%} head-vs-mid effect "
-        f"at 80% exact power: {', '.join(parts)} (discordance measured by the pilot decides)"
+        f"pilot of {len(plan.questions)} questions{took(len(plan.questions))}; to a {s.target_mde:.0%} head-vs-mid "
+        f"effect at 80% exact power: {', '.join(parts)} (discordance measured by the pilot decides){turnaround}"
     )
 
 

