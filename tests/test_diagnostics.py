@@ -266,3 +266,20 @@ def test_each_fired_rule_names_the_one_knob_move_of_its_knob(tmp_path: Path, sma
     synthetic = (Finding("overlap", True, "t", "a", "lower it"), Finding("top_k", False, "t", "a"))
     moved = with_moves((*synthetic, Finding("position", True, "t", "a", "placement")), decision.moves)
     assert [bool(f.move) for f in moved] == ["chunk_overlap" in moves, False, False]
+
+
+def test_threshold_advice_carries_the_gates_verdict_beside_it(tmp_path: Path, small_demo: Path) -> None:
+    """One voice (issue 37): advice the calibration gives is shown with the gate's word on following it, and the
+    calibration's zero-hit target and the gate's zero-hit margin are both named where they differ."""
+    from evalkit.review.build import compute_review
+    from evalkit.run.folder import load_run
+    from tests.test_sweep import run_in_process
+
+    run_dir = run_in_process([f"labelset.path={small_demo}", f"reports_dir={tmp_path}", "sweep=quick",
+                              "top_k=[3,5]", "progress=false", "report=false"])  # fmt: skip
+    review = compute_review(load_run(run_dir))
+    advised = [f for f in review.findings if "set threshold to" in f.advice]
+    assert advised, [f.advice for f in review.findings]
+    for finding in advised:
+        assert "gate" in finding.advice, finding.advice
+        assert "the gate decides what ships" in finding.advice, finding.advice

@@ -14,6 +14,7 @@ from pathlib import Path
 from evalkit.report.decision import NO_DECISION_OBJECTIVE, Decision, read_decision
 from evalkit.report.labels import read_labelset
 from evalkit.review import analysis
+from evalkit.review.advice_gate import threshold_verdict
 from evalkit.review.diagnostics import diagnose
 from evalkit.review.position import position_from_rows, position_from_summary
 from evalkit.review.synthetic import MEASURES as SYNTHETIC_MEASURES
@@ -143,6 +144,7 @@ def compute_review(run: Run, statistics: Statistics | None = None, labelset: Pat
         run.results, run.summary, run.chunkings, rec_row, objective, statistics, objective_steps, None,
         position, calibration=run.calibration, manifest=run.manifest,
         moves=decision.moves if decision is not None else (),
+        gate_verdict=threshold_verdict(run.results, run.summary, baseline_id, rec_row, objective),
     )  # fmt: skip
     return Review(
         schema=SCHEMA,

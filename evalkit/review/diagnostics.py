@@ -9,7 +9,7 @@ a reviewer sees what was checked.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -131,6 +131,7 @@ def threshold_rule(
     statistics: Statistics,
     calibrated: float | None = None,
     calibration: pd.DataFrame | None = None,
+    gate_verdict: Callable[[float], str] | None = None,
 ) -> tuple[Finding, ...]:
     """A higher threshold that raises zero-hit on answerable questions and gains no recall.
 
@@ -150,6 +151,8 @@ def threshold_rule(
     # answerable questions without context. Only the advice columns, which respect the zero-hit target, are.
     advice = threshold_advice(calibration, results, rec, objective)
     fix = advice.fix if advice is not None else f"keep the threshold at its lowest value; {WIDEN}"
+    if advice is not None and advice.threshold is not None and gate_verdict is not None:
+        fix = f"{fix} ({gate_verdict(float(advice.threshold))})"  # one voice: the gate's word beside the advice
     for s in zero:
         g, a = gain.get(s.to_id), abstain.get(s.to_id)
         c = s.comparison
@@ -247,9 +250,14 @@ VALUE_COLUMNS = ("recall", "hit", "precision", "context_precision", "mrr", "ndcg
 
 
 def calibration_rule(
-    calibration: pd.DataFrame | None, results: pd.DataFrame, rec: Mapping[str, Any], objective: Objective
+    calibration: pd.DataFrame | None,
+    results: pd.DataFrame,
+    rec: Mapping[str, Any],
+    objective: Objective,
+    gate_verdict: Callable[[float], str] | None = None,
 ) -> tuple[Finding, ...]:
-    """The threshold the calibration advises for the recommended config, against the one it uses."""
+    """The threshold the calibration advises for the recommended config, against the one it uses; with
+    ``gate_verdict``, the gate's verdict on following the advice stands beside it (one voice)."""
     advice = threshold_advice(calibration, results, rec, objective)
     if advice is None:
         return (Finding("threshold", False, "no threshold advice in this run (calibration without advice)", ""),)
@@ -260,7 +268,10 @@ def calibration_rule(
     else:
         fired = not np.isclose(current, advice.threshold, rtol=1e-3, atol=0)
         title = f"the calibration advises threshold {advice.threshold:g}; the recommended config uses {current:g}"
-    return (Finding("threshold", fired, title, advice.arithmetic, advice.fix if fired else ""),)
+    fix = advice.fix
+    if fired and gate_verdict is not None and advice.threshold is not None:
+        fix = f"{fix} ({gate_verdict(float(advice.threshold))})"
+    return (Finding("threshold", fired, title, advice.arithmetic, fix if fired else ""),)
 
 
 def whole_document_rule(summary: pd.DataFrame, manifest: Mapping[str, Any] | None) -> tuple[Finding, ...]:
@@ -357,6 +368,7 @@ def diagnose(
     calibration: pd.DataFrame | None = None,
     manifest: Mapping[str, Any] | None = None,
     moves: tuple[Any, ...] = (),
+    gate_verdict: Callable[[float], str] | None = None,
 ) -> tuple[Finding, ...]:
     """Every rule, fired findings first, each fired one with its knob's one-knob move (``moves``: the decision's).
 
@@ -367,8 +379,8 @@ def diagnose(
     found = (
         overlap_rule(results, summary, chunkings, rec, objective, statistics)
         + top_k_rule(k_steps, summary, objective.primary)
-        + calibration_rule(table, results, rec, objective)
-        + threshold_rule(results, summary, rec, objective, statistics, calibrated, table)
+        + calibration_rule(table, results, rec, objective, gate_verdict)
+        + threshold_rule(results, summary, rec, objective, statistics, calibrated, table, gate_verdict)
         + whole_document_rule(summary, manifest)
         + overlap_effect_rule(results, summary)
         + grid_edge_rule(summary, objective)

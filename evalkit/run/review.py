@@ -23,8 +23,8 @@ from evalkit.run import files
 from evalkit.run.folder import RunError, read_json
 from evalkit.run.units import atomic_write
 
-SCHEMA = 1
-"""Version of review.json's shape; a file of another version is computed again."""
+SCHEMA = 2
+"""Version of review.json's shape and of what it says (2: advice carries the gate's verdict); another is computed again."""
 INPUTS = (files.MANIFEST, files.RESULTS, files.SUMMARY, files.RECOMMENDATION_JSON, files.CALIBRATION_TABLE,
           files.POSITION_SUMMARY, files.POSITION_ROWS)  # fmt: skip
 """The files review.json is computed from (with chunkings/*.json): when one changes, it is computed again."""

@@ -1,0 +1,67 @@
+"""One voice: the gate's verdict beside advice the gate did not produce (pure given the run's frames).
+
+The calibration advises a threshold from its own zero-hit target; the decision and the gate judge moves by
+the gate's margins against production. Two rules on one page disagree unless the page says which wins, so
+the advice carries the gate's verdict on following it (production with that threshold, when the grid holds
+that config) and, where the calibration's target and the gate's zero-hit margin differ, both numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evalkit.report.decision import Objective
+from evalkit.scoring.compare import Margin
+from evalkit.scoring.gatecheck import ConfigData, GateConfig, evaluate
+
+GATE_RESAMPLES, GATE_SEED = 10000, 0
+"""The gate's defaults (conf/gate/default.yaml): the verdict here is the one `python -m evalkit.gate` gives."""
+
+
+def gate_of(objective: Objective) -> GateConfig | None:
+    """The gate the decision used, from recommendation.json (None for a run without a decision)."""
+    if not objective.gate_margins or objective.confidence is None:
+        return None
+    margins = tuple(Margin(str(m["metric"]), str(m["kind"]), float(m["amount"])) for m in objective.gate_margins)
+    return GateConfig(float(objective.confidence), GATE_RESAMPLES, GATE_SEED, margins, "recommendation.json")
+
+
+def threshold_verdict(
+    results: pd.DataFrame,
+    summary: pd.DataFrame,
+    production_id: str | None,
+    focus: Mapping[str, Any],
+    objective: Objective,
+) -> Callable[[float], str] | None:
+    """A function: advised threshold -> the gate's verdict on setting it (and the targets' difference)."""
+    gate = gate_of(objective)
+    if gate is None or production_id is None:
+        return None
+    zero_hit = next((m for m in gate.margins if m.metric == "zero_hit_answerable"), None)
+    target = objective.zero_hit_answerable_max
+    differ = ""
+    if zero_hit is not None and target is not None:
+        differ = (
+            f"; the calibration targets zero-hit on answerable questions at most {100 * target:g}% absolute, the "
+            f"gate allows production's zero-hit plus {100 * zero_hit.amount:g} points: the gate decides what ships"
+        )
+
+    def verdict(threshold: float) -> str:
+        same = summary[
+            (summary["chunking"] == focus["chunking"])
+            & (summary["top_k"] == focus["top_k"])
+            & np.isclose(summary["threshold"].astype(float), threshold, rtol=1e-3, atol=1e-9)
+        ]
+        if same.empty:
+            return f"gate: threshold {threshold:g} is not in the swept grid, so the gate cannot check it{differ}"
+        config_id = str(same.iloc[0]["config_id"])
+        checks, _ = evaluate(ConfigData(results, summary, production_id), ConfigData(results, summary, config_id), gate)
+        failed = [f"{c.label}: not shown within {c.margin_text}" for c in checks if not c.passed]
+        word = "PASS" if not failed else "FAIL (" + "; ".join(failed) + ")"
+        return f"gate on {config_id} against production: {word}{differ}"
+
+    return verdict
