@@ -102,6 +102,7 @@ def test_dense_sweep_through_the_endpoint(llama_embeddings: str, tmp_path: Path,
             sys.executable, "-m", "evalkit.sweep", f"labelset.path={tiny_set}", "retriever=dense",
             "embedder=openai", f"embedder.base_url={proxy.base_url}", "embedder.api_key_env=null",
             "embedder.model=qwen-0.5b-mean", f"embedder.dimension={QWEN_DIM}", "sweep=quick", "position=off",
+            "answer_check=off",
             "report=false", "progress=false", f"reports_dir={tmp_path}", f"cache_path={tmp_path / 'c.sqlite'}",
             "run_id=openai-dense",
         ]  # fmt: skip

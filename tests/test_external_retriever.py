@@ -145,7 +145,8 @@ def test_a_retriever_plugin_that_finds_nothing_completes_with_zero_hits(
     site = tmp_path / "site"
     fake_distribution(site, "team-search", "[evalkit.retrievers]\nempty = team_empty:search\n",
                       {"team_empty": "def search(queries, k):\n    return [[] for _ in queries]\n"})  # fmt: skip
-    argv = ["evalkit.sweep", "retriever=empty", "position=off", "progress=false", "report=false", "run_id=e",
+    argv = ["evalkit.sweep", "retriever=empty", "position=off",
+    "answer_check=off", "progress=false", "report=false", "run_id=e",
             f"labelset.path={small_demo}", f"reports_dir={tmp_path}/r", f"filters.enabled={filters}"]  # fmt: skip
     done = python_with(site, f"import sys; sys.argv = {argv!r}\nfrom evalkit.sweep import main; main()\n", tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -55,7 +55,8 @@ def tiny_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def base_args(labelset: Path, tmp_path: Path) -> list[str]:
     return [f"labelset.path={labelset}", f"reports_dir={tmp_path}/reports", f"cache_path={tmp_path}/c.sqlite",
-            "progress=false", "report=false", "position=off", "top_k=[1]", "pool_size=2"]  # fmt: skip
+            "progress=false", "report=false", "position=off",
+            "answer_check=off", "top_k=[1]", "pool_size=2"]  # fmt: skip
 
 
 def gold_body(request: Request) -> bytes:

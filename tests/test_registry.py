@@ -176,7 +176,9 @@ def test_one_name_table_for_columns_aggregation_report_and_gate() -> None:
     margins = yaml.safe_load((REPO / "conf" / "gate" / "default.yaml").read_text(encoding="utf-8"))["checks"]
     assert set(margins) <= set(registry.MEASURES)
     for c in registry.COLUMNS.values():
-        assert c.label and c.definition and c.unit in ("proportion", "usd", "count", "chars", "tokens", "score")
+        assert (
+            c.label and c.definition and c.unit in ("proportion", "usd", "count", "chars", "tokens", "score", "seconds")
+        )
     with pytest.raises(ValueError, match="unknown metric"):
         registry.measure("recal")
     with pytest.raises(ValueError, match="unknown column"):

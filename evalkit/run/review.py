@@ -24,7 +24,7 @@ from evalkit.run.folder import RunError, read_json
 from evalkit.run.units import atomic_write
 
 SCHEMA = 2
-"""Version of review.json's shape and of what it says (2: advice carries the gate's verdict); another is computed again."""
+"""Version of review.json's shape and content (2: advice carries the gate's verdict); another is recomputed."""
 INPUTS = (files.MANIFEST, files.RESULTS, files.SUMMARY, files.RECOMMENDATION_JSON, files.CALIBRATION_TABLE,
           files.POSITION_SUMMARY, files.POSITION_ROWS)  # fmt: skip
 """The files review.json is computed from (with chunkings/*.json): when one changes, it is computed again."""
