@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from evalkit.plugins import Choices
 from evalkit.retrieval.pools import DEFAULT_BLOCK_CELLS
-from evalkit.run.blocks import DEFAULT_RESULTS_BLOCK_ROWS
+from evalkit.run.files import DEFAULT_RESULTS_BLOCK_ROWS
 
 EXECUTOR_NAMES = Choices("executor", ("local", "ray"))
 
