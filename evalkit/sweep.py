@@ -24,7 +24,6 @@ from evalkit.console import warn
 from evalkit.overrides import composition_error, hydra_mode, repeated_keys, syntax_error
 from evalkit.project.help import help_text
 from evalkit.project.layers import ConfigSource, compose_config, find_source, hydra_overrides, register_plugin_configs
-from evalkit.settings import ConfigError
 from evalkit.signals import Stopped, stop_on_signals
 from evalkit.usercode import UserCodeError, outside_evalkit
 
@@ -49,7 +48,7 @@ def plan_from(cfg: DictConfig) -> tuple[SweepPlan, dict[str, Any], TrackerSettin
         plain: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
     except Exception as exc:  # omegaconf raises many types for a bad interpolation
         fail([f"config: {exc}".splitlines()[0]])
-    from evalkit.pipeline.config import read_config
+    from evalkit.pipeline.config import ConfigError, read_config
 
     try:
         config = read_config(plain)

@@ -189,12 +189,13 @@ def dry_run(ctx: WorkContext, embedder: Embedder, run_dir: Path, executor: Execu
 
 def position_dry_run(plan: SweepPlan, labelset: LabelSet, cache: Cache, run_dir: Path, pools: dict[str, Any]) -> None:
     from evalkit.answers.generation import make_generator
-    from evalkit.answers.generation.anthropic import API_KEY_ENV
+    from evalkit.answers.generation.settings import generator_backend
 
     assert plan.position is not None and plan.generator is not None
     settings = replace(plan.position, dry_run=True)
     overrides: dict[str, Any] = {}
-    if plan.generator.name == "anthropic" and not os.environ.get(API_KEY_ENV):
+    key_env = generator_backend(plan.generator.name).api_key_env
+    if key_env is not None and not os.environ.get(key_env):
         # No key: the client is built for its model and window only and is never called.
         overrides["api_key"] = "dry-run-without-a-key"
         settings = replace(settings, count_with_model=False)
