@@ -103,6 +103,10 @@ class Registry(Mapping[str, T], Generic[T]):
     def builtin(self, name: str) -> bool:
         return name in self._builtins
 
+    def builtin_names(self) -> tuple[str, ...]:
+        """evalkit's own names, in registration order (a settings field's choices start with them)."""
+        return tuple(self._builtins)
+
     def __getitem__(self, name: str) -> T:
         if name in self._builtins:
             return self._builtins[name]

@@ -30,6 +30,10 @@ TRANSIENT_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, *range(520, 5
 501 (not implemented) and 505 (HTTP version) are permanent: a retry sends the same request to the same answer."""
 
 
+SHOULD_RETRY_HEADER = "x-should-retry"
+"""The header Anthropic's API (and Stainless-generated SDKs' servers) send to say whether a retry may help."""
+
+
 class Transient(Exception):
     """A failure a retry may fix: a retryable status, a lost connection, a reply that cannot be used."""
 
@@ -62,6 +66,8 @@ class RetryPolicy:
     """Give up rather than wait past this many seconds since the first attempt; None: no deadline."""
     statuses: frozenset[int] = TRANSIENT_STATUSES
     """HTTP statuses a retry may fix (a 2xx whose body could not be read is always retried)."""
+    hint_header: str | None = SHOULD_RETRY_HEADER
+    """A header whose ``true`` / ``false`` overrides the status rule (the server knows best); None: statuses only."""
 
     def __post_init__(self) -> None:
         if self.max_retries < 0:
@@ -72,8 +78,8 @@ class RetryPolicy:
             raise ValueError(f"deadline_s must be > 0 or None, got {self.deadline_s}")
 
     def retryable(self, status: int | None, headers: Mapping[str, str] | None = None) -> bool:
-        """Whether a reply with ``status`` is worth another attempt; the server's ``x-should-retry`` wins."""
-        hint = _header(headers, "x-should-retry")
+        """Whether a reply with ``status`` is worth another attempt; the server's hint (``hint_header``) wins."""
+        hint = _header(headers, self.hint_header) if self.hint_header is not None else None
         if hint in ("true", "false"):
             return hint == "true"
         if status is None:

@@ -14,35 +14,26 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import hydra
-from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from evalkit.confdir import conf_dir
 from evalkit.console import warn
-from evalkit.labels.read import LabelSet, load_labelset
 from evalkit.overrides import composition_error, hydra_mode, repeated_keys, syntax_error
-from evalkit.pipeline.config import read_config
-from evalkit.pipeline.driver import check_paths, execute, position_failure
-from evalkit.pipeline.errors import (
-    CALL_ERRORS,
-    SETUP_ERRORS,
-    BudgetExceeded,
-    LabelsetError,
-    PluginError,
-    describe_os_error,
-    is_disk_error,
-)
-from evalkit.pipeline.plan import SweepPlan, build_plan
-from evalkit.pipeline.sweep import config_record
 from evalkit.project.help import help_text
 from evalkit.project.layers import ConfigSource, compose_config, find_source, hydra_overrides, register_plugin_configs
 from evalkit.signals import Stopped, stop_on_signals
-from evalkit.tracking.settings import TrackerSettings
 from evalkit.usercode import UserCodeError, outside_evalkit
+
+if TYPE_CHECKING:
+    from evalkit.labels.read import LabelSet
+    from evalkit.pipeline.plan import SweepPlan
+    from evalkit.tracking.settings import TrackerSettings
+
+# The stages (pipeline.driver and what it runs: scipy, pandas, pyarrow, the backends) are imported by the
+# functions that use them, after the config is composed and read: --help and a config error wait for none.
 
 
 def fail(lines: list[str]) -> NoReturn:
@@ -57,8 +48,23 @@ def plan_from(cfg: DictConfig) -> tuple[SweepPlan, dict[str, Any], TrackerSettin
         plain: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
     except Exception as exc:  # omegaconf raises many types for a bad interpolation
         fail([f"config: {exc}".splitlines()[0]])
+    from evalkit.pipeline.config import ConfigError, read_config
+
     try:
         config = read_config(plain)
+    except ConfigError as exc:  # before the plan (and every stage it imports) loads
+        fail([hide_environment(str(exc), cfg, plain)])
+    except Exception as exc:
+        from evalkit.pipeline.errors import SETUP_ERRORS
+
+        if not isinstance(exc, SETUP_ERRORS):
+            raise
+        fail([hide_environment(str(exc), cfg, plain)])
+    from evalkit.pipeline.errors import SETUP_ERRORS
+    from evalkit.pipeline.plan import build_plan
+    from evalkit.pipeline.sweep import config_record
+
+    try:
         plan = build_plan(config)
     except SETUP_ERRORS as exc:
         fail([hide_environment(str(exc), cfg, plain)])
@@ -119,6 +125,10 @@ class Prepared:
 def prepare(cfg: DictConfig) -> Prepared:
     """Every check a run makes before any work (config, tracker, labelled set, writable paths); exit 2 on a problem."""
     plan, record, tracker = plan_from(cfg)
+    from evalkit.labels.read import LabelsetError, load_labelset
+    from evalkit.pipeline.driver import check_paths
+    from evalkit.pipeline.errors import SETUP_ERRORS
+
     for warning in plan.warnings():
         warn(warning)
     if tracker is not None and not plan.options.dry_run:
@@ -136,6 +146,8 @@ def prepare(cfg: DictConfig) -> Prepared:
 
 def sweep(cfg: DictConfig, prepared: Prepared | None = None) -> Path:
     """Validate (unless ``prepared`` says it was), then run or resume the sweep; returns the run folder."""
+    from evalkit.pipeline.driver import position_failure
+
     plan, record, tracker, labelset = (prepared or prepare(cfg)).parts()
     track = tracker is not None and not plan.options.dry_run
     for warning in labelset.warnings:
@@ -152,6 +164,15 @@ def sweep(cfg: DictConfig, prepared: Prepared | None = None) -> Path:
 
 
 def _execute(plan: SweepPlan, labelset: LabelSet, record: dict[str, Any]) -> Path:
+    from evalkit.pipeline.driver import execute
+    from evalkit.pipeline.errors import (
+        CALL_ERRORS,
+        SETUP_ERRORS,
+        BudgetExceeded,
+        describe_os_error,
+        is_disk_error,
+    )
+
     try:
         with stop_on_signals():
             return execute(plan, labelset, record)
@@ -178,6 +199,7 @@ def _execute(plan: SweepPlan, labelset: LabelSet, record: dict[str, Any]) -> Pat
 
 
 def _write_report(run_dir: Path, plan: SweepPlan) -> None:
+    from evalkit.pipeline.errors import describe_os_error, is_disk_error
     from evalkit.review import write_report  # review.json is the pipeline's; a --compare is computed, then rendered
 
     try:
@@ -203,6 +225,7 @@ def _check_tracker(tracker: TrackerSettings, plan: SweepPlan) -> None:
 
 def _log_to_tracker(run_dir: Path, tracker: TrackerSettings, plan: SweepPlan) -> None:
     """The finished run folder (summary, decision, manifest, report) logged; a failure leaves the folder complete."""
+    from evalkit.pipeline.errors import PluginError
     from evalkit.tracking.mlflow_log import TrackingError
     from evalkit.tracking.registry import TRACKERS
 
@@ -231,6 +254,10 @@ def check_every_job(source: ConfigSource) -> None:
     problem. Every combination of every swept value, as Hydra's basic sweeper expands them."""
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from evalkit.labels.read import LabelsetError, load_labelset
+    from evalkit.pipeline.driver import check_paths
+    from evalkit.pipeline.errors import SETUP_ERRORS
 
     parsed = OverridesParser.create().parse_overrides(
         [a for a in hydra_overrides(source.argv) if a not in ("-m", "--multirun")]
@@ -308,6 +335,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     if "-h" in args or "--help" in args:
         print(help_text(source.search))
         return
+    import hydra
+    from hydra.errors import HydraException
+
     multirun = any(a in ("-m", "--multirun") for a in source.argv)
     problem = composition_error(source, source.argv) if multirun else syntax_error(source, source.argv)
     if problem is not None:

@@ -10,6 +10,7 @@ Today's breaches that another change removes are :data:`EXCEPTIONS`, one module 
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 from functools import cache
 from pathlib import Path
@@ -372,3 +373,72 @@ def test_no_raw_config_dict_below_the_entry_points() -> None:
         if p.name not in entry_points and "to_container(" in p.read_text(encoding="utf-8")
     ]
     assert not offenders, offenders
+
+
+BACKEND_FREE = ("pipeline/", "retrieval/")
+"""Folders that ask a backend what it needs (evalkit.retrieval.backends, the registries) and never test its name."""
+REGISTRATION_TABLES = ("retrieval/backends.py",)
+"""Where a built-in's name may be written next to what it is: the registries' own tables."""
+BACKEND_KINDS = ("retriever", "reranker", "generator", "embedder", "chunker", "executor")
+
+
+def _names_a_backend(node: ast.expr) -> bool:
+    """``x.name``, ``retriever.name``, ``generator_name``, ``name``: an expression holding a backend's name."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "name" or (node.attr in BACKEND_KINDS)
+    if isinstance(node, ast.Name):
+        return node.id == "name" or node.id.endswith("_name") or node.id in BACKEND_KINDS
+    if isinstance(node, ast.Subscript):  # cfg["name"], raw.get is a call (not a test by itself)
+        key = node.slice
+        return isinstance(key, ast.Constant) and key.value == "name"
+    return False
+
+
+def _literal_names(node: ast.expr) -> bool:
+    """A string literal, or a tuple / list / set of them."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return bool(node.elts) and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts)
+    return False
+
+
+def name_tests(tree: ast.AST) -> list[int]:
+    """Lines comparing a backend's name with a literal (==, !=, in, not in) or matching on it."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            pairs = itertools.pairwise(sides)
+            if any(
+                (_names_a_backend(a) and _literal_names(b)) or (_literal_names(a) and _names_a_backend(b))
+                for a, b in pairs
+            ):
+                lines.append(node.lineno)
+        elif isinstance(node, ast.Match) and _names_a_backend(node.subject):
+            lines.append(node.lineno)
+    return sorted(lines)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in modules() if unit_of(p) in BACKEND_FREE and name_of(p) not in REGISTRATION_TABLES],
+    ids=name_of,
+)
+def test_no_backend_name_is_tested_in_the_pipeline_or_retrieval(path: Path) -> None:
+    """A backend says what it needs (capabilities, its methods); only its registration table writes its name."""
+    found = name_tests(ast.parse(path.read_text(encoding="utf-8")))
+    assert not found, f"{name_of(path)}: a backend's name is tested at line(s) {found}; ask its backend instead"
+
+
+def test_the_name_test_check_can_fail() -> None:
+    """The check sees each form a name test takes (so the test above can fail)."""
+    source = (
+        'if retriever.name == "bm25": pass\n'
+        'if settings.name in ("dense", "hybrid"): pass\n'
+        'if "cohere" != plan.embedder.name: pass\n'
+        'ok = generator_name in ("local", "fake")\n'
+        "match reranker.name:\n    case 'local': pass\n"
+        'if backend.embeds and index == "hnsw": pass\n'
+    )
+    assert name_tests(ast.parse(source)) == [1, 2, 3, 4, 5]

@@ -29,6 +29,16 @@ def test_retryable_statuses(status: int | None, headers: dict[str, str] | None, 
     assert RetryPolicy().retryable(status, headers) is expected
 
 
+def test_the_hint_header_is_a_parameter_of_the_one_policy() -> None:
+    """Claude's x-should-retry is the default hint; a backend can name another header, or none (statuses only)."""
+    told_no = {"x-should-retry": "false"}
+    assert RetryPolicy().retryable(503, told_no) is False
+    assert RetryPolicy(hint_header=None).retryable(503, told_no) is True
+    assert RetryPolicy(hint_header=None).retryable(400, {"x-should-retry": "true"}) is False
+    assert RetryPolicy(hint_header="x-retry-ok").retryable(400, {"X-Retry-OK": "true"}) is True
+    assert RetryPolicy(hint_header="x-retry-ok").retryable(503, told_no) is True
+
+
 def test_backoff_without_jitter_is_the_doubling_ceiling_capped() -> None:
     policy = RetryPolicy(max_retries=6, base_delay_s=0.5, max_delay_s=3.0)
     assert [policy.delay(r) for r in range(5)] == [0.5, 1.0, 2.0, 3.0, 3.0]

@@ -11,15 +11,17 @@ cost carries that label (``cost_estimated``).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from evalkit.cost.model import Cost, TokenUsage, call_cost, index_growth, rerank_cost
 from evalkit.cost.prices import EmbedPrice, PriceTable
 from evalkit.cost.stuffing import stuff_vs_retrieve
 from evalkit.records import COST_PER_DAY, COST_PER_QUERY
+
+if TYPE_CHECKING:  # only its frames are handled here: a config reads CostSettings without loading pandas
+    import pandas as pd
 
 __all__ = [
     "CostSettings",

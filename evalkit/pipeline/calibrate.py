@@ -196,8 +196,10 @@ def generator_rate(generator: Generator, cache: Cache) -> TokenRate:
 
 
 def calibrates(generator_name: str | None) -> bool:
-    """Generators measured here: local ones only (a remote API would be sent a request)."""
-    return generator_name in ("local", "fake")
+    """Generators measured here: those that run on this machine (a remote API would be sent a request)."""
+    from evalkit.answers.generation.settings import generator_backend
+
+    return generator_name is not None and generator_backend(generator_name).runs_here
 
 
 def describe_rates(rates: Sequence[TextRate | TokenRate]) -> list[str]:

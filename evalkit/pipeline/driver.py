@@ -212,17 +212,18 @@ def dry_run(ctx: WorkContext, embedder: Embedder, run_dir: Path, executor: Execu
 
 def position_dry_run(plan: SweepPlan, labelset: LabelSet, cache: Cache, run_dir: Path, pools: dict[str, Any]) -> None:
     from evalkit.answers.generation import make_generator
-    from evalkit.answers.generation.anthropic import API_KEY_ENV
+    from evalkit.answers.generation.settings import generator_backend
 
     assert plan.position is not None and plan.generator is not None
     settings = replace(plan.position, dry_run=True)
     overrides: dict[str, Any] = {}
-    if plan.generator.name == "anthropic" and not os.environ.get(API_KEY_ENV):
+    key_env = generator_backend(plan.generator.name).api_key_env
+    if key_env is not None and not os.environ.get(key_env):
         # No key: the client is built for its model and window only and is never called.
         overrides["api_key"] = "dry-run-without-a-key"
         settings = replace(settings, count_with_model=False)
-    openai_env = getattr(plan.generator, "api_key_env", None)
-    if plan.generator.name == "openai" and openai_env and not os.environ.get(openai_env):
+    own_env = getattr(plan.generator, "api_key_env", None)  # an endpoint whose key variable is its own setting
+    if key_env is None and own_env and not os.environ.get(own_env):
         overrides["api_key_env"] = None  # no key: nothing is sent in a dry run, the plan needs none
     generator = make_generator(plan.generator, **overrides)
     job = replace(plan.position_job(), settings=settings)

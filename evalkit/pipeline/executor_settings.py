@@ -6,9 +6,11 @@ from dataclasses import dataclass, field
 
 from evalkit.plugins import Choices
 from evalkit.retrieval.pools import DEFAULT_BLOCK_CELLS
-from evalkit.run.blocks import DEFAULT_RESULTS_BLOCK_ROWS
+from evalkit.run.files import DEFAULT_RESULTS_BLOCK_ROWS
 
-EXECUTOR_NAMES = Choices("executor", ("local", "ray"))
+IN_PROCESS = "local"
+"""``executor=local``: the units run in this process (the default; the one executor that may call production)."""
+EXECUTOR_NAMES = Choices("executor", (IN_PROCESS, "ray"))
 
 
 class ClusterError(RuntimeError):
@@ -23,7 +25,7 @@ class ClusterUnreachable(RuntimeError):
 class ExecutorSettings:
     """``executor=local`` (this process) or ``executor=ray`` (a Ray cluster); results are identical."""
 
-    name: str = field(default="local", metadata={"choices": EXECUTOR_NAMES})
+    name: str = field(default=IN_PROCESS, metadata={"choices": EXECUTOR_NAMES})
     address: str | None = None
     """Ray only. None: start a local Ray instance for the sweep and stop it after; ``auto``: the
     cluster this machine belongs to; ``host:port``: that cluster's head (``ray://`` Ray Client
@@ -42,3 +44,7 @@ class ExecutorSettings:
     results_block_rows: int = field(default=DEFAULT_RESULTS_BLOCK_ROWS, metadata={"min": 1})
     """Result rows (config x question) held at once when results are written and aggregated; a block holds
     whole configs, so at least one config's questions. Bounds memory on large sets; never changes a number."""
+
+    @property
+    def in_process(self) -> bool:
+        return self.name == IN_PROCESS

@@ -152,7 +152,7 @@ class SweepPlan:
 
     @property
     def uses_embedder(self) -> bool:
-        return self.retriever.name in ("dense", "hybrid")
+        return self.retriever.backend.embeds
 
     @property
     def grid_points(self) -> int:
@@ -274,7 +274,7 @@ def build_plan(
 def _chunkings(config: SweepConfig) -> tuple[ChunkingSpec, ...]:
     """The chunk_size x chunk_overlap grid; with retriever=external, production's own chunking alone."""
     if config.retriever.external:
-        if config.executor.name != "local":
+        if not config.executor.in_process:
             raise ConfigError("executor.name: retriever=external runs on executor=local (it calls production)")
         return (ChunkingSpec(EXTERNAL_CHUNKING, 0, 0),)
     sizes, overlaps = _unique(config.chunk_size), _unique(config.chunk_overlap)
@@ -334,7 +334,7 @@ def _check_prices(config: SweepConfig) -> None:
         price_table(pricing_dir).model(config.cost.model)
     except PricingError as exc:
         raise ConfigError(f"cost.model: {str(exc).splitlines()[0]}") from None
-    if config.embedder.name == "cohere":  # a paid embedder is charged to the budget request by request
+    if config.embedder.priced:  # a paid embedder is charged to the budget request by request
         try:
             price_table(pricing_dir).embedder(config.embedder.model)
         except PricingError as exc:

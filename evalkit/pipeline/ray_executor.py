@@ -253,13 +253,13 @@ class _RaySweep:
         """Vectors (misses embedded on the cluster) and the BM25 tokens the cache holds, in the object store."""
         ctx, retriever = self.ctx, self.ctx.plan.retriever
         passages = queries = None
-        if retriever.name in ("dense", "hybrid"):
+        if retriever.backend.embeds:
             started = time.perf_counter()
             passages = self._embed(texts, "passage")
             queries = self._embed([q.question for q in ctx.questions], "query")
             ctx.stats.add_time("embed", time.perf_counter() - started)
         known = None
-        if retriever.name in ("bm25", "hybrid"):
+        if retriever.backend.tokenizes:
             known = cached_tokens([*texts, *(q.question for q in ctx.questions)], ctx.cache)
         embedder = ctx.embedder
         identity, dim = (embedder.identity, embedder.dim) if embedder is not None else (None, 0)

@@ -63,11 +63,11 @@ def write_results(
     """results.parquet (and .csv when asked) and summary.parquet|csv; returns the decision's per-config values,
     the summary and the mean tokens of a returned chunk."""
     settings, prices = plan.cost, price_table(plan.pricing_dir)
-    rerank_model = plan.reranker.model if plan.reranker.name == "cohere" else None
+    rerank_model = plan.reranker.priced_model
     rerank_cost = rerank_cost_per_query(prices, rerank_model, plan.pool_size)
-    paid_embedder = plan.embedder == "cohere" and plan.uses_embedder  # each question's embedding is billed
+    paid_embedder = plan.embedder_config.priced and plan.uses_embedder  # each question's embedding is billed
     query_embed = prices.embedder(plan.embedder_config.model) if paid_embedder else None
-    if plan.embedder == "openai" and plan.uses_embedder:
+    if plan.embedder_config.priced_if_listed and plan.uses_embedder:
         # An OpenAI-compatible endpoint is billed when conf/pricing has its model; a self-hosted one is not.
         query_embed = prices.embedders.get(plan.embedder_config.model)
     folder = RunFolder(run_dir)

@@ -14,22 +14,14 @@ from evalkit.pipeline.counters import RunStats
 from evalkit.pipeline.plan import SweepPlan
 from evalkit.pipeline.units import Units
 from evalkit.records import Question
-from evalkit.retrieval.ann import HnswSettings, hnsw_pool, recall_against_exact
+from evalkit.retrieval.backends import SearchParts
 from evalkit.retrieval.bm25 import BM25Index, BM25Params, cached_tokens, complete_tokens, store_tokens
 from evalkit.retrieval.embedding.base import Embedder, embed_texts
 from evalkit.retrieval.mask import Mask
-from evalkit.retrieval.pools import (
-    DEFAULT_BLOCK_CELLS,
-    CandidatePool,
-    DenseIndex,
-    QueryVectors,
-    bm25_pool,
-    dense_pool,
-    hybrid_pool,
-)
+from evalkit.retrieval.pools import DEFAULT_BLOCK_CELLS, CandidatePool, DenseIndex, QueryVectors
 from evalkit.retrieval.rerank.base import Reranker, cached_scores, rerank_scores
 from evalkit.retrieval.settings import RetrieverSettings
-from evalkit.retrieval.vectorstore import STORE_FOLDER, StoreSettings, StoreTable, store_pool, table_name
+from evalkit.retrieval.vectorstore import STORE_FOLDER, StoreTable, table_name
 from evalkit.run.progress import bar
 
 
@@ -56,7 +48,7 @@ def embed_inputs(
 ) -> SearchInputs:
     """The local path: vectors and tokens from the cache, computing the misses in this process."""
     passages = queries = None
-    if retriever.name in ("dense", "hybrid"):
+    if retriever.backend.embeds:
         assert embedder is not None
         started = time.perf_counter()
         passages = embed_texts(embedder, units_text, "passage", cache, stats.embed, progress, stats.spend)
@@ -64,7 +56,7 @@ def embed_inputs(
         queries = embed_texts(embedder, questions_text, "query", cache, stats.embed, progress, stats.spend)
         stats.add_time("embed", time.perf_counter() - started)
     known = None
-    if retriever.name in ("bm25", "hybrid"):
+    if retriever.backend.tokenizes:
         texts = [*units_text, *(q.question for q in questions)]
         known = cached_tokens(texts, cache)
         _, fresh = complete_tokens(texts, known)
@@ -95,48 +87,25 @@ def search(
     """One candidate pool of ``pool_size`` per question; pure given ``inputs`` (and the store's table).
 
     Returns the pool, what the search reports (the approximate index's recall against
-    exact search), and BM25 tokens it had to compute (for the driver to cache).
+    exact search), and BM25 tokens it had to compute (for the driver to cache). The backend
+    says what it reads (vectors, tokens) and searches (evalkit.retrieval.backends).
     """
-    n_queries = len(questions)
+    backend = retriever.backend
+    assert backend.search is not None, f"retriever={retriever.name} is searched by production (an external unit)"
     index = queries = bm25 = None
     fresh: dict[str, list[str]] = {}
-    if retriever.name in ("dense", "hybrid"):
+    if backend.embeds:
         assert inputs.passage_vectors is not None and inputs.query_vectors is not None
         index = DenseIndex(str(inputs.embedder_identity), inputs.dim, inputs.passage_vectors)
         queries = QueryVectors(str(inputs.embedder_identity), inputs.query_vectors)
-    if retriever.name in ("bm25", "hybrid"):
+    if backend.tokenizes:
         assert inputs.known_tokens is not None
         texts = [*units_text, *(q.question for q in questions)]
         tokens, fresh = complete_tokens(texts, inputs.known_tokens)
         bm25 = BM25Index(units_text, BM25Params(retriever.bm25_k1, retriever.bm25_b), tokens=tokens[: len(units_text)])
         bm25.set_queries([q.question for q in questions], tokens=tokens[len(units_text) :])
-    report: dict[str, Any] = {}
-    if retriever.name == "dense":
-        assert index is not None and queries is not None
-        if retriever.index == "hnsw":
-            settings = HnswSettings(
-                retriever.hnsw_connectivity, retriever.hnsw_expansion_add, retriever.hnsw_expansion_search
-            )
-            pool = hnsw_pool(index, queries, pool_size, allowed, settings)
-            report["ann"] = recall_against_exact(index, queries, pool, allowed, cells)
-        elif retriever.index == "lancedb":
-            assert store is not None, "retriever.index=lancedb searches a table: pass its StoreTable"
-            settings = StoreSettings(retriever.lancedb_index, retriever.lancedb_partitions, retriever.lancedb_nprobes)
-            pool = store_pool(index, queries, pool_size, store, allowed, settings)
-            if not settings.exact:  # flat is exact search (equal pools, tested): nothing lost to report
-                report["ann"] = {
-                    "index": f"lancedb {settings.index}",
-                    **recall_against_exact(index, queries, pool, allowed, cells),
-                }
-        else:
-            pool = dense_pool(index, queries, pool_size, allowed, cells)
-    elif retriever.name == "bm25":
-        assert bm25 is not None
-        pool = bm25_pool(bm25.score_rows, n_queries, pool_size, allowed, bm25.n_units, cells)
-    else:
-        assert index is not None and queries is not None and bm25 is not None
-        fusion, rrf_k = retriever.fusion, retriever.rrf_k
-        pool = hybrid_pool(index, queries, bm25.score_rows, pool_size, fusion, rrf_k, allowed, cells)  # type: ignore[arg-type]
+    parts = SearchParts(len(questions), pool_size, index, queries, bm25, allowed, cells, store)
+    pool, report = backend.search(retriever, parts)
     return pool, report, fresh
 
 

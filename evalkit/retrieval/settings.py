@@ -8,9 +8,10 @@ from typing import Any
 
 from evalkit.http_call import url_problem
 from evalkit.plugins import Choices
+from evalkit.retrieval.backends import BUILTIN_RETRIEVERS, RetrieverBackend, backend_of, taking_index
 from evalkit.settings import ConfigError, check_keys
 
-RETRIEVERS = Choices("retriever", ("dense", "bm25", "hybrid", "external"))
+RETRIEVERS = Choices("retriever", BUILTIN_RETRIEVERS)
 """evalkit's own retrievers, then installed plugins' (each an external retriever: its entry point is the target)."""
 INDEXES = ("exact", "hnsw", "lancedb")
 HNSW_KEYS = ("hnsw_connectivity", "hnsw_expansion_add", "hnsw_expansion_search")
@@ -24,7 +25,9 @@ EXTERNAL_KEYS = (
 """The external retriever's settings; other retrievers leave them out of their ids."""
 EXTERNAL_IDENTITY = ("target", "url", "version")
 """What names an external retriever's answers (the rest is transport: how the calls are made)."""
-RERANKERS = Choices("reranker", ("none", "local", "e5", "cohere", "fake"))
+NO_RERANKER = "none"
+"""``reranker=none``: no rerank stage (the absence of a backend, not one)."""
+RERANKERS = Choices("reranker", (NO_RERANKER, "local", "e5", "cohere", "fake"))
 TRANSPORT_KEYS = frozenset(
     {
         "base_url",
@@ -85,11 +88,10 @@ class RetrieverSettings:
             if self.url is not None or self.target not in (None, plugin.value):
                 raise ConfigError(f"retriever.target: retriever={self.name} is {plugin.where}; drop target and url")
             object.__setattr__(self, "target", plugin.value)
-        if self.index != "exact" and self.name != "dense":
-            raise ConfigError(
-                f"retriever.index: {self.index} applies to retriever=dense, not {self.name}; use index=exact"
-            )
-        if self.name == "external" and (self.target is None) == (self.url is None):
+        if self.index not in self.backend.indexes:
+            takers = " or ".join(f"retriever={name}" for name in taking_index(self.index))
+            raise ConfigError(f"retriever.index: {self.index} applies to {takers}, not {self.name}; use index=exact")
+        if self.external and (self.target is None) == (self.url is None):
             raise ConfigError(
                 "retriever.target: retriever=external needs exactly one of retriever.target=package.module:function "
                 "and retriever.url=http://host:port/path"
@@ -104,9 +106,14 @@ class RetrieverSettings:
         return int(self.max_reply_mb * 1024 * 1024)
 
     @property
+    def backend(self) -> RetrieverBackend:
+        """What this retriever needs and how it searches (evalkit.retrieval.backends)."""
+        return backend_of(self.name)
+
+    @property
     def external(self) -> bool:
         """Production's own retriever: ``retriever=external`` or an installed retriever plugin."""
-        return self.name == "external" or self.name not in RETRIEVERS.builtins
+        return self.backend.external
 
     def identity(self) -> dict[str, Any]:
         """What changes the pool (the threshold grid does not: it slices the pool).
@@ -137,6 +144,8 @@ _RERANKER_KEYS = {
 }  # fmt: skip
 
 
+_PRICED_RERANKERS = frozenset({"cohere"})
+"""Rerankers billed per request, their ``model`` priced from the price files (the cost model adds them)."""
 _PLUGIN_RERANKER_KEYS = {"name", "thresholds"}
 """An installed reranker's keys: its name and its threshold grid (on its own score scale)."""
 
@@ -163,7 +172,12 @@ class RerankerSettings:
 
     @property
     def enabled(self) -> bool:
-        return self.name != "none"
+        return self.name != NO_RERANKER
+
+    @property
+    def priced_model(self) -> str | None:
+        """The model the price files charge per query for (None: a reranker that costs nothing per call)."""
+        return self.model if self.name in _PRICED_RERANKERS else None
 
     def identity(self) -> dict[str, Any]:
         """What changes rerank scores: the backend and its model settings, not transport or thresholds."""
@@ -185,15 +199,9 @@ def score_range(retriever: RetrieverSettings, reranker: str) -> tuple[float, flo
     BM25 scores are never negative; dense scores are cosines in [-1, 1]; reciprocal-rank fusion gives at
     most 2 / (rrf_k + 1). With a reranker (its own scale) or max-normalised fusion: None (not known here).
     """
-    if reranker != "none":
+    if reranker != NO_RERANKER:
         return None
-    if retriever.name == "bm25":
-        return (0.0, math.inf)
-    if retriever.name == "dense":
-        return (-1.0, 1.0)
-    if retriever.name == "hybrid" and retriever.fusion == "rrf":
-        return (0.0, 2.0 / (retriever.rrf_k + 1))
-    return None
+    return retriever.backend.score_range(retriever)
 
 
 def threshold_warnings(thresholds: tuple[float, ...], retriever: RetrieverSettings, reranker: str) -> list[str]:

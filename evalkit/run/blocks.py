@@ -20,8 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-DEFAULT_RESULTS_BLOCK_ROWS = 1 << 18
-"""Rows held at once when results are written and aggregated (about 100 MB of result rows)."""
+from evalkit.run.files import DEFAULT_RESULTS_BLOCK_ROWS as DEFAULT_RESULTS_BLOCK_ROWS
 
 
 def write_frames(path: Path, frames: Iterable[pd.DataFrame]) -> int:

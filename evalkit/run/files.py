@@ -22,6 +22,9 @@ RUNNING, COMPLETE = "running", "complete"
 folder a full disk or a kill left half-written is refused by every reader (runs before the field: complete)."""
 RESULTS = "results.parquet"
 SUMMARY = "summary.parquet"
+DEFAULT_RESULTS_BLOCK_ROWS = 1 << 18
+"""Rows held at once when results are written and aggregated (about 100 MB of result rows); here, not in
+run/blocks.py, so that the executor's settings read it without loading pandas and pyarrow."""
 SUMMARY_CSV = "summary.csv"
 POOLS_DIR = "pools"
 CHUNKINGS_DIR = "chunkings"

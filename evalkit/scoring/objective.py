@@ -10,13 +10,16 @@ unanswerable questions, abstention no worse than production's.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
-from evalkit.scoring.per_config import PerConfig, Results
 from evalkit.scoring.registry import MEASURES, Measure
-from evalkit.scoring.values import matrix
+
+if TYPE_CHECKING:  # a config reads ObjectiveSettings before any table exists: pandas loads with the first table
+    import pandas as pd
+
+    from evalkit.scoring.per_config import PerConfig, Results
 
 PROMPT_TOKENS = "prompt_tokens"
 """Per-question prompt tokens of a config: question and returned chunks (the system prompt is the same for all)."""
@@ -66,6 +69,9 @@ class ConfigTable:
 
 
 def config_table(results: Results, primary: str, margin_measures: tuple[str, ...]) -> ConfigTable:
+    from evalkit.scoring.per_config import PerConfig
+    from evalkit.scoring.values import matrix
+
     if isinstance(results, PerConfig):
         return _config_table(results, primary, margin_measures)
     tokens = results.assign(**{PROMPT_TOKENS: results["returned_tokens"] + results["question_tokens"]})

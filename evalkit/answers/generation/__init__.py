@@ -15,14 +15,15 @@ from evalkit.answers.generation.base import Generator
 from evalkit.answers.generation.request import GenerationError
 from evalkit.answers.generation.settings import (
     GENERATOR_NAMES,
+    GENERATORS,
     USE_ONE_OF,
     GeneratorSettings,
     read_generator_settings,
 )
-from evalkit.plugins import PluginError, Registry
+from evalkit.plugins import PluginError
 from evalkit.usercode import guard_methods
 
-__all__ = ["make_generator", "prompts_for", "refusal_for"]
+__all__ = ["GENERATORS", "make_generator", "prompts_for", "refusal_for"]
 
 
 def _lang_key(cfg: Mapping[str, Any], section: str, lang: str) -> str:
@@ -52,37 +53,6 @@ def prompts_for(cfg: Mapping[str, Any], lang: str) -> dict[str, str]:
     }
 
 
-def _anthropic() -> type:
-    from evalkit.answers.generation.anthropic import AnthropicGenerator
-
-    return AnthropicGenerator
-
-
-def _openai() -> type:
-    from evalkit.answers.generation.openai_compat import OpenAICompatGenerator
-
-    return OpenAICompatGenerator
-
-
-def _local() -> type:
-    from evalkit.answers.generation.local import LlamaCppGenerator
-
-    return LlamaCppGenerator
-
-
-def _fake() -> type:
-    from evalkit.answers.generation.fake import FakeGenerator
-
-    return FakeGenerator
-
-
-GENERATORS = Registry("generator", {"anthropic": _anthropic, "openai": _openai, "local": _local, "fake": _fake})
-"""``generator=<name>`` to the class whose ``from_config(settings, **overrides)`` builds it (imported when chosen).
-
-An installed plugin's entry point names that class itself.
-"""
-
-
 def make_generator(cfg: Mapping[str, Any] | GeneratorSettings, **overrides: Any) -> Generator:
     """The generator a ``conf/generator/*.yaml`` names (``anthropic``, ``openai``, ``local``, ``fake``, a plugin's).
 
@@ -93,7 +63,7 @@ def make_generator(cfg: Mapping[str, Any] | GeneratorSettings, **overrides: Any)
         raise GenerationError(f"unknown generator {cfg.get('name')!r}: {USE_ONE_OF}")
     settings = read_generator_settings(cfg)
     entry = GENERATORS[settings.name]
-    backend = entry() if GENERATORS.builtin(settings.name) else entry
+    backend = entry.load() if GENERATORS.builtin(settings.name) else entry  # a plugin's entry is its class
     generator = backend.from_config(settings, **overrides)  # type: ignore[attr-defined]
     if not isinstance(generator, Generator):
         raise PluginError(f"generator={settings.name} built {type(generator).__name__}, not a Generator")

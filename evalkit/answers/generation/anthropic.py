@@ -43,8 +43,9 @@ from evalkit.answers.generation.prompt_cache import (
     with_lost_attempts,
 )
 from evalkit.answers.generation.request import TRUNCATING_STOPS, GenerationError, GenerationRequest
+from evalkit.answers.generation.settings import ANTHROPIC_API_KEY_ENV
 from evalkit.records import Answer, Usage
-from evalkit.retry import RetriesExhausted, RetryPolicy, Transient, call_with_retries
+from evalkit.retry import SHOULD_RETRY_HEADER, RetriesExhausted, RetryPolicy, Transient, call_with_retries
 
 if TYPE_CHECKING:
     from anthropic import Anthropic
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-API_KEY_ENV = "ANTHROPIC_API_KEY"
+API_KEY_ENV = ANTHROPIC_API_KEY_ENV
 _EPHEMERAL = {"type": "ephemeral"}
 _TOO_LONG = "prompt is too long"  # the 400 message: "prompt is too long: N tokens > M maximum"
 DEFAULT_WINDOWS: Mapping[str, int] = {
@@ -121,7 +122,10 @@ class AnthropicGenerator(Generator):
         self.batch_timeout_s = batch_timeout_s
         self.max_batch_requests = max_batch_requests
         self.max_retries = max_retries
-        self.retry = RetryPolicy(max_retries, retry_base_delay_s, retry_max_delay_s, retry_deadline_s)
+        # Claude's servers say whether a retry may help (x-should-retry): the shared policy's hint parameter.
+        self.retry = RetryPolicy(
+            max_retries, retry_base_delay_s, retry_max_delay_s, retry_deadline_s, hint_header=SHOULD_RETRY_HEADER
+        )
         self._sleep = sleep
         self._jitter = jitter if jitter is not None else random.Random()
         self._sdk = _sdk()
@@ -384,14 +388,6 @@ class AnthropicGenerator(Generator):
             stop_reason=stop,
             error="" if stop == "overflow" else reason,
         )
-
-
-def _retryable(status: int, headers: Mapping[str, str]) -> bool:
-    """The SDK's own rule: the server's ``x-should-retry`` first, else 408, 409, 429 and 5xx (529 included)."""
-    hint = headers.get("x-should-retry")
-    if hint in ("true", "false"):
-        return hint == "true"
-    return status in (408, 409, 429) or status >= 500
 
 
 def _api_message(err: Any) -> str:

@@ -13,13 +13,13 @@ back as a read-only mapping for code that reads prompts and refusals by key.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 from evalkit.answers.generation.local import DEFAULT_MODEL_ID, LocalSettings
-from evalkit.plugins import Choices
+from evalkit.plugins import Choices, Registry
 from evalkit.settings import ConfigError, parse_settings, suggest
 
 DEFAULT_REFUSALS: Mapping[str, str] = MappingProxyType(
@@ -134,9 +134,6 @@ class FakeSettings(GeneratorCommon):
     """Words of the first context block in the answer."""
 
 
-USE_ONE_OF = "use generator=local (or local-1.5b), generator=anthropic, generator=openai or generator=fake"
-
-
 @dataclass(frozen=True)
 class PluginGeneratorSettings(GeneratorCommon):
     """An installed generator plugin's keys: the shared ones and a window (its prompts from its yaml)."""
@@ -147,11 +144,75 @@ class PluginGeneratorSettings(GeneratorCommon):
 GeneratorSettings = AnthropicSettings | OpenAISettings | LocalGeneratorSettings | FakeSettings | PluginGeneratorSettings
 """A generator's settings, by backend."""
 
-GENERATOR_NAMES = Choices("generator", ("anthropic", "openai", "local", "fake"))
+
+@dataclass(frozen=True)
+class GeneratorBackend:
+    """A built-in generator as a plugin's is registered: its settings, its class, what it needs to run."""
+
+    settings: type[GeneratorCommon]
+    load: Callable[[], type]
+    """The class whose ``from_config(settings, **overrides)`` builds it, imported when a config names it."""
+    runs_here: bool = False
+    """Runs on this machine (its speed is measured here); a remote API would be sent a request."""
+    api_key_env: str | None = None
+    """The environment variable holding its API key (None: it needs none)."""
+    also: str = ""
+    """How the one-line refusal of an unknown name mentions its other conf options."""
+
+
+def _anthropic() -> type:
+    from evalkit.answers.generation.anthropic import AnthropicGenerator
+
+    return AnthropicGenerator
+
+
+def _openai() -> type:
+    from evalkit.answers.generation.openai_compat import OpenAICompatGenerator
+
+    return OpenAICompatGenerator
+
+
+def _local() -> type:
+    from evalkit.answers.generation.local import LlamaCppGenerator
+
+    return LlamaCppGenerator
+
+
+def _fake() -> type:
+    from evalkit.answers.generation.fake import FakeGenerator
+
+    return FakeGenerator
+
+
+ANTHROPIC_API_KEY_ENV = "ANTHROPIC_API_KEY"
+PLUGIN_BACKEND = GeneratorBackend(PluginGeneratorSettings, lambda: type(None))
+"""An installed generator's traits: its own settings record, remote as far as evalkit knows, no key it checks."""
+
+GENERATORS: Registry[GeneratorBackend] = Registry(
+    "generator",
+    {
+        "anthropic": GeneratorBackend(AnthropicSettings, _anthropic, api_key_env=ANTHROPIC_API_KEY_ENV),
+        # The key's variable is the endpoint's own setting (generator.api_key_env; null for a local server).
+        "openai": GeneratorBackend(OpenAISettings, _openai),
+        "local": GeneratorBackend(LocalGeneratorSettings, _local, runs_here=True, also=" (or local-1.5b)"),
+        "fake": GeneratorBackend(FakeSettings, _fake, runs_here=True),
+    },
+)
+"""The registration table: ``generator=<name>`` to its backend. An installed plugin's entry point (group
+``evalkit.generators``) names its class itself, and reads :class:`PluginGeneratorSettings`."""
+
+GENERATOR_NAMES = Choices("generator", GENERATORS.builtin_names())
 BACKENDS: Mapping[str, type[GeneratorCommon]] = MappingProxyType(
-    {"anthropic": AnthropicSettings, "openai": OpenAISettings, "local": LocalGeneratorSettings, "fake": FakeSettings}
+    {name: GENERATORS[name].settings for name in GENERATORS.builtin_names()}
 )
 """evalkit's own backends' settings; an installed plugin reads :class:`PluginGeneratorSettings`."""
+_OPTIONS = [f"generator={name}{GENERATORS[name].also}" for name in GENERATORS.builtin_names()]
+USE_ONE_OF = f"use {', '.join(_OPTIONS[:-1])} or {_OPTIONS[-1]}"
+
+
+def generator_backend(name: str) -> GeneratorBackend:
+    """What ``generator.name`` needs to run: evalkit's own backend's traits, or a plugin's."""
+    return GENERATORS[name] if GENERATORS.builtin(name) else PLUGIN_BACKEND
 
 
 def read_generator_settings(

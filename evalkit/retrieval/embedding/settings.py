@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,10 @@ _KEYS: Mapping[str, frozenset[str]] = {
     ),
 }
 """Each backend's keys: ``embedder=e5`` with ``path=`` is a mistake, not a no-op. A plugin takes any key."""
+_PRICED = frozenset({"cohere"})
+_PRICED_IF_LISTED = frozenset({"openai"})
+"""Backends billed when the price files list their model (a hosted endpoint), free otherwise (a self-hosted one)."""
+"""Backends billed per request (``embedder.model`` priced from the price files; the budget charges them)."""
 
 
 @dataclass(frozen=True)
@@ -71,14 +75,36 @@ class EmbedderSettings:
     """onnx: prepended to every passage (e5-style models: ``"passage: "``)."""
 
     def __post_init__(self) -> None:
-        if self.name == "cohere" and self.api_key_env is None:
-            raise ConfigError("embedder.api_key_env: embedder=cohere needs a key's variable (COHERE_API_KEY)")
-        if self.name == "onnx" and not self.path:
-            raise ConfigError("embedder.path: embedder=onnx needs the model folder (embedder.path=DIR)")
-        if self.name == "cohere" and self.batch_size is not None and self.batch_size > COHERE_MAX_TEXTS:
-            raise ConfigError(
-                f"embedder.batch_size: {self.batch_size} is above Cohere's {COHERE_MAX_TEXTS} per request"
-            )
+        check = _CHECKS.get(self.name)
+        problem = check(self) if check is not None else None
+        if problem is not None:
+            raise ConfigError(problem)
+
+    @property
+    def priced(self) -> bool:
+        return self.name in _PRICED
+
+    @property
+    def priced_if_listed(self) -> bool:
+        return self.name in _PRICED_IF_LISTED
+
+
+def _onnx_problem(settings: EmbedderSettings) -> str | None:
+    if not settings.path:
+        return "embedder.path: embedder=onnx needs the model folder (embedder.path=DIR)"
+    return None
+
+
+def _cohere_problem(settings: EmbedderSettings) -> str | None:
+    if settings.api_key_env is None:
+        return "embedder.api_key_env: embedder=cohere needs a key's variable (COHERE_API_KEY)"
+    if settings.batch_size is not None and settings.batch_size > COHERE_MAX_TEXTS:
+        return f"embedder.batch_size: {settings.batch_size} is above Cohere's {COHERE_MAX_TEXTS} per request"
+    return None
+
+
+_CHECKS: Mapping[str, Callable[[EmbedderSettings], str | None]] = {"onnx": _onnx_problem, "cohere": _cohere_problem}
+"""Each backend's own check of its settings (beside its keys), by name: the one place it is written."""
 
 
 def check_embedder_keys(raw: Mapping[str, Any], where: str = "embedder") -> None:

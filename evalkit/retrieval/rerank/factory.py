@@ -56,7 +56,7 @@ RERANKER_FACTORIES = Registry("reranker", {"local": _local, "e5": _e5, "cohere":
 
 def make_reranker(settings: RerankerSettings, cache: Cache, pricing_dir: Path) -> Reranker | None:
     """The reranker for ``settings``, or None for ``reranker=none``; constructing it sends no request."""
-    if settings.name == "none":
+    if not settings.enabled:
         return None
     if settings.name not in RERANKER_FACTORIES:
         raise ValueError(f"unknown reranker {settings.name!r}; known: none, {', '.join(RERANKER_FACTORIES)}")
