@@ -80,7 +80,7 @@ class AnthropicSettings(GeneratorCommon):
 
 @dataclass(frozen=True)
 class LocalGeneratorSettings(GeneratorCommon, LocalSettings):
-    """``generator=local`` (and ``local-1.5b``): a GGUF model through llama.cpp; the sampling keys are
+    """``generator=local`` (and ``local-1.5b``, ``local-smollm2``): a GGUF model through llama.cpp; the sampling keys are
     :class:`~evalkit.answers.generation.local.LocalSettings`' (flat in the YAML, as there)."""
 
     model: str = field(default=DEFAULT_MODEL_ID, metadata={"allow_empty": False})
@@ -104,7 +104,7 @@ class FakeSettings(GeneratorCommon):
     """Words of the first context block in the answer."""
 
 
-USE_ONE_OF = "use generator=local (or local-1.5b), generator=anthropic or generator=fake"
+USE_ONE_OF = "use generator=local (or local-1.5b, local-smollm2), generator=anthropic or generator=fake"
 
 
 @dataclass(frozen=True)
