@@ -190,7 +190,11 @@ def table(calls: pd.DataFrame) -> pd.DataFrame:
         row["peak_rss_mb"] = group["peak_rss_mb"].max()
         row["load_1min"] = f"{group['load_1min'].min():.1f}-{group['load_1min'].max():.1f}"
         rows.append(row)
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    first = ["model", "packages", "licence", "wheel_mb"]
+    per_set = [c for c in frame.columns if c.split("_")[0] in {s.split("-")[0] for s in SETS}]
+    per_set = sorted(per_set, key=lambda c: (SETS.index(next(s for s in SETS if s.startswith(c.split("_")[0]))),))
+    return frame[first + per_set + [c for c in frame.columns if c not in first + per_set]]
 
 
 def _packages(model) -> str:

