@@ -114,7 +114,9 @@ def test_unknown_generator_names_the_fake() -> None:
         make_generator({"name": "nope"})
 
 
-@pytest.mark.parametrize(("option", "kind"), [("fake", FakeGenerator), ("local-1.5b", None), ("local", None)])
+@pytest.mark.parametrize(
+    ("option", "kind"), [("fake", FakeGenerator), ("local-1.5b", None), ("local-smollm2", None), ("local", None)]
+)
 def test_generator_options_compose_with_hydra(option: str, kind: type | None) -> None:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
@@ -127,3 +129,5 @@ def test_generator_options_compose_with_hydra(option: str, kind: type | None) ->
     assert isinstance(generator, kind or LlamaCppGenerator)
     if option == "local-1.5b":
         assert generator.model == "qwen2.5-coder-1.5b-instruct-gguf" and generator.identity == "local:cc324af070c2ecbf"
+    if option == "local-smollm2":
+        assert generator.model == "smollm2-135m-instruct-gguf" and generator.identity == "local:b179c9523d0e6a0f"

