@@ -23,7 +23,6 @@ cached never loads a model.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import threading
 from collections.abc import Mapping
@@ -35,6 +34,13 @@ from typing import Any
 from evalkit.answers.generation.base import Generator
 from evalkit.answers.generation.cached import overflow_answer
 from evalkit.answers.generation.gguf_vocab import GgufTokenizer, UnknownTokenizer
+from evalkit.answers.generation.llamacpp_wire import (
+    chat_payload,
+    completion_to_answer,
+    is_overflow,
+    prompt_identity,
+    timings_seconds,
+)
 from evalkit.answers.generation.local_loglik import forced_payload, loglik_from_response
 from evalkit.answers.generation.loglik import AnswerLoglik, check_answer
 from evalkit.answers.generation.models import (
@@ -44,8 +50,8 @@ from evalkit.answers.generation.models import (
     model_file,
     parts_model,
 )
-from evalkit.answers.generation.request import TRUNCATING_STOPS, GenerationError, GenerationRequest
-from evalkit.records import Answer, Usage
+from evalkit.answers.generation.request import GenerationError, GenerationRequest
+from evalkit.records import Answer
 from evalkit.settings import parse_settings
 
 __all__ = [
@@ -76,8 +82,6 @@ one under contention; ``benchmarks/local_generation.py``), while on an idle mach
 DEFAULT_N_THREADS_BATCH = 2
 """Prompt-processing threads: prompt batches are large matrix products that two cores do nearly twice as fast."""
 INSTALL_HINT = "pip install xllamacpp==2026.10.11549 (a default dependency of evalkit: pip install -e .)"
-OVERFLOW_ERROR = "exceed_context_size_error"
-"""The error type llama.cpp's server returns for a prompt longer than the context."""
 
 
 @dataclass(frozen=True)
@@ -169,68 +173,6 @@ def server_params(xllamacpp: Any, path: Path, settings: LocalSettings) -> Any:
     sampling.min_p = settings.min_p
     sampling.penalty_repeat = settings.repeat_penalty
     return params
-
-
-def chat_payload(request: GenerationRequest, settings: LocalSettings) -> dict[str, Any]:
-    """The chat-completions body: the request's turns plus every sampling setting, sent explicitly."""
-    messages = [{"role": "system", "content": request.system}] if request.system else []
-    messages += [{"role": role, "content": "".join(blocks)} for role, blocks in request.messages]
-    payload: dict[str, Any] = {
-        "messages": messages,
-        "max_tokens": request.max_tokens,
-        "temperature": settings.temperature,
-        "top_k": settings.top_k,
-        "top_p": settings.top_p,
-        "min_p": settings.min_p,
-        "repeat_penalty": settings.repeat_penalty,
-        "seed": settings.seed,
-        "cache_prompt": False,
-        "stream": False,
-    }
-    if request.stop_sequences:
-        payload["stop"] = list(request.stop_sequences)
-    return payload
-
-
-def prompt_identity(payload: Mapping[str, Any]) -> str:
-    """What fixes the tokens of a chat body's prompt (its turns; the chat template is the model's own)."""
-    return json.dumps(payload["messages"], ensure_ascii=False, sort_keys=True)
-
-
-def is_overflow(response: Mapping[str, Any]) -> bool:
-    """True for llama.cpp's "prompt longer than the context" error object."""
-    error = response.get("error")
-    return isinstance(error, Mapping) and error.get("type") == OVERFLOW_ERROR
-
-
-def completion_to_answer(response: Mapping[str, Any], question_id: str, model: str, backend: str = "local") -> Answer:
-    """An Answer from a llama.cpp chat completion (OpenAI-shaped: choices, finish_reason, usage)."""
-    choice = response["choices"][0]
-    finish = choice.get("finish_reason") or "stop"
-    stop = {"stop": "end_turn", "length": "max_tokens"}.get(finish, finish)
-    usage = response.get("usage") or {}
-    return Answer(
-        question_id=question_id,
-        text=(choice.get("message", {}).get("content") or "").strip(),
-        backend=backend,
-        model=model,
-        usage=Usage(
-            input_tokens=int(usage.get("prompt_tokens") or 0),
-            output_tokens=int(usage.get("completion_tokens") or 0),
-        ),
-        stop_reason=stop,
-        truncated=stop in TRUNCATING_STOPS,
-    )
-
-
-def timings_seconds(timings: Mapping[str, Any]) -> dict[str, float | None]:
-    """``first_token_s`` (prompt processing plus the first decoded token) and ``total_s`` from llama.cpp's own
-    ``timings``; None for what it did not report. The model's clock, not a wall clock around the call."""
-    prompt_ms, predicted_ms, predicted_n = (timings.get(k) for k in ("prompt_ms", "predicted_ms", "predicted_n"))
-    if not isinstance(prompt_ms, int | float) or not isinstance(predicted_ms, int | float):
-        return {"first_token_s": None, "total_s": None}
-    per_token = predicted_ms / predicted_n if isinstance(predicted_n, int) and predicted_n > 0 else 0.0
-    return {"first_token_s": (prompt_ms + per_token) / 1000.0, "total_s": (prompt_ms + predicted_ms) / 1000.0}
 
 
 class LlamaCppGenerator(Generator):

@@ -194,7 +194,9 @@ GENERATORS: Registry[GeneratorBackend] = Registry(
         "anthropic": GeneratorBackend(AnthropicSettings, _anthropic, api_key_env=ANTHROPIC_API_KEY_ENV),
         # The key's variable is the endpoint's own setting (generator.api_key_env; null for a local server).
         "openai": GeneratorBackend(OpenAISettings, _openai),
-        "local": GeneratorBackend(LocalGeneratorSettings, _local, runs_here=True, also=" (or local-1.5b, local-smollm2)"),
+        "local": GeneratorBackend(
+            LocalGeneratorSettings, _local, runs_here=True, also=" (or local-1.5b, local-smollm2)"
+        ),
         "fake": GeneratorBackend(FakeSettings, _fake, runs_here=True),
     },
 )
