@@ -34,7 +34,7 @@ from evalkit.run.review import (
     read_review,
 )
 from evalkit.run.review import write_review as write_review_file
-from evalkit.scoring.registry import COLUMNS, MEASURES, measure
+from evalkit.scoring.registry import COLUMNS, MEASURES, REPORTED, measure
 from evalkit.scoring.thresholds import MIN_AUC
 
 CURVE_MEASURES = ("recall", "context_precision")
@@ -162,6 +162,7 @@ def compute_review(run: Run, statistics: Statistics | None = None, labelset: Pat
         findings=findings,
         position=position,
         synthetic_measures=SYNTHETIC_MEASURES,
+        reported=REPORTED,
         synthetic=synthetic_rows(run.results, _synthetic(run, labelset), focus_id, baseline_id),
         calibration=advice_cells(run.calibration),
         min_auc=MIN_AUC,

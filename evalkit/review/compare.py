@@ -20,14 +20,13 @@ import pandas as pd
 from evalkit.run.comparison import Flip, RunDelta
 from evalkit.run.folder import Run
 from evalkit.scoring.compare import Resampling, paired
+from evalkit.scoring.registry import MEASURES, REPORTED
 
-COMPARED = ("recall", "hit", "context_precision", "ndcg", "mrr", "zero_hit_answerable", "zero_hit_unanswerable")
+COMPARED = tuple(m for m in REPORTED if MEASURES[m].subset != "all")
+"""The registry's reported measures that have per-question values on answerable or unanswerable questions."""
 KEY_COLUMNS = ("chunking", "retriever", "reranker", "top_k", "threshold")
 # summary metric -> (per-question column, which questions it is a mean over)
-PER_QUESTION = {m: (m, True) for m in ("recall", "hit", "context_precision", "ndcg", "mrr")} | {
-    "zero_hit_answerable": ("zero_hit", True),
-    "zero_hit_unanswerable": ("zero_hit", False),
-}
+PER_QUESTION = {m: (MEASURES[m].column, MEASURES[m].subset == "answerable") for m in COMPARED}
 
 
 def _keys(summary: pd.DataFrame, columns: Sequence[str]) -> pd.Series:

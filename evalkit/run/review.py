@@ -221,6 +221,8 @@ class Review:
     """One per calibration.parquet row, in its order."""
     min_auc: float
     """The AUC below which no threshold is advised."""
+    reported: tuple[str, ...] = ()
+    """The measures the report's grid and comparisons show, in order (the metric registry's ``REPORTED``)."""
 
     def measure(self, name: str) -> Measure:
         """The named measure as the registry declared it (its name as label when unknown)."""

@@ -168,6 +168,19 @@ MEASURES: dict[str, Measure] = {
 }
 """Measure name -> measure, in the order the report and the gate list them."""
 
+REPORTED = (
+    "recall",
+    "hit",
+    "context_precision",
+    "ndcg",
+    "mrr",
+    "precision",
+    "zero_hit_answerable",
+    "zero_hit_unanswerable",
+)
+"""Measures the report's grid, run-over-run comparison and flags show, in order. A new metric is its module in
+:mod:`evalkit.scoring.ir` (declared there once, with its forms and column) and its name here: two files."""
+
 HEADLINE = ("recall", "hit", "context_precision", "ndcg", "mrr", "zero_hit_answerable", "zero_hit_unanswerable")
 """Measures the recommendation-versus-baseline table shows, in order."""
 

@@ -12,7 +12,14 @@ from evalkit.report.model import ReportModel
 from evalkit.run import files
 from evalkit.run.review import Review
 
-HEATMAP_MEASURES = ("recall", "context_precision", "ndcg", "mrr", "precision", "zero_hit_answerable")
+FALLBACK_MEASURES = ("recall", "context_precision", "ndcg", "mrr", "precision", "zero_hit_answerable")
+"""The grid's measures for a review.json written before it named them (the registry's ``REPORTED`` since)."""
+
+
+def heatmap_measures(review: Review) -> tuple[str, ...]:
+    """The measures review.json says the report shows, without the unanswerable-only ones (a grid of misses)."""
+    named = review.reported or FALLBACK_MEASURES
+    return tuple(n for n in named if n not in ("zero_hit_unanswerable", "hit"))
 
 
 def _label(review: Review, name: str, k: int) -> str:
@@ -26,7 +33,7 @@ def grid(model: ReportModel) -> Markup:
     at = summary[(summary["top_k"] == k) & at_t]
     grids = {}
     lower = set()
-    for name in HEATMAP_MEASURES:
+    for name in heatmap_measures(model.review):
         if name not in at.columns:
             continue
         title = _label(model.review, name, k)
@@ -56,7 +63,7 @@ def _degenerate(grids: dict) -> bool:
 
 def _grid_table(review: Review, at: pd.DataFrame, k: int, marks: dict[str, tuple[int, int]]) -> Markup:
     """The slice as a table: one row per (chunk_size, overlap), one column per measure, the marked configs named."""
-    names = [n for n in HEATMAP_MEASURES if n in at.columns]
+    names = [n for n in heatmap_measures(review) if n in at.columns]
     rows = []
     for _, r in (
         at.sort_values(["chunk_size", "chunk_overlap"]).drop_duplicates(["chunk_size", "chunk_overlap"]).iterrows()
