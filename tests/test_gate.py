@@ -133,4 +133,7 @@ def test_default_margins_file() -> None:
         "context_precision": ("max_drop", 0.03),
         "zero_hit_answerable": ("max_rise", 0.02),
         "cost_per_query": ("max_rise_pct", 10.0),
+        "answer_accuracy": ("max_drop", 0.05),
+        "answer_f1": ("max_drop", 0.05),
+        "first_token_s": ("max_rise_pct", 25.0),
     }
