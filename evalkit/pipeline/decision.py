@@ -26,6 +26,7 @@ from evalkit.run import files
 from evalkit.run.folder import write_json, write_table
 from evalkit.scoring.answer_columns import answered_values, with_answer_columns
 from evalkit.scoring.at_budget import production_budget, recall_at_budget
+from evalkit.scoring.clusters import cluster_map, question_clusters
 from evalkit.scoring.decide import NO_PRODUCTION, RECOMMEND, decide, find_production
 from evalkit.scoring.gatecheck import GateConfig
 from evalkit.scoring.objective import ObjectiveSettings
@@ -48,7 +49,9 @@ def write_recommendation(
     recall). With them there is no token cap: the configs the first pass names are answered, and the second
     pass may recommend only configs whose answers were checked, every one of them gated on its answers too.
     """
-    gate = load_gate_config(plan.objective.margins)
+    clusters = question_clusters(questions, plan.stats.cluster_by)
+    write_table(run_dir / files.CLUSTERS, clusters)
+    gate = replace(load_gate_config(plan.objective.margins), clusters=cluster_map(clusters))
     production = production_config(plan, summary)
     checking = answers is not None and plan.answer_check.enabled and production is not None
     objective = replace(plan.objective, prompt_tokens_max=math.inf) if checking else plan.objective

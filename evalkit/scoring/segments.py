@@ -60,7 +60,7 @@ def segment_gains(
                 defined = int((~(np.isnan(base) | np.isnan(cand))).sum())
                 if defined < MIN_QUESTIONS:
                     continue
-                c = compare.paired(base, cand, resampling, f"{tag}={value}")
+                c = compare.paired(base, cand, resampling, f"{tag}={value}", np.asarray(rows))
                 if c is None:
                     continue
                 out.append(
