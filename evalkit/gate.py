@@ -33,6 +33,7 @@ from evalkit.pipeline.margins import load_gate_config
 from evalkit.pipeline.production_file import load_production_point
 from evalkit.report import fmt
 from evalkit.run import files
+from evalkit.run.clusters import ClustersError, read_clusters
 from evalkit.run.disk import describe_os_error
 from evalkit.run.folder import Run, RunError, load_run, write_json
 from evalkit.scoring.answer_columns import answered_values, with_answer_columns
@@ -259,14 +260,10 @@ def gate(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
 def run_clusters(*runs: Run) -> pd.Series | None:
     """question_id -> cluster from the first run folder holding clusters.parquet (the sweep's decision wrote it
     for the same clusters it resampled); None when none does (an older run: questions are resampled)."""
-    for run in runs:
-        path = run.root / files.CLUSTERS
-        if path.is_file():
-            try:
-                return cluster_map(pd.read_parquet(path, columns=["question_id", "cluster", "cluster_by"]))
-            except (OSError, ValueError, KeyError) as exc:
-                raise GateError(f"{path}: not a clusters table ({exc})") from None
-    return None
+    try:
+        return cluster_map(read_clusters(*(run.root for run in runs)))
+    except ClustersError as exc:
+        raise GateError(str(exc)) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

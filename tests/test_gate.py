@@ -14,7 +14,6 @@ import pytest
 
 from evalkit.gate import load_gate_config, main
 from evalkit.run import files
-from evalkit.scoring import stats
 from evalkit.scoring.stats.cluster_paired import cluster_paired_bootstrap
 from tests.conftest import REPO
 from tests.test_report import planted_run, run_sweep

@@ -150,10 +150,17 @@ def headline(record: dict[str, Any], run_dir: Path) -> str:
     return (
         f"evalkit: recommend {pick['config_id']} over production {production['config_id']}{same_k}\n"
         f"evalkit:   {label} {100 * gain['delta']:+.1f} pts [{100 * gain['low']:+.1f}, {100 * gain['high']:+.1f}] "
-        f"in sample, {100 * held['delta']:+.1f} pts out of sample{_spread(held)}{cost}\n"
+        f"in sample, {100 * held['delta']:+.1f} pts out of sample{_replicates(held)}{_spread(held)}{cost}\n"
         f"evalkit:   gate: {record['gate']['verdict'].upper()} (python -m evalkit.gate --run {run_dir} "
         f"--candidate-config '{pick['config_id']}')"
     )
+
+
+def _replicates(held: dict[str, Any]) -> str:
+    """The share of splits where the selection, repeated on one half, gains on the other (absent in older records)."""
+    if held.get("holds_share") is None:
+        return ""
+    return f", holds on {held['holds_share']:.0%} of held-back halves (selection repeated on each split)"
 
 
 def _spread(held: dict[str, Any]) -> str:
