@@ -14,8 +14,9 @@ import pytest
 from scipy.special import expit, logit
 
 from evalkit.labels.read import load_labelset
+from evalkit.records import Question, Span
 from evalkit.scoring import stats
-from evalkit.scoring.clusters import question_clusters
+from evalkit.scoring.clusters import cluster_map, question_clusters
 from evalkit.scoring.compare import Resampling, paired
 from evalkit.scoring.stats.cluster_paired import cluster_paired_bootstrap
 from tests.conftest import shared_set
@@ -97,3 +98,19 @@ def test_the_comparison_resamples_documents_when_given_clusters() -> None:
     single = paired(base, cand, Resampling(n_resamples=2000, clusters=own), "recall", questions)
     assert single is not None and single.test == "cluster bootstrap (300 clusters)"
     assert single.delta_high - single.delta_low >= 0.98 * (by_question.delta_high - by_question.delta_low)
+
+
+def test_clusters_by_document_question_or_tag() -> None:
+    def question(qid: str, doc: str | None, role: str | None) -> Question:
+        evidence = (Span(doc, 0, 4),) if doc else ()
+        return Question(qid, "q?", ("a",) if doc else (), bool(doc), evidence, "any" if doc else "none",
+                        {"role": role} if role else {})  # fmt: skip
+
+    questions = [question("a", "d1", "x"), question("b", "d1", "y"), question("c", "d2", None)]
+    questions.append(question("u", None, "x"))
+    by_document = question_clusters(questions).set_index("question_id")["cluster"]
+    assert list(by_document) == ["doc:d1", "doc:d1", "doc:d2", "question:u"]  # unanswerable: its own cluster
+    assert cluster_map(question_clusters(questions, "question")) is None  # the old unit: questions
+    by_role = question_clusters(questions, "role").set_index("question_id")["cluster"]
+    assert list(by_role) == ["tag:x", "tag:y", "question:c", "tag:x"]
+    assert cluster_map(question_clusters(questions)).to_dict() == by_document.to_dict()

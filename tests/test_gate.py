@@ -98,6 +98,17 @@ def test_one_run_and_two_grid_points(runs: dict[str, Path], tmp_path: Path) -> N
     assert main([*args, "--candidate-config", "no|such|config"]) == 2
 
 
+def test_a_broken_clusters_file_is_one_line_and_exit_2(
+    runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    candidate = Path(shutil.copytree(runs["worse"], tmp_path / "cand"))
+    (candidate / files.CLUSTERS).write_text("not parquet", encoding="utf-8")
+    assert main(["--baseline", str(runs["baseline"]), "--candidate", str(candidate), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("evalkit.gate: error: ") and "clusters.parquet: not a clusters table" in err
+    assert "\n" not in err and "Traceback" not in err
+
+
 def test_cost_is_checked_when_present(runs: dict[str, Path], tmp_path: Path) -> None:
     base = Path(shutil.copytree(runs["baseline"], tmp_path / "base"))
     cand = Path(shutil.copytree(runs["baseline"], tmp_path / "cand"))
