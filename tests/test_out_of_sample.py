@@ -1,10 +1,9 @@
 """The out-of-sample estimate repeats the whole selection on each split, over clusters (pure, no run).
 
 A sweep where one config truly gains must report that the selection's gain holds on held-back
-halves most of the time; a sweep of configs that only differ by noise must not: there the
-in-sample best looks like a gain, and the share of splits where the selected config gains on the
-other half stays low (selection on noise rarely passes the gain check, and when it does, it
-holds about half the time).
+halves nearly always; a sweep of configs that only differ by noise must not: there the in-sample
+best looks like a gain, the selection on each half picks another config, and what it picks gains
+on the other half about as often as a coin lands heads, with an expected gain near zero.
 """
 
 from __future__ import annotations
@@ -63,6 +62,6 @@ def test_noise_picks_do_not_replicate() -> None:
     in_sample_best = str(recall.drop(columns=PRODUCTION).mean().idxmax())
     in_sample_gain = float(recall[in_sample_best].mean() - recall[PRODUCTION].mean())
     held = estimate(recall, clusters, in_sample_best)
-    assert held["holds_share"] <= 0.35
-    assert held["delta"] < max(in_sample_gain, 0.01)
-    assert 0.0 <= held["changed_share"] <= 1.0
+    assert in_sample_gain > 0.01
+    assert held["holds_share"] <= 0.7 and held["same_pick_share"] <= 0.5
+    assert held["delta"] < in_sample_gain / 3
