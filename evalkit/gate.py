@@ -23,7 +23,7 @@ import contextlib
 import math
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -33,9 +33,11 @@ from evalkit.pipeline.margins import load_gate_config
 from evalkit.pipeline.production_file import load_production_point
 from evalkit.report import fmt
 from evalkit.run import files
+from evalkit.run.clusters import ClustersError, read_clusters
 from evalkit.run.disk import describe_os_error
 from evalkit.run.folder import Run, RunError, load_run, write_json
 from evalkit.scoring.answer_columns import answered_values, with_answer_columns
+from evalkit.scoring.clusters import cluster_map
 from evalkit.scoring.decide import find_production
 from evalkit.scoring.gatecheck import Check, ConfigData, GateConfig, GateError, evaluate
 from evalkit.scoring.latency import LatencyModel
@@ -247,12 +249,21 @@ def gate(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
         candidate = Side(cand_run, _choose(cand_run, args.candidate_config, "--candidate-config", False))
     else:
         raise GateError("give --baseline RUN --candidate RUN, or --run RUN --candidate-config ID")
-    config = load_gate_config(args.margins)
+    config = replace(load_gate_config(args.margins), clusters=run_clusters(candidate.run, baseline.run))
     checks, skipped = evaluate(baseline.data, candidate.data, config)
     if not checks:
         raise GateError("no check could run (every metric of the margins file lacks data)")
     payload = report_payload(baseline, candidate, config, checks, skipped, args.route)
     return payload, Path(args.out) if args.out else candidate.run.root
+
+
+def run_clusters(*runs: Run) -> pd.Series | None:
+    """question_id -> cluster from the first run folder holding clusters.parquet (the sweep's decision wrote it
+    for the same clusters it resampled); None when none does (an older run: questions are resampled)."""
+    try:
+        return cluster_map(read_clusters(*(run.root for run in runs)))
+    except ClustersError as exc:
+        raise GateError(str(exc)) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

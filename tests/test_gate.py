@@ -14,7 +14,7 @@ import pytest
 
 from evalkit.gate import load_gate_config, main
 from evalkit.run import files
-from evalkit.scoring import stats
+from evalkit.scoring.stats.cluster_paired import cluster_paired_bootstrap
 from tests.conftest import REPO
 from tests.test_report import planted_run, run_sweep
 
@@ -51,13 +51,20 @@ def test_a_clearly_worse_candidate_fails(runs: dict[str, Path], tmp_path: Path) 
     recall = checks["recall"]
     assert recall["passed"] is False and recall["margin"] == pytest.approx(0.02) and recall["margin_kind"] == "max_drop"
 
-    # The numbers are the paired comparison of the two configs' per-question recall in results.parquet.
+    # The numbers are the paired comparison of the two configs' per-question recall in results.parquet,
+    # resampling the clusters (source documents) the sweep wrote to clusters.parquet.
     def values(run: Path) -> pd.Series:
         rows = pd.read_parquet(run / "results.parquet")
         return rows[rows["answerable"]].set_index("question_id")["recall"].sort_index()
 
     base, cand = values(runs["baseline"]), values(runs["worse"])
-    expected = stats.paired_bootstrap(base.to_numpy(), cand.reindex(base.index).to_numpy(), n_resamples=10000, seed=0)
+    clusters = pd.read_parquet(runs["worse"] / files.CLUSTERS).set_index("question_id")["cluster"]
+    assert clusters.nunique() < len(clusters)  # documents hold several questions
+    assert recall["method"] == "paired bootstrap, clusters resampled"
+    expected = cluster_paired_bootstrap(
+        base.to_numpy(), cand.reindex(base.index).to_numpy(), clusters.reindex(base.index).to_numpy(),
+        n_resamples=10000, seed=0,
+    )  # fmt: skip
     assert recall["delta"] == pytest.approx(expected.delta)
     assert recall["delta_low"] == pytest.approx(expected.delta_low)
     assert recall["delta_high"] == pytest.approx(expected.delta_high)
@@ -91,6 +98,17 @@ def test_one_run_and_two_grid_points(runs: dict[str, Path], tmp_path: Path) -> N
     assert main([*args, "--candidate-config", "no|such|config"]) == 2
 
 
+def test_a_broken_clusters_file_is_one_line_and_exit_2(
+    runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    candidate = Path(shutil.copytree(runs["worse"], tmp_path / "cand"))
+    (candidate / files.CLUSTERS).write_text("not parquet", encoding="utf-8")
+    assert main(["--baseline", str(runs["baseline"]), "--candidate", str(candidate), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("evalkit.gate: error: ") and "clusters.parquet: not a clusters table" in err
+    assert "\n" not in err and "Traceback" not in err
+
+
 def test_cost_is_checked_when_present(runs: dict[str, Path], tmp_path: Path) -> None:
     base = Path(shutil.copytree(runs["baseline"], tmp_path / "base"))
     cand = Path(shutil.copytree(runs["baseline"], tmp_path / "cand"))
@@ -100,7 +118,9 @@ def test_cost_is_checked_when_present(runs: dict[str, Path], tmp_path: Path) -> 
     assert main(["--baseline", str(base), "--candidate", str(cand), "--out", str(tmp_path / "o")]) == 1
     checks = {c["metric"]: c for c in json.loads((tmp_path / "o" / files.GATE_JSON).read_text())["checks"]}
     cost = checks["cost_per_query"]
-    assert not cost["passed"] and cost["margin_kind"] == "max_rise_pct" and cost["method"] == "paired bootstrap"
+    assert (
+        not cost["passed"] and cost["margin_kind"] == "max_rise_pct" and cost["method"].startswith("paired bootstrap")
+    )
     assert cost["margin"] == pytest.approx(0.1 * cost["baseline"])
     assert all(checks[m]["passed"] for m in ("recall", "context_precision", "zero_hit_answerable"))
 

@@ -68,6 +68,13 @@ class CalibrationSettings:
 
 
 @dataclass(frozen=True)
+class StatsSettings:
+    cluster_by: str = "document"
+    """The unit the statistics resample: ``document`` (the question's first evidence document), ``question``,
+    or a question tag's name (evalkit/scoring/clusters.py)."""
+
+
+@dataclass(frozen=True)
 class BaselineSettings:
     """The production config's grid point: what the report and the gate compare against."""
 
@@ -97,6 +104,7 @@ class SweepConfig:
     pool_size: int = field(default=50, metadata={"min": 1, "max": POOL_SIZE_MAX})
     relevance_tau: float = field(default=1.0, metadata={"above": 0.0, "max": 1.0})
     calibration: CalibrationSettings = field(default_factory=CalibrationSettings)
+    stats: StatsSettings = field(default_factory=StatsSettings)
     seed: int = field(default=0, metadata={"min": 0})
     baseline: BaselineSettings = field(default_factory=BaselineSettings)
     cost: CostSettings = field(default_factory=CostSettings)

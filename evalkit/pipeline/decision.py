@@ -26,6 +26,7 @@ from evalkit.run import files
 from evalkit.run.folder import write_json, write_table
 from evalkit.scoring.answer_columns import answered_values, with_answer_columns
 from evalkit.scoring.at_budget import production_budget, recall_at_budget
+from evalkit.scoring.clusters import cluster_map, question_clusters
 from evalkit.scoring.decide import NO_PRODUCTION, RECOMMEND, decide, find_production
 from evalkit.scoring.gatecheck import GateConfig
 from evalkit.scoring.objective import ObjectiveSettings
@@ -48,7 +49,9 @@ def write_recommendation(
     recall). With them there is no token cap: the configs the first pass names are answered, and the second
     pass may recommend only configs whose answers were checked, every one of them gated on its answers too.
     """
-    gate = load_gate_config(plan.objective.margins)
+    clusters = question_clusters(questions, plan.stats.cluster_by)
+    write_table(run_dir / files.CLUSTERS, clusters)
+    gate = replace(load_gate_config(plan.objective.margins), clusters=cluster_map(clusters))
     production = production_config(plan, summary)
     checking = answers is not None and plan.answer_check.enabled and production is not None
     objective = replace(plan.objective, prompt_tokens_max=math.inf) if checking else plan.objective
@@ -147,10 +150,17 @@ def headline(record: dict[str, Any], run_dir: Path) -> str:
     return (
         f"evalkit: recommend {pick['config_id']} over production {production['config_id']}{same_k}\n"
         f"evalkit:   {label} {100 * gain['delta']:+.1f} pts [{100 * gain['low']:+.1f}, {100 * gain['high']:+.1f}] "
-        f"in sample, {100 * held['delta']:+.1f} pts out of sample{_spread(held)}{cost}\n"
+        f"in sample, {100 * held['delta']:+.1f} pts out of sample{_replicates(held)}{_spread(held)}{cost}\n"
         f"evalkit:   gate: {record['gate']['verdict'].upper()} (python -m evalkit.gate --run {run_dir} "
         f"--candidate-config '{pick['config_id']}')"
     )
+
+
+def _replicates(held: dict[str, Any]) -> str:
+    """The share of splits where the selection, repeated on one half, gains on the other (absent in older records)."""
+    if held.get("holds_share") is None:
+        return ""
+    return f", holds on {held['holds_share']:.0%} of held-back halves (selection repeated on each split)"
 
 
 def _spread(held: dict[str, Any]) -> str:

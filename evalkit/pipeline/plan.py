@@ -25,7 +25,7 @@ from evalkit.answers.position.settings import PositionSettings
 from evalkit.chunking.chunkers import CHUNKERS, validate_spec
 from evalkit.cost.apply import CostSettings
 from evalkit.cost.prices import PricingError, price_table
-from evalkit.pipeline.config import PROJECT_ROOT, BaselineSettings, SweepConfig
+from evalkit.pipeline.config import PROJECT_ROOT, BaselineSettings, StatsSettings, SweepConfig
 from evalkit.pipeline.executor_settings import ExecutorSettings
 from evalkit.records import EXTERNAL_CHUNKING, ChunkingSpec
 from evalkit.retrieval.embedding.registry import EMBEDDERS
@@ -88,6 +88,8 @@ class SweepPlan:
     thresholds_auto: bool = False
     """``threshold=auto``: the grid is built from the first chunking's scores before the sweep runs."""
     objective: ObjectiveSettings = field(default_factory=ObjectiveSettings)
+    stats: StatsSettings = field(default_factory=StatsSettings)
+    """How the decision and the gate resample (``stats.cluster_by``); not part of the run's identity."""
     position: PositionSettings | None = None
     answer_check: AnswerCheckSettings = field(default_factory=lambda: AnswerCheckSettings(preset="off"))
     """The answer check after the decision (``answer_check=smoke`` by default; ``off``: retrieval proxies only)."""
@@ -264,6 +266,7 @@ def build_plan(
         baseline=config.baseline,
         options=_options(config),
         objective=config.objective,
+        stats=config.stats,
         position=config.position,
         answer_check=config.answer_check,
         generator=config.generator,

@@ -17,8 +17,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from evalkit.run.clusters import read_clusters
 from evalkit.run.comparison import Flip, RunDelta
 from evalkit.run.folder import Run
+from evalkit.scoring.clusters import cluster_map
 from evalkit.scoring.compare import Resampling, paired
 from evalkit.scoring.registry import MEASURES, REPORTED
 
@@ -94,7 +96,8 @@ def _with_intervals(
 ) -> pd.DataFrame:
     """delta_low, delta_high, n_paired for the focus configs: paired over the questions both runs scored."""
     out = deltas.assign(delta_paired=np.nan, delta_low=np.nan, delta_high=np.nan, n_paired=0)
-    settings = Resampling()
+    # The clusters the sweep resampled (clusters.parquet), so the run-over-run interval is the gate's.
+    settings = Resampling(clusters=cluster_map(read_clusters(now.root, earlier.root)))
     for config_id in dict.fromkeys(focus):
         if config_id not in pairs:
             continue
@@ -107,7 +110,8 @@ def _with_intervals(
             joined = pd.concat([before.rename("before"), after.rename("after")], axis=1, join="inner")
             if joined.empty:
                 continue
-            result = paired(joined["before"].to_numpy(float), joined["after"].to_numpy(float), settings, metric)
+            before_values, after_values = joined["before"].to_numpy(float), joined["after"].to_numpy(float)
+            result = paired(before_values, after_values, settings, metric, joined.index.to_numpy())
             if result is not None:
                 columns = ["delta_paired", "delta_low", "delta_high", "n_paired"]
                 out.loc[rows, columns] = [result.delta, result.delta_low, result.delta_high, result.n]

@@ -37,6 +37,10 @@ GATE_MD = "gate.md"
 RECOMMENDATION_JSON = "recommendation.json"
 """The sweep's decision (evalkit/pipeline): the pick or "keep production", the objective, each constraint for the
 pick and for production, in- and out-of-sample gains, near-misses and the gate verdict; absent from older runs."""
+CLUSTERS = "clusters.parquet"
+"""question_id, cluster, cluster_by: the questions that resample together (evalkit/scoring/clusters.py; by source
+document unless ``stats.cluster_by`` says otherwise). The decision and ``python -m evalkit.gate`` read the same
+file; absent from older runs (then questions are resampled)."""
 
 REVIEW_JSON = "review.json"
 """Every interval, paired comparison, MDE and piece of advice the report shows (evalkit/run/review.py ``Review``):

@@ -68,6 +68,7 @@ def gate_passing(sweep: Sweep) -> dict[str, Any]:
             sweep.table.primary[config_id].to_numpy(),
             sweep.gate.resampling,
             sweep.objective.primary,
+            sweep.table.primary.index.to_numpy(),
         )
         if gain is None or not gain.delta_low > 0:
             low = "n/a" if gain is None else f"{100 * gain.delta_low:+.1f} pts"

@@ -12,11 +12,13 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 from evalkit.scoring import stats
+from evalkit.scoring.stats.cluster_paired import cluster_paired_bootstrap
 from evalkit.scoring.stats.power import mcnemar_exact_p
 
 __all__ = [
@@ -36,23 +38,45 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Resampling:
-    """How a comparison resamples: two-sided level, bootstrap resamples and seed."""
+    """How a comparison resamples: two-sided level, bootstrap resamples, seed, and the unit resampled."""
 
     level: float = 0.95
     n_resamples: int = 5000
     seed: int = 0
+    clusters: pd.Series | None = field(default=None, compare=False, repr=False)
+    """question_id -> cluster label (:mod:`evalkit.scoring.clusters`): whole clusters are resampled; None: questions."""
+
+    def codes(self, questions: Sequence[object] | np.ndarray | None) -> np.ndarray | None:
+        """The cluster label of each of ``questions`` (a question the map lacks is its own); None: by question."""
+        if self.clusters is None or questions is None:
+            return None
+        ids = pd.Index(np.asarray(questions, dtype=object)).astype(str)
+        found = self.clusters.reindex(ids).to_numpy(dtype=object)
+        own = np.array(["question:" + q for q in ids], dtype=object)
+        return np.where(pd.isna(found), own, found)
 
 
 def paired(
-    baseline: np.ndarray, candidate: np.ndarray, settings: Resampling, metric: str = ""
+    baseline: np.ndarray,
+    candidate: np.ndarray,
+    settings: Resampling,
+    metric: str = "",
+    questions: Sequence[object] | np.ndarray | None = None,
 ) -> stats.PairedComparison | None:
     """Paired bootstrap of ``candidate - baseline`` over the questions both define; None when none does.
 
-    The arrays hold one value per question in the same order (NaN where undefined).
+    The arrays hold one value per question in the same order (NaN where undefined); ``questions``
+    names them. With ``settings.clusters`` and ``questions`` whole clusters are resampled
+    (:func:`~evalkit.scoring.stats.cluster_paired.cluster_paired_bootstrap`), else questions.
     """
     keep = ~(np.isnan(baseline) | np.isnan(candidate))
     if not keep.any():
         return None
+    codes = settings.codes(questions)
+    if codes is not None:
+        return cluster_paired_bootstrap(
+            baseline, candidate, codes, settings.level, settings.n_resamples, settings.seed, metric
+        )
     return stats.paired_bootstrap(
         baseline,
         candidate,
@@ -64,19 +88,36 @@ def paired(
 
 
 def paired_binary(
-    baseline: np.ndarray, candidate: np.ndarray, settings: Resampling, metric: str = ""
+    baseline: np.ndarray,
+    candidate: np.ndarray,
+    settings: Resampling,
+    metric: str = "",
+    questions: Sequence[object] | np.ndarray | None = None,
 ) -> stats.PairedComparison | None:
     """Paired 0/1 outcomes (answer accuracy): Newcombe's hybrid score interval and the exact McNemar p-value,
-    over the questions both define; None when none does."""
+    over the questions both define; None when none does.
+
+    With clusters (see :func:`paired`) the interval is the outer bounds of Newcombe's and the cluster
+    bootstrap's, and the p-value the larger of the two: Newcombe keeps small sets covered, the cluster
+    bootstrap questions of one document (McNemar alone assumes independent questions).
+    """
     keep = ~(np.isnan(baseline) | np.isnan(candidate))
     if not keep.any():
         return None
     base, cand = baseline[keep], candidate[keep]
     interval = stats.paired_difference_ci(base, cand, settings.level)
     wins, losses = int(np.sum((cand == 1) & (base == 0))), int(np.sum((cand == 0) & (base == 1)))
+    low, high, p_value, test = interval.low, interval.high, mcnemar_exact_p(wins, losses), "exact McNemar"
+    codes = settings.codes(questions)
+    if codes is not None:
+        clustered = cluster_paired_bootstrap(
+            base, cand, codes[keep], settings.level, settings.n_resamples, settings.seed, metric
+        )
+        low, high = min(low, clustered.delta_low), max(high, clustered.delta_high)
+        p_value, test = max(p_value, clustered.p_value), f"exact McNemar and {clustered.test}"
     return stats.PairedComparison(
-        metric, float(base.mean()), float(cand.mean()), interval.mean, interval.low, interval.high,
-        mcnemar_exact_p(wins, losses), int(base.size), "exact McNemar", level=settings.level,
+        metric, float(base.mean()), float(cand.mean()), interval.mean, low, high,
+        p_value, int(base.size), test, level=settings.level,
         n_missing=int((~keep).sum()),
     )  # fmt: skip
 
@@ -88,7 +129,11 @@ def point(metric: str, baseline_mean: float, candidate_mean: float, n: int) -> s
 
 
 def family(
-    baseline: np.ndarray, candidates: Sequence[tuple[str, np.ndarray]], settings: Resampling, metric: str = ""
+    baseline: np.ndarray,
+    candidates: Sequence[tuple[str, np.ndarray]],
+    settings: Resampling,
+    metric: str = "",
+    questions: Sequence[object] | np.ndarray | None = None,
 ) -> tuple[tuple[str, stats.PairedComparison], ...]:
     """Each candidate versus the baseline, Holm-adjusted across the family.
 
@@ -100,7 +145,7 @@ def family(
     for config_id, values in candidates:
         key = hashlib.sha256(np.ascontiguousarray(values).tobytes()).hexdigest()
         if key not in done:
-            comparison = paired(baseline, values, settings, metric)
+            comparison = paired(baseline, values, settings, metric, questions)
             if comparison is None:
                 continue
             done[key] = comparison

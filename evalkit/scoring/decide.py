@@ -259,6 +259,7 @@ def _try(
         table.primary[config_id].to_numpy(),
         gate.resampling,
         objective.primary,
+        table.primary.index.to_numpy(),
     )
     gate_record = {"verdict": "fail" if failed else "pass", "checks": [_finite(asdict(c)) for c in checks]}
     if failed:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -61,10 +61,12 @@ class GateConfig:
     seed: int
     margins: tuple[Margin, ...]
     source: str
+    clusters: pd.Series | None = field(default=None, compare=False, repr=False)
+    """question_id -> cluster (the run's clusters.parquet): whole clusters are resampled; None: questions."""
 
     @property
     def resampling(self) -> Resampling:
-        return Resampling(self.confidence, self.n_resamples, self.seed)
+        return Resampling(self.confidence, self.n_resamples, self.seed, self.clusters)
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,8 @@ class Check:
     p_value: float
     passed: bool
     method: str = "paired bootstrap"
-    """``paired bootstrap`` over questions, or ``point`` (per-config means: no per-question values)."""
+    """``paired bootstrap`` over questions (``, clusters resampled`` when over documents), or ``point``
+    (per-config means: no per-question values)."""
 
 
 def parse_margins(raw: Any, source: str) -> GateConfig:
@@ -122,11 +125,17 @@ def parse_margins(raw: Any, source: str) -> GateConfig:
 
 def paired_values(baseline: ConfigData, candidate: ConfigData, m: Measure) -> tuple[np.ndarray, np.ndarray]:
     """Both configs' values of ``m`` on the same questions, in the same order."""
+    _, base, cand = paired_series(baseline, candidate, m)
+    return base, cand
+
+
+def paired_series(baseline: ConfigData, candidate: ConfigData, m: Measure) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The question ids, and both configs' values of ``m`` on those questions in that order."""
     base = per_question(baseline.results, m, baseline.config_id)
     cand = per_question(candidate.results, m, candidate.config_id)
     if set(base.index) != set(cand.index):
         raise GateError(f"the runs scored different questions ({len(base)} vs {len(cand)}; same labelset.limit?)")
-    return base.to_numpy(dtype=float), cand.reindex(base.index).to_numpy(dtype=float)
+    return base.index.to_numpy(), base.to_numpy(dtype=float), cand.reindex(base.index).to_numpy(dtype=float)
 
 
 def point_comparison(baseline: ConfigData, candidate: ConfigData, m: Measure) -> stats.PairedComparison:
@@ -154,12 +163,13 @@ def _comparison(
         if m.column in (*ANSWER_COLUMNS, FIRST_TOKEN_S):
             return f"no answers in the {' or '.join(missing)} run (answer_check=off, or a run before the check)"
         raise GateError(f"{m.name}: column {m.column!r} missing from the {' and '.join(missing)} results")
-    base, cand = paired_values(baseline, candidate, m)
+    questions, base, cand = paired_series(baseline, candidate, m)
+    unit = "" if config.clusters is None else ", clusters resampled"
     if m.binary:
-        c = compare.paired_binary(base, cand, config.resampling, m.name)
-        method = "Newcombe interval, exact McNemar"
+        c = compare.paired_binary(base, cand, config.resampling, m.name, questions)
+        method = f"Newcombe interval, exact McNemar{unit}"
     else:
-        c, method = compare.paired(base, cand, config.resampling, m.name), "paired bootstrap"
+        c, method = compare.paired(base, cand, config.resampling, m.name, questions), f"paired bootstrap{unit}"
     if c is None:
         answers = " (the answer check did not answer both configs)" if m.column in ANSWER_COLUMNS else ""
         return f"no question where both values are defined{answers}"

@@ -22,7 +22,7 @@ import pandas as pd
 
 from evalkit.records import EXTERNAL_CHUNKING
 from evalkit.scoring import compare
-from evalkit.scoring.gatecheck import ConfigData, GateConfig, evaluate, paired_values
+from evalkit.scoring.gatecheck import ConfigData, GateConfig, evaluate, paired_series
 from evalkit.scoring.objective import ConfigTable, ObjectiveSettings
 from evalkit.scoring.out_of_sample import point_constraints
 from evalkit.scoring.per_config import Results, config_rows, result_columns
@@ -117,7 +117,8 @@ def evidence(sweep: Sweep, config_id: str) -> dict[str, Any]:
     for name in EVIDENCE:
         if MEASURES[name].column not in result_columns(sweep.results):
             continue
-        c = compare.paired(*paired_values(base, cand, MEASURES[name]), sweep.gate.resampling, name)
+        questions, base_values, cand_values = paired_series(base, cand, MEASURES[name])
+        c = compare.paired(base_values, cand_values, sweep.gate.resampling, name, questions)
         intervals[name] = None if c is None else {"delta": c.delta, "low": c.delta_low, "high": c.delta_high}
     checks, skipped = evaluate(base, cand, sweep.gate)
     caps = point_constraints(

@@ -104,7 +104,7 @@ def _measure_segments(
             defined = int((~(np.isnan(base) | np.isnan(cand))).sum())
             if defined < MIN_QUESTIONS:
                 continue
-            c = compare.paired(base, cand, resampling, f"{tag}={value}")
+            c = compare.paired(base, cand, resampling, f"{tag}={value}", np.asarray(rows))
             if c is None:
                 continue
             out.append(
