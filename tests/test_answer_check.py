@@ -145,7 +145,7 @@ def test_the_gate_fails_a_candidate_whose_answers_are_worse_though_its_retrieval
     verdicts = json.loads((run / "gate.json").read_text(encoding="utf-8"))["checks"]
     by_metric = {c["metric"]: c for c in verdicts}
     assert by_metric["recall"]["passed"] and not by_metric["answer_accuracy"]["passed"]
-    assert by_metric["answer_accuracy"]["method"] == "Newcombe interval, exact McNemar"
+    assert by_metric["answer_accuracy"]["method"].startswith("Newcombe interval, exact McNemar")
     # The same command again: every answer comes from the cache, nothing is asked twice.
     again = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
