@@ -188,6 +188,14 @@ def _cached_table(resolved: Path) -> PriceTable:
     return load_price_table(resolved)
 
 
+def model_price_or_none(model: str, pricing_dir: str | Path) -> ModelPrice | None:
+    """The model's price from the price files, or None when they do not list it (its costs are then NaN)."""
+    try:
+        return price_table(pricing_dir).model(model)
+    except PricingError:
+        return None
+
+
 def load_price_table(path_or_dir: str | Path) -> PriceTable:
     """Read one YAML file, or every ``*.yaml`` in a folder (sorted), into a table (uncached; see :func:`price_table`).
 

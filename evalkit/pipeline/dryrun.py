@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from evalkit.cost.model import TokenUsage, call_cost
-from evalkit.cost.prices import PricingError, price_table
+from evalkit.cost.prices import model_price_or_none
 from evalkit.cost.tokens import estimate_tokens
 from evalkit.pipeline.calibrate import TextRate, TokenRate, embedder_rate, reranker_rate
 from evalkit.pipeline.plan import SweepPlan
@@ -190,12 +190,7 @@ def answer_check_estimate(plan: SweepPlan, n_questions: int, rate: TokenRate | N
     chunk_chars = (baseline.chunk_size or max(c.chunk_size for c in plan.chunkings) or 512) * (baseline.top_k or 5)
     prompt = answers * (plan.cost.system_tokens + 30 + chunk_chars // 4)
     output = answers * check.max_tokens
-    price = None
-    if plan.generator is not None:
-        try:
-            price = price_table(plan.pricing_dir).model(str(plan.generator.model))
-        except PricingError:
-            price = None
+    price = None if plan.generator is None else model_price_or_none(str(plan.generator.model), plan.pricing_dir)
     dollars = "" if price is None else f", ${call_cost(TokenUsage(prompt, output, estimated=True), price).usd:.2f}"
     timing = (
         f", {minutes(rate.seconds(prompt, output)).lstrip('~')} at this machine's measured speed"

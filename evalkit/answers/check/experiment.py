@@ -30,7 +30,7 @@ from evalkit.answers.position.items import pool_items
 from evalkit.answers.position.requests import RequestSpec
 from evalkit.cost.budget import SpendGuard
 from evalkit.cost.model import TokenUsage, call_cost
-from evalkit.cost.prices import ModelPrice, PricingError, price_table
+from evalkit.cost.prices import ModelPrice, model_price_or_none
 from evalkit.cost.tokens import estimate_tokens
 from evalkit.run import files
 from evalkit.run.folder import RunFolder, write_json
@@ -108,7 +108,7 @@ def answer_check(
     spec = RequestSpec.from_config(job.generator.as_config(), str(generator.model or job.generator.model),
                                    generator.backend)  # fmt: skip
     spec = replace(spec, max_tokens=min(spec.max_tokens, settings.max_tokens))
-    price = _price(spec.model, job.pricing_dir)
+    price = model_price_or_none(spec.model, job.pricing_dir)
     budget = _budget(generator, price, spec.max_tokens, settings.context_share)
     documents = {d.doc_id: d for d in labelset.documents}
     ranked = {c: pool_items(pd.read_parquet(RunFolder(run_dir).pool_path(c)), documents) for c in
@@ -167,7 +167,7 @@ def _measure(
         if latency is not None:
             entry["first_token"] = latency_percentiles(latency, (prompt_tokens(config.config_id) + system_tokens))
         summaries.append(entry)
-    price = _price(job.cost_model, job.pricing_dir)
+    price = model_price_or_none(job.cost_model, job.pricing_dir)
     caps = RoutingCaps(job.accuracy_margin, job.cost_max_rise_pct, job.latency_max_rise_pct, job.level)
     acl = sum(1 for d in labelset.documents if (d.meta or {}).get("acl"))
     routing = stuff_or_retrieve(rows, configs[0].config_id, caps, _cost_of(price, job.output_tokens),
@@ -220,13 +220,6 @@ def _cost_of(price: ModelPrice | None, output_tokens: int) -> Callable[[float], 
         return call_cost(TokenUsage(round(tokens), output_tokens, estimated=True), price).usd
 
     return cost
-
-
-def _price(model: str, pricing_dir: Path) -> ModelPrice | None:
-    try:
-        return price_table(pricing_dir).model(model)
-    except PricingError:
-        return None
 
 
 def _budget(generator: Generator, price: ModelPrice | None, max_output: int, context_share: float) -> Budget:

@@ -26,7 +26,7 @@ from evalkit.answers.generation.request import GenerationRequest
 from evalkit.answers.generation.settings import GeneratorSettings
 from evalkit.answers.generation.tally import GenerationCounter
 from evalkit.cost.budget import SpendGuard
-from evalkit.cost.prices import ModelPrice, PricingError, price_table
+from evalkit.cost.prices import ModelPrice, model_price_or_none
 from evalkit.run import files
 from evalkit.run.folder import RunFolder, read_json, write_json
 from evalkit.settings import ConfigError
@@ -118,14 +118,6 @@ def resolve_budget(
     return budget
 
 
-def _price(model: str, pricing_dir: Path) -> ModelPrice | None:
-    """The model's price from conf/pricing, or None when it is not listed (costs are then NaN)."""
-    try:
-        return price_table(pricing_dir).model(model)
-    except PricingError:
-        return None
-
-
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -160,7 +152,7 @@ def position_experiment(
     asked = labelset.questions[:limit] if limit else labelset.questions
     generator = generator or make_generator(generator_settings)
     model = str(generator.model or generator_settings.model)
-    price = _price(model, job.pricing_dir)
+    price = model_price_or_none(model, job.pricing_dir)
     family = settings.tokenizer_family or (price.tokenizer_family if price is not None else "generic")
     generator_cfg = generator_settings.as_config()
     budget = resolve_budget(settings.budget, generator, generator_cfg, price, settings.max_tokens)
