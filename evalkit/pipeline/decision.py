@@ -197,6 +197,13 @@ def answers_lines(record: dict[str, Any]) -> list[str]:
     if routing.get("rule"):
         lines.append(f"stuff or retrieve: {routing['rule']}")
     sizing = block.get("sizing") or {}
+    if block.get("smoke") and sizing.get("planning_discordance") is not None and not sizing.get("questions_needed"):
+        lines.append(
+            f"smoke check: showing 'not worse by more than {100 * sizing['margin']:g} points' with "
+            f"{sizing['power']:.0%} power at the measured discordance ({sizing['measured_discordance']:.2f}, planned "
+            f"at {sizing['planning_discordance']:.2f}) needs more questions than this set has: grow the set, or "
+            f"widen the answer margin in the gate's margins file"
+        )
     if block.get("smoke") and sizing.get("questions_needed"):
         estimate = block.get("powered_seconds_estimate")
         at_pace = "" if estimate is None else f" (~{estimate / 3600:.1f} h at this run's pace on this machine)"

@@ -66,6 +66,12 @@ def answers(model: ReportModel) -> Markup | None:
 
 def _sizing(block: Mapping[str, Any]) -> list[Any]:
     sizing = block.get("sizing") or {}
+    if sizing.get("planning_discordance") is not None and not sizing.get("questions_needed"):
+        return [tag("p", (
+            f"Showing 'not worse by more than {100 * sizing['margin']:g} points' with {sizing['power']:.0%} power "
+            f"at the measured discordance ({sizing['measured_discordance']:.2f}, planned at "
+            f"{sizing['planning_discordance']:.2f}) needs more questions than this set has."
+        ))]  # fmt: skip
     if not sizing.get("questions_needed"):
         return []
     estimate = block.get("powered_seconds_estimate")
