@@ -8,6 +8,7 @@ whole grid. Each pair of sweeps shares a unit store, so the second re-runs only 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -43,6 +44,9 @@ def assert_same_run(one: Path, blocked: Path) -> None:
             a, b = pd.read_parquet(path), pd.read_parquet(parts[name])
             assert list(a.columns) == list(b.columns), name
             assert_frame_equal(a, b, check_exact=True, obj=name)
+        elif name == "review.json":  # its inputs digest covers the manifest (the run id): everything else equal
+            a, b = (json.loads(p.read_text(encoding="utf-8")) for p in (path, parts[name]))
+            assert {k: v for k, v in a.items() if k != "inputs"} == {k: v for k, v in b.items() if k != "inputs"}
         elif name != "position/status.json":  # it names the command, whose run_id differs
             assert path.read_bytes() == parts[name].read_bytes(), name
 
