@@ -139,6 +139,14 @@ def test_the_gate_fails_a_candidate_whose_answers_are_worse_though_its_retrieval
     effect = check["effects"][large]["accuracy"]
     assert effect["production"] == 1.0 and effect["candidate"] == 0.0 and effect["verdict"] == "worse beyond the margin"
     assert "answers (custom check, 40 questions, fake-echo)" in done.stderr
+    # The retrieval stage's own latency, one query at a time, beside each named config's answers.
+    timed = json.loads((run / "retrieval_latency.json").read_text(encoding="utf-8"))
+    assert timed["sample"] == 12 and set(timed["chunkings"]) == {"recursive-s256-o0", "recursive-s1024-o0"}
+    named = json.loads((run / "recommendation.json").read_text(encoding="utf-8"))["answers"]["named"]
+    for entry in named:
+        seconds = entry["retrieval_seconds"]
+        assert seconds["stages"]["search"]["n"] == 12 and 0 < seconds["p50"] <= seconds["p95"], entry
+    assert "retrieval p50 " in done.stderr
     gate = subprocess.run([sys.executable, "-m", "evalkit.gate", "--run", str(run), "--candidate-config", large,
                            "--margins", str(margins)], capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
     assert gate.returncode == 1, gate.stderr

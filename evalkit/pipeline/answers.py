@@ -27,6 +27,8 @@ class AnswerInputs:
     cache: Cache
     token_family: str
     spend: SpendGuard | None = None
+    retrieval_latency: Mapping[str, Any] | None = None
+    """retrieval_latency.json's record: per chunking the one-query-at-a-time search (and rerank) seconds."""
 
 
 def eligibility(check: Mapping[str, Any], latency_p95_max: float | None) -> dict[str, str]:
@@ -45,8 +47,30 @@ def eligibility(check: Mapping[str, Any], latency_p95_max: float | None) -> dict
     return out
 
 
-def answers_record(check: Mapping[str, Any], first: Mapping[str, Any]) -> dict[str, Any]:
-    """The answer block of recommendation.json (check.json holds everything else)."""
+def retrieval_seconds(latency: Mapping[str, Any] | None, chunking: str | None) -> dict[str, Any] | None:
+    """One config's retrieval-stage p50/p95 per query: query embedding + search (+ rerank), as measured.
+
+    The stages' percentiles are added (an upper bound on the p95 of their sum: a query slow to embed need not
+    be slow to search), and each stage is kept beside the sum.
+    """
+    if not latency or chunking is None or chunking not in (latency.get("chunkings") or {}):
+        return None
+    stages = {"embed": latency.get("embed"), **latency["chunkings"][chunking]}
+    stages = {name: value for name, value in stages.items() if value and value.get("n")}
+    if not stages:
+        return None
+    total = {q: float(sum(v[q] for v in stages.values())) for q in ("p50", "p95")}
+    return {**total, "stages": stages, "n": min(v["n"] for v in stages.values())}
+
+
+def answers_record(
+    check: Mapping[str, Any], first: Mapping[str, Any], retrieval: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The answer block of recommendation.json (check.json holds everything else).
+
+    ``retrieval``: config_id -> its retrieval-stage seconds (:func:`retrieval_seconds`).
+    """
+    retrieval = retrieval or {}
     by_config = {c["config_id"]: c for c in check.get("configs", [])}
     costs = _costs(first)
     production = check["production"]
@@ -62,6 +86,7 @@ def answers_record(check: Mapping[str, Any], first: Mapping[str, Any]) -> dict[s
             "accuracy_delta": effect.get("accuracy"),
             "f1_delta": effect.get("f1"),
             "first_token": entry.get("first_token"),
+            "retrieval_seconds": retrieval.get(config_id),
             "cost_per_query": costs.get(config_id),
         })  # fmt: skip
     run = check.get("run") or {}

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from evalkit.answers.check.experiment import answer_check
-from evalkit.pipeline.answers import AnswerInputs, answers_record, eligibility
+from evalkit.pipeline.answers import AnswerInputs, answers_record, eligibility, retrieval_seconds
 from evalkit.pipeline.margins import load_gate_config
 from evalkit.pipeline.plan import SweepPlan
 from evalkit.records import Question
@@ -113,7 +113,12 @@ def _with_answers(
     answered = with_answer_columns(results, answered_values(outcome.rows), outcome.latency, outcome.system_tokens)
     eligible = eligibility(outcome.record, objective.latency_p95_max)
     record = decide(answered, summary, first["production"]["config_id"], objective, gate, segments, eligible)
-    return record | {"answers": answers_record(outcome.record, first)}
+    chunking_of = dict(zip(summary["config_id"], summary["chunking"]))
+    retrieval = {
+        entry["config_id"]: retrieval_seconds(answers.retrieval_latency, chunking_of.get(entry["config_id"]))
+        for entry in outcome.record.get("configs", [])
+    }
+    return record | {"answers": answers_record(outcome.record, first, retrieval)}
 
 
 def equal_budget(results: Results, production: str, summary: pd.DataFrame, run_dir: Path) -> dict[str, Any]:
@@ -226,6 +231,9 @@ def _answer_text(entry: dict[str, Any], base_p95: float | None) -> str:
         text += f", first token p50 {first['p50']:.2f} s / p95 {first['p95']:.2f} s"
         if base_p95 and entry.get("accuracy_delta"):
             text += f" ({100 * (first['p95'] / base_p95 - 1):+.0f}% p95)"
+    retrieval = entry.get("retrieval_seconds") or {}
+    if retrieval.get("p50") is not None:
+        text += f", retrieval p50 {1000 * retrieval['p50']:.0f} ms / p95 {1000 * retrieval['p95']:.0f} ms"
     if entry.get("cost_per_query") is not None:
         text += f", ${entry['cost_per_query']:.4f}/query"
     return text

@@ -25,6 +25,7 @@ from evalkit.cost.prices import price_table
 from evalkit.cost.tokens import estimate_tokens
 from evalkit.distribution import installed_version
 from evalkit.labels.read import LabelSet, document_fingerprints
+from evalkit.pipeline import stage_latency
 from evalkit.pipeline.answers import AnswerInputs
 from evalkit.pipeline.decision import announce, write_recommendation
 from evalkit.pipeline.executor import Executor, LocalExecutor
@@ -83,7 +84,8 @@ def run_sweep(
     executor = executor or LocalExecutor(plan.options.executor)
     finished = collect(executor.run(units, ctx), RunFolder(run_dir), ctx.store, plan, questions)
     results, summary = write_results(plan, labelset, finished, run_dir, ctx.token_family)
-    answers = AnswerInputs(labelset, ctx.cache, ctx.token_family, stats.spend)
+    latency = stage_latency.measure(ctx, units, run_dir)  # after the parallel work: no unit competes for cores
+    answers = AnswerInputs(labelset, ctx.cache, ctx.token_family, stats.spend, latency)
 
     def decide() -> None:
         announce(write_recommendation(plan, results, summary, run_dir, questions, answers), run_dir)

@@ -76,6 +76,8 @@ ANSWER_CHECK_JSON = f"{ANSWER_CHECK_DIR}/check.json"
 """What the check found: the configs and their roles, the sample and how it was sized, per candidate the paired
 answer differences against production, the latency model and each config's first-token p50/p95, and the
 stuff-or-retrieve table and routing rule (evalkit/scoring/answer_check.py)."""
+RETRIEVAL_LATENCY_JSON = "retrieval_latency.json"
+"""The retrieval stage's per-query seconds (query embedding, search, rerank), one query at a time on a sample."""
 CHUNK_HEALTH_JSON = "chunk_health.json"
 """Chunk-health findings (evalkit/health.py ``ChunkHealth.findings``): ``{"findings": [{"chunking", "rule",
 "count", "share", "message", "examples": [{"chunk_id", "doc_id", "start", "end", "detail"}]}]}``."""

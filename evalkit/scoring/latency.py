@@ -68,3 +68,12 @@ def latency_percentiles(model: LatencyModel, prompt_tokens: Sequence[float]) -> 
         return {"p50": math.nan, "p95": math.nan}
     fitted = model.predict(x)
     return {"p50": float(np.percentile(fitted, 50)), "p95": float(np.percentile(fitted, 95))}
+
+
+def stage_percentiles(seconds: Sequence[float]) -> dict[str, float | int]:
+    """p50 and p95 of one retrieval stage's measured per-query seconds, and how many were timed."""
+    x = np.asarray(seconds, dtype=float)
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return {"p50": math.nan, "p95": math.nan, "n": 0}
+    return {"p50": float(np.percentile(x, 50)), "p95": float(np.percentile(x, 95)), "n": int(x.size)}

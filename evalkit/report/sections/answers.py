@@ -27,6 +27,13 @@ def _latency(entry: Mapping[str, Any]) -> str:
     return f"{first['p50']:.2f} s / {first['p95']:.2f} s"
 
 
+def _retrieval(entry: Mapping[str, Any]) -> str:
+    seconds = entry.get("retrieval_seconds") or {}
+    if seconds.get("p50") is None:
+        return "not timed"
+    return f"{1000 * seconds['p50']:.0f} ms / {1000 * seconds['p95']:.0f} ms"
+
+
 def answers(model: ReportModel) -> Markup | None:
     """The answer check's section, or a line saying the decision rests on retrieval proxies alone."""
     block = (model.run.recommendation or {}).get("answers") or {}
@@ -42,10 +49,10 @@ def answers(model: ReportModel) -> Markup | None:
         rows.append([
             entry["config_id"], ", ".join(entry.get("roles", [])), fmt.count(entry.get("n")),
             "—" if accuracy is None else fmt.pct(accuracy), _delta(effect.get("accuracy")), _delta(effect.get("f1")),
-            _latency(entry), fmt.money(entry.get("cost_per_query")),
+            _latency(entry), _retrieval(entry), fmt.money(entry.get("cost_per_query")),
         ])  # fmt: skip
     headers = ["config", "checked as", "questions", "accuracy", "Δ accuracy [CI]", "Δ F1 [CI]",
-               "first token p50 / p95", "$/query"]  # fmt: skip
+               "first token p50 / p95", "retrieval p50 / p95", "$/query"]  # fmt: skip
     body: list[Any] = [table(headers, rows, numeric=(2, 3))]
     body += _sizing(block)
     body += _routing(check.get("routing") or {})
@@ -55,6 +62,13 @@ def answers(model: ReportModel) -> Markup | None:
             f"First-token latency model ({latency['n']} timed requests): {latency['intercept']:.3f} s + "
             f"{1000 * latency['slope']:.3f} ms per prompt token, residual sd {latency['residual_sd']:.3f} s, "
             f"R² {latency['r_squared']:.2f}; each config's p50 and p95 are over its own questions' prompts."
+        ), class_="note"))  # fmt: skip
+    timed = next((e["retrieval_seconds"] for e in block.get("named", []) if e.get("retrieval_seconds")), None)
+    if timed:
+        body.append(tag("p", (
+            f"Retrieval latency: {timed['n']} sampled questions sent one at a time after a warm-up (query "
+            "embedding without the cache, the prebuilt index searched for that query alone, its pool reranked), "
+            "after the sweep so nothing else ran; a config's p50/p95 add its stages' percentiles."
         ), class_="note"))  # fmt: skip
     note = (
         f"{block.get('preset', '')} check with {block.get('model', '')} on {block.get('questions', 0)} questions "
