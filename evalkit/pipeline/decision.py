@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from evalkit.answers.check.experiment import answer_check
+from evalkit.console import milliseconds
 from evalkit.pipeline.answers import AnswerInputs, answers_record, eligibility, retrieval_seconds
 from evalkit.pipeline.margins import load_gate_config
 from evalkit.pipeline.plan import SweepPlan
@@ -233,7 +234,7 @@ def _answer_text(entry: dict[str, Any], base_p95: float | None) -> str:
             text += f" ({100 * (first['p95'] / base_p95 - 1):+.0f}% p95)"
     retrieval = entry.get("retrieval_seconds") or {}
     if retrieval.get("p50") is not None:
-        text += f", retrieval p50 {1000 * retrieval['p50']:.0f} ms / p95 {1000 * retrieval['p95']:.0f} ms"
+        text += f", retrieval p50 {milliseconds(retrieval['p50'])} / p95 {milliseconds(retrieval['p95'])}"
     if entry.get("cost_per_query") is not None:
         text += f", ${entry['cost_per_query']:.4f}/query"
     return text

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from evalkit.console import milliseconds
 from evalkit.report import fmt
 from evalkit.report.html import Markup, section, table, tag
 from evalkit.report.model import ReportModel
@@ -31,7 +32,7 @@ def _retrieval(entry: Mapping[str, Any]) -> str:
     seconds = entry.get("retrieval_seconds") or {}
     if seconds.get("p50") is None:
         return "not timed"
-    return f"{1000 * seconds['p50']:.0f} ms / {1000 * seconds['p95']:.0f} ms"
+    return f"{milliseconds(seconds['p50'])} / {milliseconds(seconds['p95'])}"
 
 
 def answers(model: ReportModel) -> Markup | None:
