@@ -43,7 +43,7 @@ def _note(items: ItemAnalysis) -> str:
         f"27%; the upper group finds {fmt.pct(items.upper_rest)} of the set). r: item-rest correlation across "
         "configs (point-biserial for hit). Suspect gold: r < 0 with the lower group scoring higher, or the upper "
         "group scoring it at most 10%. Check the gold span first: "
-        "python -m evalkit.labels queue --suspect RUN_DIR SET sends these questions to the annotation page."
+        "python -m evalkit.labels queue --suspect RUN_DIR [SET] sends these questions to the annotation page."
     )
 
 
