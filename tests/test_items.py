@@ -86,6 +86,17 @@ def test_item_statistics_worked_out_by_hand() -> None:
     assert all(math.isnan(s.r) for s in found.never_discriminating)
 
 
+def test_a_lower_is_better_measure_reads_the_same_way() -> None:
+    """Zero-hit on answerable questions (lower is better): the same questions, means in the measure's direction."""
+    scores = {"a": [0, 0, 1, 1, 1, 1, 1, 1], "b": [0, 0, 0, 1, 1, 1, 1, 1], "flip": [1, 1, 1, 1, 0, 0, 0, 0]}
+    scores |= {"easy": [1] * 8, "lost": [0] * 8}
+    results = _results(scores).assign(zero_hit=lambda f: 1.0 - f["hit"])
+    found = item_analysis(results, measure("zero_hit_answerable"))
+    flip = next(s for s in found.suspect if s.question_id == "flip")
+    assert flip.reason == "negative" and (flip.p_upper, flip.p_lower) == (1.0, 0.0)  # zero-hits under the best
+    assert {(s.question_id, s.reason) for s in found.never_discriminating} == {("easy", "always"), ("lost", "never")}
+
+
 def test_too_few_configs_give_no_analysis() -> None:
     few = _results({q: [1, 0, 1, 0, 1, 0, 1][: MIN_CONFIGS - 1] for q in ("a", "b", "c", "d")})
     found = item_analysis(few, measure("hit"))

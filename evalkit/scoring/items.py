@@ -37,7 +37,7 @@ records out.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -60,7 +60,7 @@ EPS = 1e-9
 
 @dataclass(frozen=True)
 class ItemStats:
-    """One question's item statistics across the configs (scores oriented so that higher is better)."""
+    """One question's item statistics across the configs (means in the measure's own direction)."""
 
     question_id: str
     facility: float
@@ -68,7 +68,9 @@ class ItemStats:
     r: float
     """Item-rest correlation (point-biserial for 0/1 scores); NaN when the question's score is constant."""
     p_upper: float
+    """Mean score under the upper group (the configs best on the rest of the set)."""
     p_lower: float
+    """Mean score under the lower group."""
     n_configs: int
     reason: str
     """Why it is listed: ``negative``, ``upper_miss``, ``always`` (every config right), ``never`` (every config
@@ -120,29 +122,27 @@ def item_analysis(results: pd.DataFrame, m: Measure) -> Items:
             f"{MIN_CONFIGS} configs and 3 questions"
         )
         return Items(m.name, n_configs, n_questions, group, math.nan, (), (), why)
-    scores = wide.to_numpy(dtype=np.float64)
-    if not m.higher_is_better:
-        scores = -scores
+    sign = 1.0 if m.higher_is_better else -1.0  # groups and rules on scores where higher is better
+    scores = sign * wide.to_numpy(dtype=np.float64)
     totals = scores.sum(axis=0)
-    suspect: list[ItemStats] = []
+    suspect: list[tuple[tuple[float, ...], ItemStats]] = []
     never: list[ItemStats] = []
     upper_rest: list[float] = []
     for i, qid in enumerate(wide.index):
         x = scores[i]
         rest = (totals - x) / (n_questions - 1)
         order = np.argsort(rest, kind="stable")
-        lower, upper = order[:group], order[-group:]
-        p_upper, p_lower = float(x[upper].mean()), float(x[lower].mean())
-        upper_rest.append(float(rest[upper].mean()))
-        facility = float(x.mean())
-        r = _corr(x, rest)
-        raw = -facility if not m.higher_is_better else facility
+        upper, lower = float(x[order[-group:]].mean()), float(x[order[:group]].mean())
+        upper_rest.append(float(rest[order[-group:]].mean()))
+        r = _corr(x, rest)  # the same for scores of either sign: the correlation of (-x, -rest) is that of (x, rest)
+        stats = ItemStats(str(qid), sign * float(x.mean()), r, sign * upper, sign * lower, n_configs, "")
         if float(x.max() - x.min()) <= EPS:
-            never.append(ItemStats(str(qid), raw, math.nan, p_upper, p_lower, n_configs, _constant_kind(raw, m)))
-        if p_upper - p_lower < -EPS and r < 0:
-            suspect.append(ItemStats(str(qid), raw, r, p_upper, p_lower, n_configs, "negative"))
-        elif m.proportion and m.higher_is_better and p_upper <= UPPER_FLOOR and upper_rest[-1] >= UPPER_REST_FLOOR:
-            suspect.append(ItemStats(str(qid), raw, r, p_upper, p_lower, n_configs, "upper_miss"))
-    suspect.sort(key=lambda s: (s.reason != "negative", s.p_upper - s.p_lower, s.p_upper, s.question_id))
+            never.append(replace(stats, r=math.nan, reason=_constant_kind(stats.facility, m)))
+        if upper - lower < -EPS and r < 0:
+            suspect.append(((0.0, upper - lower, upper), replace(stats, reason="negative")))
+        elif m.proportion and m.higher_is_better and upper <= UPPER_FLOOR and upper_rest[-1] >= UPPER_REST_FLOOR:
+            suspect.append(((1.0, upper - lower, upper), replace(stats, reason="upper_miss")))
+    suspect.sort(key=lambda pair: (*pair[0], pair[1].question_id))
     never.sort(key=lambda s: (s.reason, s.question_id))
-    return Items(m.name, n_configs, n_questions, group, float(np.mean(upper_rest)), tuple(suspect), tuple(never))
+    ranked = tuple(stats for _, stats in suspect)
+    return Items(m.name, n_configs, n_questions, group, sign * float(np.mean(upper_rest)), ranked, tuple(never))
