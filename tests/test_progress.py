@@ -29,6 +29,7 @@ import pytest
 from evalkit.cache import Cache
 from evalkit.pipeline.calibrate import NAMESPACE, TextRate, generator_rate
 from evalkit.pipeline.dryrun import PlannedCalls, describe_calls, with_times
+from evalkit.report.sections import SECTIONS
 from evalkit.review import Statistics, write_report
 from tests.conftest import REPO
 from tests.test_sweep import run_in_process
@@ -185,7 +186,8 @@ def test_the_report_shows_its_sections_unless_told_not_to(
     with stderr_on_a_terminal(monkeypatch) as seen:
         write_report(run_dir, statistics=statistics)
     text = seen.decode("utf-8", "replace")
-    assert re.search(r"report: .*/\d+ .*steps/s", text), text[-800:]
+    steps = len(SECTIONS) + 2  # every section, then reading the run and writing the page
+    assert re.search(rf"report: .*/{steps} .*steps/s", text), text[-800:]
     with stderr_on_a_terminal(monkeypatch) as seen:
         write_report(run_dir, statistics=statistics, progress=False)
     assert not seen, bytes(seen[-400:])

@@ -1,4 +1,4 @@
-"""The curation subcommands of ``python -m evalkit.labels``: sample, annotate, add-failures, generate.
+"""The curation subcommands of ``python -m evalkit.labels``: sample, annotate, add-failures, queue, generate.
 
 ``evalkit.labels.__main__`` adds them to its parser (importing this module only then),
 so ``python -m evalkit.labels`` stays the one entry point for every subcommand.
@@ -9,6 +9,7 @@ so ``python -m evalkit.labels`` stays the one entry point for every subcommand.
                                    [--seed 0] [--fold 0.8] [--append] [--overwrite]
     annotate SET [--port 0] [--open]
     add-failures RUN_DIR SET [--labelset PATH] [--unanswerable]
+    queue --suspect [--never-discriminating] RUN_DIR [SET] [--labelset PATH]
     generate SET [--generator local|anthropic|fake] [--n 20] [--seed 0] [--cache PATH]
 
 Exit status as for the other subcommands: 0 done, 1 done but rows were
@@ -95,6 +96,35 @@ def _add_failures(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _queue(args: argparse.Namespace) -> int:
+    from evalkit.curate.suspects import propose_items
+    from evalkit.labels.load import read_documents
+
+    if not (args.suspect or args.never_discriminating):
+        raise ValueError("queue: say what to queue: --suspect and/or --never-discriminating")
+    proposal = propose_items(args.run_dir, args.labelset, args.suspect, args.never_discriminating)
+    target = args.set if args.set is not None else proposal.labelset
+    documents = {d.doc_id: d for d in read_documents(target)}
+    existing, problems = read_queue(target, documents)
+    if problems:
+        raise ValueError(f"{target / 'queue.jsonl'}: {len(problems)} unreadable line(s), first: {problems[0]}")
+    merged = merge_queue(existing, proposal.items)
+    if len(merged) > len(existing):
+        write_queue(target, merged)
+    added = len(merged) - len(existing)
+    if proposal.missing:
+        print(f"note: {len(proposal.missing)} listed question(s) not in the labelled set any more", file=sys.stderr)
+    what = " and ".join(
+        w for w, on in (("suspect gold", args.suspect), ("never discriminating", args.never_discriminating)) if on
+    )
+    print(
+        f"run {proposal.run_id}: {proposal.listed} {what} question(s) on {proposal.measure}; {added} added to "
+        f"{target / 'queue.jsonl'} ({len(proposal.items) - added} already queued)\n"
+        f"next: python -m evalkit.labels annotate {target}   (check each gold; the proposed span is the current one)"
+    )
+    return EXIT_OK
+
+
 def _generator_config(name: str) -> dict[str, Any]:
     import yaml
 
@@ -158,7 +188,7 @@ def read_window(args: argparse.Namespace) -> tuple[dt.datetime | None, dt.dateti
 
 
 def add_commands(commands: Any) -> None:
-    """Add the four subcommands to ``python -m evalkit.labels``'s subparsers."""
+    """Add the five subcommands to ``python -m evalkit.labels``'s subparsers."""
     command = commands.add_parser("sample", help="an unlabelled set from a production query log (JSONL or CSV)")
     command.add_argument("log", type=Path, help="query log: .jsonl or .csv (question, timestamp, ...)")
     command.add_argument("out", type=Path, help="folder of the set to write (documents + queue.jsonl)")
@@ -185,6 +215,16 @@ def add_commands(commands: Any) -> None:
     command.add_argument("--labelset", type=Path, help="the run's labelled set (default: the manifest's path)")
     command.add_argument("--unanswerable", action="store_true", help="also unanswerable questions given context")
     command.set_defaults(run=_add_failures)
+
+    command = commands.add_parser(
+        "queue", help="queue a run's suspect-gold or never-discriminating questions (the report's item analysis)"
+    )
+    command.add_argument("run_dir", type=Path, help="a run folder, reports/<run_id>")
+    command.add_argument("set", type=Path, nargs="?", help="the set whose queue gets them (default: the run's set)")
+    command.add_argument("--suspect", action="store_true", help="questions whose gold the item analysis doubts")
+    command.add_argument("--never-discriminating", action="store_true", help="questions every config scores the same")
+    command.add_argument("--labelset", type=Path, help="the run's labelled set (default: the manifest's path)")
+    command.set_defaults(run=_queue)
 
     command = commands.add_parser("generate", help="synthetic candidate questions with source spans (optional)")
     command.add_argument("set", type=Path)

@@ -14,6 +14,7 @@ Subcommands (``--help`` on each for options)::
     sample LOG --docs DOCS OUT_SET      an unlabelled set from a query log: frequent questions and failures
     annotate SET [--port P] [--open]    a local page to label questions with document spans
     add-failures RUN_DIR SET            queue the questions a run's production config missed
+    queue --suspect RUN_DIR [SET]       queue the questions whose gold the report's item analysis doubts
     generate SET [--generator NAME]     synthetic candidate questions with source spans (tags.synthetic)
 
 Exit status: 0 done; 1 import written but some rows were reported and

@@ -16,7 +16,24 @@ from evalkit.review.build import compute_review, ensure_review, write_review
 from evalkit.run.comparison import RunDelta
 from evalkit.run.review import Statistics
 
-__all__ = ["Statistics", "compare_folders", "compute_review", "ensure_review", "write_report", "write_review"]
+__all__ = [
+    "Statistics",
+    "compare_folders",
+    "compute_review",
+    "ensure_review",
+    "items_line",
+    "write_report",
+    "write_review",
+]
+
+
+def items_line(run_dir: str | Path) -> str | None:
+    """The console's line about the item analysis of review.json (None without one)."""
+    from evalkit.review.items import item_line
+    from evalkit.run.review import read_review
+
+    review = read_review(Path(run_dir))
+    return item_line(review.items) if review is not None else None
 
 
 def compare_folders(run_dir: str | Path, earlier_dir: str | Path) -> RunDelta:

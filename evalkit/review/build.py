@@ -16,6 +16,7 @@ from evalkit.report.labels import read_labelset
 from evalkit.review import analysis
 from evalkit.review.advice_gate import threshold_verdict
 from evalkit.review.diagnostics import diagnose
+from evalkit.review.items import items_of
 from evalkit.review.position import position_from_rows, position_from_summary
 from evalkit.review.synthetic import MEASURES as SYNTHETIC_MEASURES
 from evalkit.review.synthetic import synthetic_ids, synthetic_rows
@@ -166,6 +167,7 @@ def compute_review(run: Run, statistics: Statistics | None = None, labelset: Pat
         synthetic=synthetic_rows(run.results, _synthetic(run, labelset), focus_id, baseline_id),
         calibration=advice_cells(run.calibration),
         min_auc=MIN_AUC,
+        items=items_of(run.results, metric),
     )
 
 

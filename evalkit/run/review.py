@@ -23,8 +23,9 @@ from evalkit.run import files
 from evalkit.run.folder import RunError, read_json
 from evalkit.run.units import atomic_write
 
-SCHEMA = 2
-"""Version of review.json's shape and content (2: advice carries the gate's verdict); another is recomputed."""
+SCHEMA = 3
+"""Version of review.json's shape and content (2: advice carries the gate's verdict; 3: item analysis); another is
+recomputed."""
 INPUTS = (files.MANIFEST, files.RESULTS, files.SUMMARY, files.RECOMMENDATION_JSON, files.CALIBRATION_TABLE,
           files.POSITION_SUMMARY, files.POSITION_ROWS)  # fmt: skip
 """The files review.json is computed from (with chunkings/*.json): when one changes, it is computed again."""
@@ -191,6 +192,35 @@ class CalibrationAdvice:
 
 
 @dataclass(frozen=True)
+class ItemRow:
+    """One question of the item analysis (``scoring.items.ItemStats``'s fields)."""
+
+    question_id: str
+    facility: float
+    r: float
+    """Item-rest correlation across configs (NaN when the question's score is constant)."""
+    p_upper: float
+    p_lower: float
+    n_configs: int
+    reason: str
+    """``negative``, ``upper_miss``, ``always``, ``never`` or ``constant``."""
+
+
+@dataclass(frozen=True)
+class ItemAnalysis:
+    """Questions that never discriminate between configs and gold to doubt (``scoring.items.Items``'s fields)."""
+
+    measure: str
+    n_configs: int
+    n_questions: int
+    group_size: int
+    upper_rest: float
+    suspect: tuple[ItemRow, ...]
+    never_discriminating: tuple[ItemRow, ...]
+    skipped: str = ""
+
+
+@dataclass(frozen=True)
 class Review:
     """Everything the report shows that is computed: written once, rendered by the report."""
 
@@ -223,6 +253,8 @@ class Review:
     """The AUC below which no threshold is advised."""
     reported: tuple[str, ...] = ()
     """The measures the report's grid and comparisons show, in order (the metric registry's ``REPORTED``)."""
+    items: ItemAnalysis | None = None
+    """Item analysis on the objective's primary measure across every config (:mod:`evalkit.scoring.items`)."""
 
     def measure(self, name: str) -> Measure:
         """The named measure as the registry declared it (its name as label when unknown)."""

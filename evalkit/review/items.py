@@ -1,0 +1,50 @@
+"""The item analysis of review.json: :mod:`evalkit.scoring.items` on the objective's primary measure, as records.
+
+Computed once with the rest of review.json; the report's Items section renders it, the sweep's console line
+counts it and ``python -m evalkit.labels queue --suspect`` sends its questions to the annotation queue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import pandas as pd
+
+from evalkit.run.review import ItemAnalysis, ItemRow
+from evalkit.scoring.items import ItemStats, item_analysis
+from evalkit.scoring.registry import measure
+
+__all__ = ["item_line", "items_of"]
+
+
+def _row(stats: ItemStats) -> ItemRow:
+    return ItemRow(**asdict(stats))
+
+
+def items_of(results: pd.DataFrame, primary: str) -> ItemAnalysis:
+    """Item analysis of every question across every config of ``results`` on measure ``primary``."""
+    found = item_analysis(results, measure(primary))
+    return ItemAnalysis(
+        measure=found.measure,
+        n_configs=found.n_configs,
+        n_questions=found.n_questions,
+        group_size=found.group_size,
+        upper_rest=found.upper_rest,
+        suspect=tuple(_row(s) for s in found.suspect),
+        never_discriminating=tuple(_row(s) for s in found.never_discriminating),
+        skipped=found.skipped,
+    )
+
+
+def item_line(items: ItemAnalysis | None) -> str | None:
+    """The console's one line about the item analysis (None when there is none)."""
+    if items is None:
+        return None
+    if items.skipped:
+        return f"items: no item analysis ({items.skipped})"
+    kinds = {k: sum(1 for s in items.never_discriminating if s.reason == k) for k in ("always", "never")}
+    return (
+        f"items: {len(items.suspect)} suspect gold, {len(items.never_discriminating)} never discriminating "
+        f"({kinds['always']} right under every config, {kinds['never']} wrong under every config) of "
+        f"{items.n_questions} questions across {items.n_configs} configs on {items.measure}"
+    )
