@@ -69,7 +69,7 @@ def passages(documents: dict[str, str]) -> list[Passage]:
 class TracedRag:
     """The production system under trace: ``ask`` opens a request span and retrieves inside it."""
 
-    def __init__(self, path: Path, documents: dict[str, str], convention: str, k: int = 2) -> None:
+    def __init__(self, path: Path, documents: dict[str, str], convention: str, k: int = 2, worst: bool = False) -> None:
         self.exporter = OtlpJsonFileExporter(path)
         self.provider = TracerProvider(resource=Resource.create({"service.name": "rag-prod"}))
         self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
@@ -77,13 +77,16 @@ class TracedRag:
         self.passages = passages(documents)
         self.convention = convention
         self.k = k
+        self.worst = worst
+        """A broken production: the least overlapping paragraphs, still in descending score order."""
 
     def rank(self, question: str) -> list[tuple[Passage, float]]:
         words = {w.lower() for w in _WORD.findall(question)}
         scored = [
             (p, len(words & {w.lower() for w in _WORD.findall(p.text)}) / max(len(words), 1)) for p in self.passages
         ]
-        return sorted(scored, key=lambda ps: -ps[1])[: self.k]
+        ranked = sorted(scored, key=lambda ps: ps[1] if self.worst else -ps[1])[: self.k]
+        return sorted(ranked, key=lambda ps: -ps[1])
 
     def ask(self, question: str, at_ns: int, user: str = "", role: str = "", fail: bool = False) -> list[Passage]:
         with self.tracer.start_as_current_span("rag.request", start_time=at_ns) as root:

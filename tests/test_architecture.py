@@ -113,6 +113,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "run/",
         "tracking/",
         "review/",  # review.json, computed once when a run finishes
+        "curate/",  # production_log=: production's logs read as labels sample reads them
     ),
     # the report's numbers, computed once from a finished run folder and written to it (review.json, compare/);
     # it reads recommendation.json and phrases findings with report/'s readers and formatting, then hands over

@@ -69,7 +69,8 @@ def with_anchored_content(
 
 
 def external_records(hits: Sequence[LoggedHit], texts: Mapping[str, str]) -> tuple[list[dict[str, Any]], int]:
-    """The hits as the external retriever's reply for one query, and how many name a document not in the set."""
+    """The hits as the external retriever's reply for one query, and how many the set does not hold (an unknown
+    document, or a chunk past the end of its document's current text)."""
     records: list[dict[str, Any]] = []
     unknown = 0
     for rank, hit in enumerate(hits):
@@ -83,5 +84,8 @@ def external_records(hits: Sequence[LoggedHit], texts: Mapping[str, str]) -> tup
             records.append({"text": hit.text, "score": score} | ({"doc_id": hit.doc_id} if hit.doc_id else {}))
         else:
             end = hit.end if hit.end > hit.start else len(texts[hit.doc_id])
+            if end > len(texts[hit.doc_id]):  # a chunk of an older version of the document: not in the set
+                unknown += 1
+                continue
             records.append({"doc_id": hit.doc_id, "start": hit.start, "end": end, "score": score})
     return records, unknown

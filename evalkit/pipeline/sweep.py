@@ -29,6 +29,7 @@ from evalkit.pipeline.answers import AnswerInputs
 from evalkit.pipeline.decision import announce, write_recommendation
 from evalkit.pipeline.executor import Executor, LocalExecutor
 from evalkit.pipeline.plan import SweepPlan
+from evalkit.pipeline.production_log import score_production_log
 from evalkit.pipeline.results import write_results as results_stage
 from evalkit.pipeline.work import UnitResult, WorkContext, plan_units
 from evalkit.records import Question
@@ -83,6 +84,7 @@ def run_sweep(
     executor = executor or LocalExecutor(plan.options.executor)
     finished = collect(executor.run(units, ctx), RunFolder(run_dir), ctx.store, plan, questions)
     results, summary = write_results(plan, labelset, finished, run_dir, ctx.token_family)
+    score_production_log(plan, labelset, questions, ctx.token_family, run_dir)
     answers = AnswerInputs(labelset, ctx.cache, ctx.token_family, stats.spend)
 
     def decide() -> None:

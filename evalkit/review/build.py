@@ -17,6 +17,7 @@ from evalkit.review import analysis
 from evalkit.review.advice_gate import threshold_verdict
 from evalkit.review.diagnostics import diagnose
 from evalkit.review.position import position_from_rows, position_from_summary
+from evalkit.review.production_log import logged_scores
 from evalkit.review.synthetic import MEASURES as SYNTHETIC_MEASURES
 from evalkit.review.synthetic import synthetic_ids, synthetic_rows
 from evalkit.review.threshold_advice import advice_cells
@@ -166,6 +167,7 @@ def compute_review(run: Run, statistics: Statistics | None = None, labelset: Pat
         synthetic=synthetic_rows(run.results, _synthetic(run, labelset), focus_id, baseline_id),
         calibration=advice_cells(run.calibration),
         min_auc=MIN_AUC,
+        production_log=logged_scores(run, baseline_id, focus_id, statistics),
     )
 
 
