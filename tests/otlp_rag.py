@@ -19,6 +19,7 @@ from pathlib import Path
 
 from google.protobuf.json_format import MessageToDict
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
@@ -43,6 +44,24 @@ class OtlpJsonFileExporter(SpanExporter):
     def write_document(self, path: Path) -> None:
         """Every span so far as a single pretty-printed OTLP JSON document."""
         path.write_text(json.dumps(MessageToDict(encode_spans(self.spans)), indent=2), encoding="utf-8")
+
+    def write_structured(self, path: Path) -> None:
+        """Every span so far with ``gen_ai.retrieval.documents`` in structured form (an array of key-value lists,
+        as a collector that parsed the JSON string emits), in proto field names (``resource_spans``)."""
+        request = encode_spans(self.spans)
+        for batch in request.resource_spans:
+            for scope in batch.scope_spans:
+                for span in scope.spans:
+                    for attribute in span.attributes:
+                        if attribute.key == "gen_ai.retrieval.documents":
+                            documents = json.loads(attribute.value.string_value)
+                            attribute.value.CopyFrom(AnyValue(array_value=ArrayValue(values=[
+                                AnyValue(kvlist_value=KeyValueList(values=[
+                                    KeyValue(key="id", value=AnyValue(string_value=d["id"])),
+                                    KeyValue(key="score", value=AnyValue(double_value=d["score"])),
+                                ])) for d in documents
+                            ])))  # fmt: skip
+        path.write_text(json.dumps(MessageToDict(request, preserving_proto_field_name=True)) + "\n", encoding="utf-8")
 
     def shutdown(self) -> None:
         return None
@@ -78,6 +97,8 @@ class TracedRag:
         self.convention = convention
         self.k = k
         self.worst = worst
+        self.short: dict[str, int] = {}
+        """Questions production returns fewer hits for (an index that finds little, or nothing)."""
         """A broken production: the least overlapping paragraphs, still in descending score order."""
 
     def rank(self, question: str) -> list[tuple[Passage, float]]:
@@ -85,7 +106,7 @@ class TracedRag:
         scored = [
             (p, len(words & {w.lower() for w in _WORD.findall(p.text)}) / max(len(words), 1)) for p in self.passages
         ]
-        ranked = sorted(scored, key=lambda ps: ps[1] if self.worst else -ps[1])[: self.k]
+        ranked = sorted(scored, key=lambda ps: ps[1] if self.worst else -ps[1])[: self.short.get(question, self.k)]
         return sorted(ranked, key=lambda ps: -ps[1])
 
     def ask(self, question: str, at_ns: int, user: str = "", role: str = "", fail: bool = False) -> list[Passage]:

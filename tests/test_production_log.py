@@ -41,6 +41,7 @@ def traced_production(path: Path, labelset: Path, convention: str, worst: bool =
     documents = {d.doc_id: d.text for d in read_set(labelset).documents}
     rag = TracedRag(path, documents, convention, k=K, worst=worst)
     questions = questions_of(labelset)
+    rag.short = {q["question"]: i % 3 for i, q in enumerate(questions[::10])}  # nothing, one hit, two hits
     for i, q in enumerate(questions[:5]):  # asked before as well: the latest retrieval is the one scored
         rag.ask(q["question"].upper(), (1_780_000_000 + i) * 10**9, f"u{i}")
     for i, q in enumerate(questions):
@@ -85,6 +86,7 @@ def test_logged_top_k_scores_as_the_external_retriever_returning_the_same_hits(
         np.testing.assert_array_equal(logged[column].to_numpy(), external[column].to_numpy(), err_msg=column)
     answerable = logged[logged["answerable"]]
     assert 0 < answerable["recall"].mean() < 1 and answerable["hit"].sum() > 0  # a real, imperfect production
+    assert set(logged["n_returned"]) == {0, 1, 2, K}, "short lists and empty ones are scored alike too"
     info = json.loads((run / files.PRODUCTION_LOG_JSON).read_text(encoding="utf-8"))
     assert info["format"] == "otlp" and info["matched"] == len(logged) and info["not_in_set"] == 0
 
@@ -128,3 +130,31 @@ def test_a_log_that_cannot_be_read_stops_the_sweep_before_it_runs(tmp_path: Path
         assert result.returncode == 2, result.stderr
         assert "production_log" in result.stderr and message in result.stderr and "Traceback" not in result.stderr
         assert not (tmp_path / "r").exists() or not any((tmp_path / "r").glob("*/summary.parquet"))
+
+
+def test_a_jsonl_log_with_document_and_chunk_ids_is_scored_too(tmp_path: Path, tiny_set: Path) -> None:
+    en = read_set(tiny_set).documents[0]
+    answer = en.text.index("20")
+    rows = [
+        # the English question: first a miss (the heading chunk), then, later, the chunk holding the answer
+        {"question": "What burst does RateLimiter allow by default?", "timestamp": "2026-11-01T10:00:00Z",
+         "returned": ["en#0-13"]},
+        {"question": "what burst does RateLimiter allow by default", "timestamp": "2026-11-02T10:00:00Z",
+         "returned": [f"en#{answer - 10}-{answer + 12}", "gone-doc", "en#0-99999"]},
+        # the Chinese one: the whole document by id
+        {"question": "住宿标准是每晚多少钱？", "timestamp": "2026-11-02T11:00:00Z", "returned": ["zh"]},
+        {"question": "Not a labelled question", "timestamp": "2026-11-02T12:00:00Z", "returned": ["en"]},
+    ]  # fmt: skip
+    log = tmp_path / "prod.jsonl"
+    log.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    run = run_in_process(
+        [*QUIET, f"labelset.path={tiny_set}", f"reports_dir={tmp_path}", "sweep=quick", "report=false",
+         f"production_log={log}", "chunk_size=64", "chunk_overlap=0", "baseline.chunk_size=64",
+         "baseline.chunk_overlap=0"]
+    )  # fmt: skip
+    info = json.loads((run / files.PRODUCTION_LOG_JSON).read_text(encoding="utf-8"))
+    assert info["format"] == "query log" and info["entries"] == 4 and info["matched"] == 2
+    assert info["not_in_set"] == 2, "an unknown document and a chunk past its document's end"
+    logged = pd.read_parquet(run / files.PRODUCTION_LOG_ROWS).set_index("question_id")
+    assert logged.loc["q-en", "hit"] == 1.0 and logged.loc["q-en", "n_returned"] == 1  # the latest retrieval
+    assert logged.loc["q-zh", "hit"] == 1.0 and logged.loc["q-zh", "context_precision"] == 1.0

@@ -80,6 +80,19 @@ def test_one_json_document_reads_as_its_lines_do(tmp_path: Path) -> None:
     ]
 
 
+def test_structured_documents_in_proto_field_names_read_as_the_json_string_does(tmp_path: Path) -> None:
+    lines = tmp_path / "traces.jsonl"
+    rag = traced(lines, "genai")
+    structured = tmp_path / "collector.json"
+    rag.exporter.write_structured(structured)
+    text = structured.read_text(encoding="utf-8")
+    assert '"resource_spans"' in text and '"kvlist_value"' in text and '"stringValue"' not in text
+    as_lines, as_structured = read_query_log(lines), read_query_log(structured)
+    assert as_structured.problems == () and len(as_structured.entries) == 3
+    assert [e.hits for e in as_structured.entries] == [e.hits for e in as_lines.entries]
+    assert [e.user for e in as_structured.entries] == ["ana", "bo", "cy"]
+
+
 def test_openinference_content_is_anchored_into_the_sample_queue(tmp_path: Path, tiny_set: Path) -> None:
     path = tmp_path / "prod.otlp.jsonl"
     rag = traced(path, "openinference")

@@ -13,7 +13,6 @@ pool, the logged hits are not filtered by role or date: leakage counts what prod
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -39,6 +38,8 @@ from evalkit.settings import ConfigError
 
 __all__ = ["read_production_log", "score_logged", "score_production_log"]
 
+NO_THRESHOLD = -sys.float_info.max
+"""The threshold production's logged lists are sliced at: none (the lowest finite number)."""
 SHOWN = 5
 """Skipped log rows printed (their count is always given)."""
 
@@ -90,7 +91,9 @@ def score_logged(
     anchored = anchor_hits(asked, replies, labelset.documents, f"production_log {reading.path}")
     chunks, pool = chunks_and_pool(anchored, labelset.documents, top_k)
     units, _ = units_of(chunks, labelset)
-    as_logged = replace(plan, top_ks=(top_k,), thresholds=(-math.inf,))  # production applied its own threshold
+    # Production applied its own threshold: every logged score passes this one (a finite floor: the slicer reads a
+    # pool's padding as -inf, which must stay out).
+    as_logged = replace(plan, top_ks=(top_k,), thresholds=(NO_THRESHOLD,))
     spec = ChunkingSpec(EXTERNAL_CHUNKING, 0, 0)
     blocks, _, _ = score_unit(as_logged, labelset, asked, family, spec, chunks, units, pool)
     rows = pd.concat(list(blocks), ignore_index=True)

@@ -62,7 +62,8 @@ zero-hit it implies on answerable and unanswerable questions, and the older over
 PRODUCTION_LOG_DIR = "production_log"
 PRODUCTION_LOG_ROWS = f"{PRODUCTION_LOG_DIR}/rows.parquet"
 """``production_log=``: production's logged top-k scored per labelled question found in the log, with the result
-rows' columns (config_id ``production-log``, threshold -inf: what production returned is taken as it is)."""
+rows' columns (config_id ``production-log``, threshold the lowest finite number: what production returned is
+taken as it is)."""
 PRODUCTION_LOG_JSON = f"{PRODUCTION_LOG_DIR}/log.json"
 """What the log held: its path and format, entries, labelled questions found, hits placed and not placed."""
 LOGGED_CONFIG = "production-log"
