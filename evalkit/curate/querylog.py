@@ -56,7 +56,8 @@ _NEGATIVE = {"-1", "0", "down", "thumbs_down", "negative", "bad", "no", "wrong",
 _POSITIVE = {"1", "up", "thumbs_up", "positive", "good", "yes", "helpful", "none", ""}
 _TRUE = {"true", "1", "yes", "y"}
 _FALSE = {"false", "0", "no", "n", ""}
-_CHUNK_ID = re.compile(r"^(?P<doc>.+)#(?P<start>\d+)-(?P<end>\d+)$")
+CHUNK_ID = re.compile(r"^(?P<doc>.+)#(?P<start>\d+)-(?P<end>\d+)$")
+"""A chunk id ``doc#start-end``: character offsets into the document (logs and traces alike)."""
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,7 @@ def _returned(value: Any) -> tuple[tuple[Span, ...], str]:
     spans = []
     for item in value:
         if isinstance(item, str) and item:
-            match = _CHUNK_ID.match(item)
+            match = CHUNK_ID.match(item)
             spans.append(Span(match["doc"], int(match["start"]), int(match["end"])) if match else Span(item, 0, 0))
         elif isinstance(item, dict) and isinstance(item.get("doc_id"), str):
             start, end = item.get("start", 0), item.get("end", 0)

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.curate.querylog import LogEntry, LoggedHit, LogReading
+from evalkit.curate.querylog import CHUNK_ID, LogEntry, LoggedHit, LogReading
 from evalkit.labels.fields import has_surrogate, visible
 from evalkit.records import Span
 
@@ -60,7 +60,6 @@ OPENINFERENCE_VERSION = "OpenInference semantic conventions (openinference-seman
 
 _PEEK = 4096
 _OI_DOC = re.compile(r"^retrieval\.documents\.(\d+)\.document\.(id|score|content|metadata)$")
-_CHUNK_ID = re.compile(r"^(?P<doc>.+)#(?P<start>\d+)-(?P<end>\d+)$")
 _QUESTION_KEYS = ("query", "question", "input", "text", "query_str")
 _USER, _ROLE, _SESSION = (
     ("user.id", "enduser.id"),
@@ -243,7 +242,7 @@ def _hit(document: Mapping[str, Any], at: str) -> LoggedHit:
             meta = None
     doc_id = "" if raw_id is None or isinstance(raw_id, bool) else str(raw_id)
     start = end = 0
-    match = _CHUNK_ID.match(doc_id)
+    match = CHUNK_ID.match(doc_id)
     if match:
         doc_id, start, end = match["doc"], int(match["start"]), int(match["end"])
     if isinstance(meta, Mapping) and isinstance(meta.get("doc_id"), str):
