@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Overrides as for the sweep, e.g. baseline.threshold=10 reranker=local. "
         "History: <reports_dir>/replay/history.jsonl, one line per replay, appended.",
     )
-    parser.add_argument("log", type=Path, help="query log: .jsonl or .csv (question, timestamp, ...), as labels sample")
+    parser.add_argument("log", type=Path, help="query log: .jsonl, .csv or OTLP JSON traces, as labels sample")
     parser.add_argument("overrides", nargs="*", help="config overrides (key=value), as for python -m evalkit.sweep")
     add_window_options(parser, since="7d")  # a week: the maintenance loop's cadence
     parser.add_argument("--n", type=int, default=REPLAY_N, help=f"distinct questions to replay (default {REPLAY_N})")

@@ -114,6 +114,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "tracking/",
         "review/",  # review.json, computed once when a run finishes
         "console.py",  # the console's shared shapes (a duration prints alike on the console and the page)
+        "curate/",  # production_log=: production's logs read as labels sample reads them
     ),
     # the report's numbers, computed once from a finished run folder and written to it (review.json, compare/);
     # it reads recommendation.json and phrases findings with report/'s readers and formatting, then hands over

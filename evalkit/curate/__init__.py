@@ -1,6 +1,8 @@
 """Curation: growing a labelled set, from production's query log to annotated questions.
 
-- ``querylog`` (reading a production query log, JSONL or CSV) and ``sampling``
+- ``querylog`` (reading a production query log, JSONL or CSV), ``traces`` (an OTLP
+  JSON trace export read as one: GenAI retrieval spans and OpenInference ``RETRIEVER``
+  spans), ``loghits`` (what production returned, placed in the documents) and ``sampling``
   (frequent questions and known failures from a window of it, near-duplicates
   folded); ``sampleset`` writes the sample as an unlabelled set with a queue;
 - ``queue``: ``queue.jsonl``, the questions waiting for an annotator;

@@ -189,8 +189,12 @@ def read_window(args: argparse.Namespace) -> tuple[dt.datetime | None, dt.dateti
 
 def add_commands(commands: Any) -> None:
     """Add the five subcommands to ``python -m evalkit.labels``'s subparsers."""
-    command = commands.add_parser("sample", help="an unlabelled set from a production query log (JSONL or CSV)")
-    command.add_argument("log", type=Path, help="query log: .jsonl or .csv (question, timestamp, ...)")
+    command = commands.add_parser(
+        "sample", help="an unlabelled set from a production query log (JSONL, CSV or OTLP traces)"
+    )
+    command.add_argument(
+        "log", type=Path, help="query log: .jsonl or .csv (question, timestamp, ...), or an OTLP JSON trace export"
+    )
     command.add_argument("out", type=Path, help="folder of the set to write (documents + queue.jsonl)")
     command.add_argument("--docs", type=Path, help="corpus: a labelled set folder or a folder of text files")
     command.add_argument("--n", type=int, default=40, help="questions to sample (default 40)")

@@ -40,7 +40,7 @@ from evalkit.labels.fields import has_surrogate, visible
 from evalkit.labels.parse import jsonl_lines
 from evalkit.records import Span
 
-__all__ = ["LogEntry", "LogReading", "read_query_log"]
+__all__ = ["LogEntry", "LogReading", "LoggedHit", "read_query_log"]
 
 _NAMES = {
     "question": ("question", "query", "text", "q"),
@@ -56,7 +56,23 @@ _NEGATIVE = {"-1", "0", "down", "thumbs_down", "negative", "bad", "no", "wrong",
 _POSITIVE = {"1", "up", "thumbs_up", "positive", "good", "yes", "helpful", "none", ""}
 _TRUE = {"true", "1", "yes", "y"}
 _FALSE = {"false", "0", "no", "n", ""}
-_CHUNK_ID = re.compile(r"^(?P<doc>.+)#(?P<start>\d+)-(?P<end>\d+)$")
+CHUNK_ID = re.compile(r"^(?P<doc>.+)#(?P<start>\d+)-(?P<end>\d+)$")
+"""A chunk id ``doc#start-end``: character offsets into the document (logs and traces alike)."""
+
+
+@dataclass(frozen=True)
+class LoggedHit:
+    """One item production returned, as its log holds it (a trace's retrieved document)."""
+
+    doc_id: str
+    """The document id, ``""`` when the log gives only the content."""
+    start: int = 0
+    end: int = 0
+    """Offsets of a chunk id ``doc#start-end``; ``0, 0``: the whole document (or only its content is known)."""
+    text: str = ""
+    """The returned content when the log records it (anchored to a span of the document where it occurs)."""
+    score: float | None = None
+    """Production's own score, when logged."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +91,9 @@ class LogEntry:
     role: str = ""
     returned: tuple[Span, ...] = ()
     """What production returned: a whole document is ``Span(doc_id, 0, 0)``; a chunk carries its offsets."""
+    hits: tuple[LoggedHit, ...] = ()
+    """Production's ranked hits with score and content when the log has them (traces); else one per ``returned``."""
+    session: str = ""
 
 
 @dataclass(frozen=True)
@@ -146,7 +165,7 @@ def _returned(value: Any) -> tuple[tuple[Span, ...], str]:
     spans = []
     for item in value:
         if isinstance(item, str) and item:
-            match = _CHUNK_ID.match(item)
+            match = CHUNK_ID.match(item)
             spans.append(Span(match["doc"], int(match["start"]), int(match["end"])) if match else Span(item, 0, 0))
         elif isinstance(item, dict) and isinstance(item.get("doc_id"), str):
             start, end = item.get("start", 0), item.get("end", 0)
@@ -186,9 +205,9 @@ def parse_row(row: Mapping[str, Any], path: Path, line: int) -> tuple[LogEntry |
         return None, f"{where}: field '{name}': {why}"
     user, role = (str(_pick(row, key)[1] or "") for key in ("user", "role"))
     line = int(where.rsplit(":", 1)[1])
-    entry = LogEntry(
-        line, " ".join(question.split()), stamp, bool(negative or flagged or errored), user, role, returned
-    )
+    hits = tuple(LoggedHit(s.doc_id, s.start, s.end) for s in returned)
+    failed = bool(negative or flagged or errored)
+    entry = LogEntry(line, " ".join(question.split()), stamp, failed, user, role, returned, hits)
     return entry, ""
 
 
@@ -204,13 +223,18 @@ def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
 
 
 def read_query_log(path: str | Path) -> LogReading:
-    """Every usable row of a JSONL or CSV query log (by suffix: ``.csv`` is CSV, anything else JSONL).
+    """Every usable row of a JSONL or CSV query log (by suffix: ``.csv`` is CSV, anything else JSONL), or of an
+    OTLP JSON trace export (by content or a ``.otlp.json``/``.otlp.jsonl`` name: :mod:`evalkit.curate.traces`).
 
     Raises ``OSError`` when the file cannot be opened and ``ValueError`` when a CSV is not UTF-8.
     """
     source = Path(path)
     if not source.is_file():
         raise FileNotFoundError(f"{source}: query log not found")
+    from evalkit.curate.traces import is_otlp, read_trace_log  # traces build this module's entries
+
+    if is_otlp(source):
+        return read_trace_log(source)
     rows = _csv_rows(source) if source.suffix.lower() == ".csv" else jsonl_lines(source)
     entries: list[LogEntry] = []
     problems: list[str] = []

@@ -2,7 +2,8 @@
 
 Writes the documents in the labelled-set format (:func:`evalkit.labels.write.write_labelset`,
 with an empty ``questions.jsonl``) and the sampled questions into
-``queue.jsonl`` (:mod:`evalkit.curate.queue`), which ``annotate`` opens.
+``queue.jsonl`` (:mod:`evalkit.curate.queue`), which ``annotate`` opens. The log is a JSONL/CSV
+query log or an OTLP JSON trace export (:mod:`evalkit.curate.traces`).
 With ``append``, the set's documents stay as they are and only questions
 not yet queued or labelled (same folded text) join the queue: the weekly
 replay of fresh production questions.
@@ -14,10 +15,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from evalkit.curate.loghits import with_anchored_content
 from evalkit.curate.querylog import read_query_log
 from evalkit.curate.queue import QUEUE, QueueItem, items_from_sample, merge_queue, read_queue, write_queue
 from evalkit.curate.sampling import Sample, SampleSettings, fold_key, group_id, sample
 from evalkit.labels.load import read_documents
+from evalkit.labels.locate import build_locator
 from evalkit.labels.write import write_labelset
 
 __all__ = ["SampleOutcome", "sample_into_set"]
@@ -67,7 +70,10 @@ def sample_into_set(
             raise ValueError("--docs DOCS is needed (the corpus the questions are answered from)")
         documents = read_documents(docs)
     by_id = {d.doc_id: d for d in documents}
-    picked = sample(reading.entries, settings)
+    # Traces may log the returned content rather than ids: it is shown where it occurs in the corpus.
+    loose = any(h.text and not h.doc_id for e in reading.entries for h in e.hits)
+    entries = with_anchored_content(reading.entries, documents, build_locator(documents) if loose else None)
+    picked = sample(entries, settings)
     items = items_from_sample(picked, by_id)
     unknown = sorted({s.doc_id for g, _ in picked.picked for s in g.returned if s.doc_id not in by_id})
     if append:

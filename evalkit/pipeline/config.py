@@ -114,6 +114,8 @@ class SweepConfig:
     results_csv: bool = False
     report: bool = True
     compare: str | None = None
+    production_log: str | None = None
+    """A query log (JSONL/CSV) or OTLP JSON trace export: production's logged retrievals scored against the gold."""
     run_id: str | None = None
     reports_dir: str = "reports"
     cache_path: str = "reports/.cache/evalkit.sqlite"

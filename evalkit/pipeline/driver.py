@@ -50,10 +50,15 @@ T = TypeVar("T")
 
 
 def check_paths(plan: SweepPlan) -> None:
-    """reports_dir and cache_path take files (a probe written and removed): an UnwritableError (one line) if not."""
+    """reports_dir and cache_path take files (a probe written and removed): an UnwritableError (one line) if not;
+    a ``production_log`` that cannot be read is a ConfigError (one line)."""
     probe_folder(plan.options.reports_dir, "reports_dir")
     if str(plan.options.cache_path) != ":memory:":
         probe_file(plan.options.cache_path, "cache_path")
+    if plan.options.production_log is not None:  # an unreadable log stops before the sweep, not after it
+        from evalkit.pipeline.production_log import read_production_log
+
+        read_production_log(plan.options.production_log)
 
 
 def position_failure(run_dir: Path) -> str | None:
@@ -130,8 +135,13 @@ def _before_work(build: Callable[[], T]) -> T:
 def write_review_of(run_dir: Path) -> None:
     """review.json: the report's intervals, comparisons, MDE and advice, computed once from the finished folder."""
     from evalkit.review import write_review  # imported when a run finishes: --help and config errors stay fast
+    from evalkit.run.review import read_review
 
     write_review(run_dir)
+    review = read_review(run_dir)
+    logged = review.production_log if review is not None else None
+    if logged is not None and logged.gap_line() is not None:
+        print(f"evalkit: {logged.gap_line()}", file=sys.stderr)
 
 
 def run_position_part(plan: SweepPlan, labelset: LabelSet, cache: Cache, run_dir: Path, stats: RunStats) -> None:

@@ -59,6 +59,8 @@ class RunOptions:
     compare: Path | None
     progress: bool
     executor: ExecutorSettings = field(default_factory=ExecutorSettings)
+    production_log: Path | None = None
+    """``production_log=``: production's logged retrievals, scored beside the grid (no number of the grid changes)."""
 
 
 @dataclass(frozen=True)
@@ -243,6 +245,8 @@ def build_plan(
             raise ConfigError(str(exc)) from None
     if config.compare and not (resolve_path(config.compare) / "summary.parquet").is_file():
         raise ConfigError(f"compare: {config.compare!r} is not a finished run folder (no summary.parquet)")
+    if config.production_log and not resolve_path(config.production_log).is_file():
+        raise ConfigError(f"production_log: {config.production_log!r} is not a file (a query log or trace export)")
     if (config.position is not None or config.answer_check.enabled) and config.generator is None:
         raise ConfigError("generator: not set; add generator=local or generator=anthropic")
     return SweepPlan(
@@ -366,6 +370,7 @@ def _options(config: SweepConfig) -> RunOptions:
         compare=resolve_path(config.compare) if config.compare else None,
         progress=config.progress,
         executor=config.executor,
+        production_log=resolve_path(config.production_log) if config.production_log else None,
     )
 
 

@@ -30,6 +30,7 @@ from evalkit.pipeline.answers import AnswerInputs
 from evalkit.pipeline.decision import announce, write_recommendation
 from evalkit.pipeline.executor import Executor, LocalExecutor
 from evalkit.pipeline.plan import SweepPlan
+from evalkit.pipeline.production_log import score_production_log
 from evalkit.pipeline.results import write_results as results_stage
 from evalkit.pipeline.work import UnitResult, WorkContext, plan_units
 from evalkit.records import Question
@@ -85,6 +86,7 @@ def run_sweep(
     finished = collect(executor.run(units, ctx), RunFolder(run_dir), ctx.store, plan, questions)
     results, summary = write_results(plan, labelset, finished, run_dir, ctx.token_family)
     latency = stage_latency.measure(ctx, units, run_dir)  # after the parallel work: no unit competes for cores
+    score_production_log(plan, labelset, questions, ctx.token_family, run_dir)
     answers = AnswerInputs(labelset, ctx.cache, ctx.token_family, stats.spend, latency)
 
     def decide() -> None:

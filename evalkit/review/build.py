@@ -18,6 +18,7 @@ from evalkit.review.advice_gate import threshold_verdict
 from evalkit.review.diagnostics import diagnose
 from evalkit.review.items import items_of
 from evalkit.review.position import position_from_rows, position_from_summary
+from evalkit.review.production_log import logged_scores
 from evalkit.review.synthetic import MEASURES as SYNTHETIC_MEASURES
 from evalkit.review.synthetic import synthetic_ids, synthetic_rows
 from evalkit.review.threshold_advice import advice_cells
@@ -168,6 +169,7 @@ def compute_review(run: Run, statistics: Statistics | None = None, labelset: Pat
         calibration=advice_cells(run.calibration),
         min_auc=MIN_AUC,
         items=items_of(run.results, metric),
+        production_log=logged_scores(run, baseline_id, focus_id, statistics),
     )
 
 

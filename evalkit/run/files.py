@@ -59,6 +59,16 @@ zero_hit_answerable_at_advised, abstention_at_advised, auc_answerable_vs_unanswe
 auc_relevant_vs_irrelevant, recommended_threshold (what to set: the advised value, else no filtering), the
 zero-hit it implies on answerable and unanswerable questions, and the older overlap interval
 (overlap_low, overlap_high, overlap_threshold) kept for continuity."""
+PRODUCTION_LOG_DIR = "production_log"
+PRODUCTION_LOG_ROWS = f"{PRODUCTION_LOG_DIR}/rows.parquet"
+"""``production_log=``: production's logged top-k scored per labelled question found in the log, with the result
+rows' columns (config_id ``production-log``, threshold the lowest finite number: what production returned is
+taken as it is)."""
+PRODUCTION_LOG_JSON = f"{PRODUCTION_LOG_DIR}/log.json"
+"""What the log held: its path and format, entries, labelled questions found, hits placed and not placed."""
+LOGGED_CONFIG = "production-log"
+"""The config_id of production's logged retrievals in the rows above."""
+
 POSITION_DIR = "position"
 POSITION_ROWS = f"{POSITION_DIR}/rows.parquet"
 """Position experiment answers: question_id, arm, placement, repeat, gold_bucket (head/mid/tail/none),

@@ -27,7 +27,8 @@ SCHEMA = 3
 """Version of review.json's shape and content (2: advice carries the gate's verdict; 3: item analysis); another is
 recomputed."""
 INPUTS = (files.MANIFEST, files.RESULTS, files.SUMMARY, files.RECOMMENDATION_JSON, files.CALIBRATION_TABLE,
-          files.POSITION_SUMMARY, files.POSITION_ROWS)  # fmt: skip
+          files.POSITION_SUMMARY, files.POSITION_ROWS, files.PRODUCTION_LOG_ROWS,
+          files.PRODUCTION_LOG_JSON)  # fmt: skip
 """The files review.json is computed from (with chunkings/*.json): when one changes, it is computed again."""
 
 
@@ -218,6 +219,59 @@ class ItemAnalysis:
     suspect: tuple[ItemRow, ...]
     never_discriminating: tuple[ItemRow, ...]
     skipped: str = ""
+class LoggedMeasure:
+    """One measure of production's logged retrievals, the replica's and the best config's, on the same questions."""
+
+    name: str
+    label: str
+    higher_is_better: bool
+    logged: Interval | None
+    replica: Interval | None
+    best: Interval | None
+    logged_vs_replica: Paired | None
+    """Logged minus replica (baseline: the replica): an interval without 0 means the replica is not production."""
+    best_vs_logged: Paired | None
+    """Best config minus logged (baseline: what production returned)."""
+
+
+@dataclass(frozen=True)
+class LoggedScores:
+    """What ``production_log=`` found and how production's own retrievals score against the gold."""
+
+    log: str
+    format: str
+    entries: int
+    skipped: int
+    questions: int
+    """Labelled questions in the sweep."""
+    matched: int
+    """Labelled questions found in the log (folded question text)."""
+    matched_answerable: int
+    top_k: int
+    not_in_set: int
+    """Logged hits naming a document (or a chunk of one) the labelled set does not hold."""
+    unanchored: int
+    """Logged content found in no document of the set."""
+    replica_id: str | None
+    best_id: str | None
+    measures: tuple[LoggedMeasure, ...]
+    gap: tuple[str, ...]
+    """Measures on which the logs and the replica disagree beyond noise (empty: the replica stands for production)."""
+
+    def gap_line(self) -> str | None:
+        """The "replica gap" sentence the console and the report show (None: no gap)."""
+        if not self.gap:
+            return None
+        differences = [
+            f"{m.label} {100 * d.delta:+.1f} pts [{100 * d.delta_low:+.1f}, {100 * d.delta_high:+.1f}]"
+            for m in self.measures
+            if m.name in self.gap and (d := m.logged_vs_replica) is not None
+        ]
+        return (
+            f"replica gap: production's logged top-{self.top_k} and its replica {self.replica_id} disagree beyond "
+            f"noise on {self.matched} labelled questions (logs - replica: {'; '.join(differences)}): "
+            "the replica is not production"
+        )
 
 
 @dataclass(frozen=True)
@@ -255,6 +309,8 @@ class Review:
     """The measures the report's grid and comparisons show, in order (the metric registry's ``REPORTED``)."""
     items: ItemAnalysis | None = None
     """Item analysis on the objective's primary measure across every config (:mod:`evalkit.scoring.items`)."""
+    production_log: LoggedScores | None = None
+    """``production_log=``: production's logged top-k beside the replica and the best config (None: no log)."""
 
     def measure(self, name: str) -> Measure:
         """The named measure as the registry declared it (its name as label when unknown)."""
