@@ -219,6 +219,9 @@ class ItemAnalysis:
     suspect: tuple[ItemRow, ...]
     never_discriminating: tuple[ItemRow, ...]
     skipped: str = ""
+
+
+@dataclass(frozen=True)
 class LoggedMeasure:
     """One measure of production's logged retrievals, the replica's and the best config's, on the same questions."""
 
