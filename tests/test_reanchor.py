@@ -189,7 +189,9 @@ SWEEP = [
 ]
 
 
-def test_the_edited_set_is_refused_then_reanchored_and_swept(edited_set: Path, tmp_path: Path) -> None:
+def test_the_edited_set_is_refused_then_reanchored_and_swept(
+    edited_set: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = edited_set
     reading = read_set(root, "tolerant")
     outside = [line for line in reading.problems if "outside doc" in line]
@@ -197,6 +199,7 @@ def test_the_edited_set_is_refused_then_reanchored_and_swept(edited_set: Path, t
     with pytest.raises(SystemExit) as refused:
         run_in_process([*SWEEP, f"labelset.path={root}", f"reports_dir={tmp_path / 'before'}"])
     assert refused.value.code == 2
+    assert "stale label" in capsys.readouterr().err
 
     before = lines_by_id(root / "questions.jsonl")
     done = reanchor(root)
@@ -356,3 +359,40 @@ def test_the_fuzzy_search_is_bounded_on_a_large_document() -> None:
     assert sum(hi - lo for lo, hi in windows) <= MAX_WINDOWS * (len(needle) + 2 * edits)
     found = find_again(doc, span(target, 10, answers=("20",)))
     assert (found.status, found.method) == ("moved", "fuzzy") and "brust" in found.text
+
+
+def test_a_set_labelled_in_the_annotation_page_keeps_the_moved_spans(tmp_path: Path) -> None:
+    """The page rebuilds questions.jsonl from annotations.json: reanchor moves the spans there too."""
+    from evalkit.curate.annotate.store import AnnotationStore
+    from evalkit.curate.queue import QueueItem, write_queue
+
+    docs = {"limits": LIMITS, "security": SECURITY, "plans": PLANS}
+    root = write_set(tmp_path / "paged", docs, [])
+    write_queue(root, [QueueItem("q-insert", "What burst?"), QueueItem("q-dup", "When?"), QueueItem("q-no", "Free?")])
+    store = AnnotationStore(root)
+    for qid, doc_id, text in (("q-insert", "limits", ANSWER), ("q-dup", "security", DUPLICATED)):
+        store.edit(qid, "add_span", evidence(doc_id, docs[doc_id], text))
+    edit_documents(root)
+
+    done = reanchor(root)
+    assert done.returncode == 1, done.stderr
+    store = AnnotationStore(root)  # opening the page again rewrites questions.jsonl from its state
+    (line,) = lines_by_id(root / "questions.jsonl").values()
+    (moved,) = json.loads(line)["evidence"]
+    assert moved["start"] == AFTER["limits"].index(ANSWER) and moved["text"] == ANSWER
+    entries, _, base = store.snapshot()
+    assert "q-dup" not in entries and "q-dup" not in base, "the page asks for q-dup again"
+    assert [i.id for i in store.items] == ["q-insert", "q-dup", "q-no"]  # replaced in place, nothing appended
+    assert store.item("q-dup").tags["reanchor"] == "ambiguous"
+    assert validate(root).ok
+
+
+def test_validate_points_at_reanchor(edited_set: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-m", "evalkit.labels", "validate", str(edited_set)]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    assert done.returncode == 2
+    assert (
+        "9 stale label(s): if the documents changed but still hold the labelled text, "
+        f"`python -m evalkit.labels reanchor {edited_set}` finds it again" in done.stderr
+    )

@@ -15,7 +15,8 @@ annotation page's lock:
 3. ``queue.jsonl``: each question with an ambiguous or lost span, its spans
    still valid proposed (``a`` in the page accepts them), tagged
    ``reanchor`` (``ambiguous`` or ``lost``) and ``reanchor_note`` (which span,
-   why, the places);
+   why, the places), in place of a queued item of its id; proposals of other
+   items that moved are moved too;
 4. ``questions.jsonl``: a question whose every stale span moved gets their
    ``start``, ``end`` and ``text`` rewritten on its own line; a queued one
    leaves; every other line is kept byte for byte. A question leaves whole
@@ -39,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalkit.curate.queue import QueueItem, atomic_write_text, merge_queue, read_queue, write_queue
+from evalkit.curate.queue import QUEUE, QueueItem, atomic_write_text, queue_record
 from evalkit.labels.fields import visible
 from evalkit.labels.parse import jsonl_lines, load_documents
 from evalkit.labels.reanchor import FUZZY_FLOOR, Found, Searchable, find_again, rewritten, stale_spans
@@ -236,6 +237,30 @@ def _annotations(root: Path, plan: Reanchoring) -> str | None:
     return json.dumps(new, ensure_ascii=False, indent=1) + "\n"
 
 
+def _queue_text(root: Path, plan: Reanchoring) -> str | None:
+    """``queue.jsonl`` with moved spans replaced, each queued question's item put in (replacing one of its id).
+
+    Lines are read raw, not through :func:`read_queue` (which drops proposals that no longer match): a
+    proposal that moved is kept, moved; other lines stay byte for byte. ``None``: nothing to change.
+    """
+    path, moves = root / QUEUE, _moves(plan)
+    new = {item.id: json.dumps(queue_record(item), ensure_ascii=False) + "\n" for item in plan.queued}
+    out, changed = [], False
+    for raw in _raw_lines(path) if path.is_file() else []:
+        line = raw.decode("utf-8")
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None  # not ours to fix: the page names it
+        if isinstance(record, dict) and record.get("id") in new:
+            line, changed = new.pop(record["id"]), True
+        elif isinstance(record, dict) and _replace_spans(record, moves) != record:
+            line, changed = json.dumps(_replace_spans(record, moves), ensure_ascii=False) + "\n", True
+        out.append(line if line.endswith("\n") else line + "\n")
+    out.extend(new.values())
+    return "".join(out) if changed or new else None
+
+
 def _questions_text(root: Path, plan: Reanchoring) -> str:
     out = []
     for number, raw in enumerate(_raw_lines(root / QUESTIONS), start=1):
@@ -290,11 +315,9 @@ def apply_reanchor(plan: Reanchoring, report: Path, when: dt.datetime) -> None:
         annotations = _annotations(root, plan)
         if annotations is not None:
             atomic_write_text(root / STATE, annotations)
-        if plan.queued:
-            existing, problems = read_queue(root, documents)
-            if problems:
-                raise ValueError(f"{root / 'queue.jsonl'}: {len(problems)} unreadable line(s), first: {problems[0]}")
-            write_queue(root, merge_queue(existing, plan.queued))
+        queue = _queue_text(root, plan)
+        if queue is not None:
+            atomic_write_text(root / QUEUE, queue)
         if plan.lines:
             atomic_write_text(root / QUESTIONS, _questions_text(root, plan))
         docs = _docs_text(root, plan, documents)

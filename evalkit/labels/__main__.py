@@ -40,6 +40,7 @@ from evalkit.labels.hf_format import hf_rows, import_hf, write_hf
 from evalkit.labels.load import read_documents, tolerant_load
 from evalkit.labels.ragas_format import import_ragas, ragas_rows, write_rows
 from evalkit.labels.read import LabelsetError, load_labelset
+from evalkit.labels.reanchor import reanchor_hint
 from evalkit.labels.squad_format import import_squad, read_squad
 from evalkit.labels.stats import format_stats, label_stats
 from evalkit.labels.validate import validate
@@ -61,6 +62,8 @@ def _validate(args: argparse.Namespace) -> int:
             "labelled set",
             file=sys.stderr,
         )
+        for line in reanchor_hint(result.problems, args.path):
+            print(line, file=sys.stderr)
         return EXIT_INVALID
     print(
         f"ok: {args.path}: {result.n_questions} questions, {result.n_documents} documents, "

@@ -42,11 +42,20 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Literal
 
-from evalkit.labels.parse import is_stale_span
+from evalkit.labels.parse import STALE, is_stale_span
 from evalkit.labels.textkey import Keyed, align, edit_scores, find_all, key_of
 from evalkit.records import Document
 
-__all__ = ["FUZZY_FLOOR", "Found", "Searchable", "StaleSpan", "find_again", "rewritten", "stale_spans"]
+__all__ = [
+    "FUZZY_FLOOR",
+    "Found",
+    "Searchable",
+    "StaleSpan",
+    "find_again",
+    "reanchor_hint",
+    "rewritten",
+    "stale_spans",
+]
 
 FUZZY_FLOOR = 0.9
 """Least similarity (1 - edits / key length) a fuzzy place needs (why 0.9: the module docstring)."""
@@ -292,3 +301,14 @@ def rewritten(record: Mapping[str, Any], moved: Sequence[Found]) -> dict[str, An
         item = out[found.span.field][found.span.index]
         item.update(start=found.start, end=found.end, text=found.text)
     return out
+
+
+def reanchor_hint(problems: Sequence[str], path: object) -> list[str]:
+    """One line pointing at ``labels reanchor`` when ``problems`` hold stale labels (else none)."""
+    stale = sum(STALE in line for line in problems)
+    if not stale:
+        return []
+    return [
+        f"{stale} stale label(s): if the documents changed but still hold the labelled text, "
+        f"`python -m evalkit.labels reanchor {path}` finds it again"
+    ]
