@@ -205,7 +205,7 @@ def test_the_edited_set_is_refused_then_reanchored_and_swept(
     done = reanchor(root)
     assert done.returncode == 1, done.stderr  # written, but some spans need a person
     assert "Traceback" not in done.stderr
-    assert "11 stale span(s): 7 moved (exact 2, normalised 3, fuzzy 2), 1 ambiguous, 3 lost" in done.stdout
+    assert "11 stale span(s): 7 moved (exact 2, normalised 3, fuzzy 2, context 0), 1 ambiguous, 3 lost" in done.stdout
     assert "6 question(s) rewritten in questions.jsonl; 4 moved to queue.jsonl" in done.stdout
     old, new = LIMITS.index(ANSWER), AFTER["limits"].index(ANSWER)
     assert (
@@ -396,3 +396,31 @@ def test_validate_points_at_reanchor(edited_set: Path) -> None:
         "9 stale label(s): if the documents changed but still hold the labelled text, "
         f"`python -m evalkit.labels reanchor {edited_set}` finds it again" in done.stderr
     )
+
+
+ZH_SHORT = "# 住宿\n\n住宿标准为每晚不超过六百元。\n"
+ZH_SHORT_EDITED = "# 住宿\n\n旧标准为每晚五百元，现调整为六百元。\n\n住宿标准为每晚不超过\n六百元。\n"
+
+
+def test_before_finds_ambiguous_spans_by_their_old_surroundings(tmp_path: Path) -> None:
+    docs = {"security": SECURITY, "zh-short": ZH_SHORT}
+    questions = [
+        QUESTIONS[5],
+        question("q-zh-short", "住宿标准？", [evidence("zh-short", ZH_SHORT, "六百元")], ["六百元"], lang="zh-Hans"),
+    ]
+    old = write_set(tmp_path / "as-labelled", docs, questions)
+    root = write_set(tmp_path / "now", docs, questions)
+    (root / "docs" / "security.md").write_text(SECURITY_EDITED, encoding="utf-8")
+    (root / "docs" / "zh-short.md").write_text(ZH_SHORT_EDITED, encoding="utf-8")
+
+    alone = json.loads(reanchor(root, "--dry-run", "--json").stdout)
+    assert alone["counts"]["ambiguous"] == 2
+    done = reanchor(root, "--before", str(old))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 moved (exact 0, normalised 0, fuzzy 0, context 2)" in done.stdout
+    spans = {qid: json.loads(line)["evidence"][0] for qid, line in lines_by_id(root / "questions.jsonl").items()}
+    assert spans["q-dup"]["start"] == SECURITY_EDITED.rindex(DUPLICATED)  # the sentence that was there, not its copy
+    assert spans["q-zh-short"]["start"] == ZH_SHORT_EDITED.rindex("六百元")
+    # a "before" that is not the labelled version decides nothing
+    found = find_again(Searchable(SECURITY_EDITED), span(DUPLICATED, SECURITY.index(DUPLICATED)), SECURITY_EDITED)
+    assert found.status == "ambiguous"

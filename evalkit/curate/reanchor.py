@@ -42,6 +42,7 @@ from typing import Any
 
 from evalkit.curate.queue import QUEUE, QueueItem, atomic_write_text, queue_record
 from evalkit.labels.fields import visible
+from evalkit.labels.load import read_documents
 from evalkit.labels.parse import jsonl_lines, load_documents
 from evalkit.labels.reanchor import FUZZY_FLOOR, Found, Searchable, find_again, rewritten, stale_spans
 from evalkit.records import Document, Span
@@ -80,6 +81,7 @@ class Reanchoring:
             "exact": method["exact"],
             "normalised": method["normalised"],
             "fuzzy": method["fuzzy"],
+            "context": method["context"],
             "ambiguous": status["ambiguous"],
             "lost": status["lost"],
             "questions_rewritten": sum(1 for v in self.lines.values() if v is not None),
@@ -143,10 +145,15 @@ def _queue_item(
     return QueueItem(str(record["id"]), str(record["question"]), tags, proposed=_valid_evidence(after, docs))
 
 
-def plan_reanchor(root: str | Path) -> Reanchoring:
-    """Every stale span of the set at ``root`` looked for again, and the lines to write; raises ``ValueError``."""
+def plan_reanchor(root: str | Path, before: str | Path | None = None) -> Reanchoring:
+    """Every stale span of the set at ``root`` looked for again, and the lines to write; raises ``ValueError``.
+
+    ``before``: the documents as they were labelled (a labelled set or a folder of files, read as
+    ``import --docs`` reads one), for the context step of ambiguous spans.
+    """
     root = Path(root)
     documents, records = _read(root)
+    old = {d.doc_id: d.text for d in read_documents(before)} if before is not None else {}
     raw = _raw_lines(root / QUESTIONS)
     searchable: dict[str, Searchable] = {}
     found: list[Found] = []
@@ -161,7 +168,7 @@ def plan_reanchor(root: str | Path) -> Reanchoring:
         results = []
         for span in stale:
             document = searchable.setdefault(span.doc_id, Searchable(documents[span.doc_id].text))
-            results.append(find_again(document, span))
+            results.append(find_again(document, span, old.get(span.doc_id)))
         found.extend(results)
         after = rewritten(record, [f for f in results if f.status == "moved"])
         unresolved = [f for f in results if f.status != "moved"]
@@ -330,7 +337,8 @@ def format_reanchor(plan: Reanchoring, verbose: bool = False) -> str:
     c = plan.counts()
     lines = [
         f"reanchor {plan.root}: {c['stale']} stale span(s): {c['moved']} moved (exact {c['exact']}, normalised "
-        f"{c['normalised']}, fuzzy {c['fuzzy']}), {c['ambiguous']} ambiguous, {c['lost']} lost "
+        f"{c['normalised']}, fuzzy {c['fuzzy']}, context {c['context']}), {c['ambiguous']} ambiguous, "
+        f"{c['lost']} lost "
         f"(fuzzy floor {FUZZY_FLOOR:.0%})"
     ]
     shown = plan.found if verbose else plan.found[:MAX_LISTED]

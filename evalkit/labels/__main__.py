@@ -6,7 +6,7 @@ Subcommands (``--help`` on each for options)::
     stats PATH [--json]                 composition: languages, kinds, modes, tags, evidence, documents
     health PATH [--json]                label health: duplicates, near-duplicates, verbatim copies,
                                         trivial questions, stale spans, composition
-    reanchor PATH [--dry-run] [--report FILE] [--json] [--verbose]
+    reanchor PATH [--before OLD] [--dry-run] [--report FILE] [--json] [--verbose]
                                         stale spans found again in their changed documents (exact,
                                         normalised, fuzzy); ambiguous and lost ones queued, never guessed
     import --from squad FILE.json OUT_DIR [--unit article|paragraph] [--lang L]
@@ -106,7 +106,7 @@ def _reanchor(args: argparse.Namespace) -> int:
 
     from evalkit.curate.reanchor import apply_reanchor, format_reanchor, plan_reanchor, report_record
 
-    plan = plan_reanchor(args.path)
+    plan = plan_reanchor(args.path, args.before)
     now = dt.datetime.now(dt.UTC)
     report = args.report or args.path / f"reanchor-{now.strftime('%Y%m%dT%H%M%SZ')}.json"
     if args.json:
@@ -218,6 +218,12 @@ def build_parser() -> argparse.ArgumentParser:
         "reanchor", help="find stale spans again in changed documents; queue ambiguous and lost ones"
     )
     command.add_argument("path", type=Path)
+    command.add_argument(
+        "--before",
+        type=Path,
+        help="the documents as labelled (an older copy of the set, or a folder of files): ambiguous spans are "
+        "looked for again with their old surroundings",
+    )
     command.add_argument("--dry-run", action="store_true", help="report what would move; write nothing")
     command.add_argument("--report", type=Path, help="report file (default PATH/reanchor-<UTC time>.json)")
     command.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")

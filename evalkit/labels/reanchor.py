@@ -21,7 +21,13 @@ its own document only, in three steps; the first that finds anything decides:
    a changed number is a changed fact, not a typo.
 
 Exactly one place: the span **moved**. Several places: **ambiguous**, every
-place listed and none taken. None: **lost**. Nothing is guessed.
+place listed and none taken. None: **lost**. Nothing is guessed. When the
+document as it was labelled is at hand (``labels reanchor --before OLD``),
+an ambiguous span is looked for once more with up to 80 characters of its
+old surroundings (**context**; both sides, before only, after only): each
+longer text found at exactly one place (exact or normalised) names that
+place, and every one that names a place must name the same: a unique match,
+not a choice among the places.
 
 The fuzzy step is bounded: it never scans the document quadratically. The
 key text is cut into ``d + 1`` pieces (``d``: the most edits the floor
@@ -63,12 +69,14 @@ MAX_PLACES = 10
 """Places listed for an ambiguous span."""
 PIECE_CAP = 32
 MAX_WINDOWS = 64
+CONTEXT = (80, 40, 20, 10)
+"""Characters of the old document either side of an ambiguous span tried (with ``before``), widest first."""
 MAX_FUZZY_CHARS = 5000
 """Longer spans (key characters) are found exactly or normalised only: a fuzzy pass costs length x window."""
 SPAN_FIELDS = ("evidence", "source_passage")
 
 Status = Literal["moved", "ambiguous", "lost"]
-Method = Literal["exact", "normalised", "fuzzy", ""]
+Method = Literal["exact", "normalised", "fuzzy", "context", ""]
 
 
 @dataclass(frozen=True)
@@ -180,8 +188,19 @@ def _ambiguous(span: StaleSpan, places: Sequence[tuple[int, int]], method: Metho
     return Found(span, "ambiguous", method, places=tuple(places[:MAX_PLACES]), reason=f"{how} at {count} places")
 
 
-def find_again(document: Searchable, span: StaleSpan) -> Found:
-    """Where ``span``'s text is in ``document`` now: moved (one place), ambiguous (several) or lost."""
+def find_again(document: Searchable, span: StaleSpan, before: str | None = None) -> Found:
+    """Where ``span``'s text is in ``document`` now: moved (one place), ambiguous (several) or lost.
+
+    ``before``: the document as it was labelled, when known: an ambiguous span
+    is looked for again with its old surroundings (:func:`_with_context`).
+    """
+    found = _find(document, span)
+    if found.status == "ambiguous" and before is not None:
+        return _with_context(document, span, before) or found
+    return found
+
+
+def _find(document: Searchable, span: StaleSpan) -> Found:
     text = document.text
     exact = find_all(text, span.text, MAX_PLACES + 1)
     if len(exact) > 1:
@@ -200,6 +219,55 @@ def find_again(document: Searchable, span: StaleSpan) -> Found:
         how = "found exactly once, but" if exact else "found"
         return _ambiguous(span, places, "normalised", f"{how} with white space and Unicode normalised")
     return _fuzzy(document, span, needle)
+
+
+def _with_context(document: Searchable, span: StaleSpan, before: str) -> Found | None:
+    """The one place of the span's text with old surroundings around it, or ``None``.
+
+    Each context (up to :data:`CONTEXT` old characters on both sides, before
+    only, after only) that is found at exactly one place (exactly, else
+    normalised) names a place; a context found more often names none. Every
+    context that names one must name the same place: a unique match of a
+    longer text, never a choice among places.
+    """
+    if before[span.start : span.end] != span.text:
+        return None  # not the version the label was made on
+    named: set[tuple[int, int]] = set()
+    for lo, hi in _contexts(span, len(before)):
+        place = _one_place(document, before, span, lo, hi)
+        if place is not None:
+            named.add(place)
+    if len(named) != 1:
+        return None
+    (start, end) = named.pop()
+    return _moved(span, document.text, start, end, "context")
+
+
+def _contexts(span: StaleSpan, size: int) -> list[tuple[int, int]]:
+    ranges = []
+    for width in CONTEXT:
+        lo, hi = max(0, span.start - width), min(size, span.end + width)
+        ranges.extend([(lo, hi), (lo, span.end), (span.start, hi)])
+    return [r for r in dict.fromkeys(ranges) if r != (span.start, span.end)]
+
+
+def _one_place(document: Searchable, before: str, span: StaleSpan, lo: int, hi: int) -> tuple[int, int] | None:
+    """Where the span lies inside ``before[lo:hi]`` found at exactly one place of the document, or ``None``."""
+    exact = find_all(document.text, before[lo:hi], 2)
+    if len(exact) == 1:
+        start = exact[0] + span.start - lo
+        return start, start + len(span.text)
+    if exact:
+        return None
+    prefix, middle = key_of(before[lo : span.start]), key_of(span.text)
+    whole = key_of(before[lo:hi])
+    if not middle or whole != prefix + middle + key_of(before[span.end : hi]):
+        return None  # a cluster across the span's edge: its key cannot be cut there
+    places = find_all(document.keyed.key, whole, 2)
+    if len(places) != 1:
+        return None
+    start = places[0] + len(prefix)
+    return document.keyed.original(start, start + len(middle))
 
 
 def _numbers(key: str) -> str:
