@@ -424,3 +424,45 @@ def test_before_finds_ambiguous_spans_by_their_old_surroundings(tmp_path: Path) 
     # a "before" that is not the labelled version decides nothing
     found = find_again(Searchable(SECURITY_EDITED), span(DUPLICATED, SECURITY.index(DUPLICATED)), SECURITY_EDITED)
     assert found.status == "ambiguous"
+
+
+def test_the_demo_set_edited_every_span_lands_at_its_true_offset(tmp_path: Path) -> None:
+    """The README's figures: the bundled set, every document edited three ways, offsets checked against the truth."""
+    import shutil
+
+    from evalkit.curate.reanchor import plan_reanchor
+    from tests.conftest import DEMO
+
+    root = Path(shutil.copytree(DEMO, tmp_path / "demo"))
+    records = [json.loads(line) for line in (root / "docs.jsonl").read_text(encoding="utf-8").splitlines()]
+    edits = [
+        lambda t: "Inserted note paragraph.\n\n" + t,
+        lambda t: unicodedata.normalize("NFD", "新增段落。\n\n" + t.replace("\n\n", "\n\n\n")),
+        lambda t: t.replace(". ", ".\n"),  # the same length: offsets stay, the text at them changes
+    ]
+    edit_of, old = {}, {}
+    for i, record in enumerate(records):
+        path = root / record["path"]
+        old[record["doc_id"]] = path.read_text(encoding="utf-8")
+        edit_of[record["doc_id"]] = edits[i % 3]
+        path.write_text(edits[i % 3](old[record["doc_id"]]), encoding="utf-8", newline="")
+
+    for before, moved, ambiguous in ((None, 157, 55), (DEMO, 212, 0)):
+        plan = plan_reanchor(root, before)
+        counts = plan.counts()
+        assert (counts["stale"], counts["moved"], counts["ambiguous"], counts["lost"]) == (212, moved, ambiguous, 0)
+        for found in plan.found:
+            if found.status == "moved":
+                edit, text = edit_of[found.span.doc_id], old[found.span.doc_id]
+                truth = (len(edit(text[: found.span.start])), len(edit(text[: found.span.end])))
+                assert (found.start, found.end) == truth, found
+
+
+def test_a_line_that_is_not_utf8_writes_nothing(edited_set: Path) -> None:
+    with open(edited_set / "questions.jsonl", "ab") as handle:
+        handle.write(b'{"id": "q-latin1", "question": "caf\xe9?"}\n')
+    before = {p: p.read_bytes() for p in edited_set.rglob("*") if p.is_file()}
+    done = reanchor(edited_set)
+    assert done.returncode == 2 and "questions.jsonl:13: not UTF-8" in done.stderr and "Traceback" not in done.stderr
+    after = {p: p.read_bytes() for p in edited_set.rglob("*") if p.is_file() and p.name != ".annotate.lock"}
+    assert after == before  # the lock file the annotation page shares aside

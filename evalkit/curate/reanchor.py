@@ -239,6 +239,8 @@ def _annotations(root: Path, plan: Reanchoring) -> str | None:
     for section in ("entries", "base"):
         if isinstance(new.get(section), dict):
             new[section] = {k: v for k, v in new[section].items() if k not in plan.originals}
+    if isinstance(new.get("history"), list):  # an undo must not bring a queued question's stale spans back
+        new["history"] = [h for h in new["history"] if not (isinstance(h, dict) and h.get("qid") in plan.originals)]
     if new == state:
         return None
     return json.dumps(new, ensure_ascii=False, indent=1) + "\n"
@@ -272,7 +274,10 @@ def _questions_text(root: Path, plan: Reanchoring) -> str:
     out = []
     for number, raw in enumerate(_raw_lines(root / QUESTIONS), start=1):
         if number not in plan.lines:
-            out.append(raw.decode("utf-8"))  # byte for byte (a first-line BOM included)
+            try:
+                out.append(raw.decode("utf-8"))  # byte for byte (a first-line BOM included)
+            except UnicodeDecodeError:
+                raise ValueError(f"{root / QUESTIONS}:{number}: not UTF-8; fix it first (validate names it)") from None
         elif plan.lines[number] is not None:
             out.append(str(plan.lines[number]))
     return "".join(out)
@@ -312,24 +317,26 @@ def _locked(root: Path) -> Iterator[None]:
 
 
 def apply_reanchor(plan: Reanchoring, report: Path, when: dt.datetime) -> None:
-    """Write the report, then annotations.json, queue.jsonl, questions.jsonl and docs.jsonl (each atomically)."""
+    """Write the report, then annotations.json, queue.jsonl, questions.jsonl and docs.jsonl (each atomically).
+
+    Every text is made before the first is written: a file that cannot be read writes nothing. Killed
+    between two writes, running again finishes the work (a queued question still stale is queued in place).
+    """
     root = plan.root
     documents, _ = _read(root)
     with _locked(root):
         if _digest(root / QUESTIONS) != plan.digest:
             raise ValueError(f"{root / QUESTIONS}: changed while reanchoring (the annotation page?); run again")
-        atomic_write_text(report, json.dumps(report_record(plan, when), ensure_ascii=False, indent=1) + "\n")
-        annotations = _annotations(root, plan)
-        if annotations is not None:
-            atomic_write_text(root / STATE, annotations)
-        queue = _queue_text(root, plan)
-        if queue is not None:
-            atomic_write_text(root / QUEUE, queue)
-        if plan.lines:
-            atomic_write_text(root / QUESTIONS, _questions_text(root, plan))
-        docs = _docs_text(root, plan, documents)
-        if docs is not None:
-            atomic_write_text(root / DOCS, docs)
+        writes = [
+            (report, json.dumps(report_record(plan, when), ensure_ascii=False, indent=1) + "\n"),
+            (root / STATE, _annotations(root, plan)),
+            (root / QUEUE, _queue_text(root, plan)),
+            (root / QUESTIONS, _questions_text(root, plan) if plan.lines else None),
+            (root / DOCS, _docs_text(root, plan, documents)),
+        ]
+        for path, text in writes:
+            if text is not None:
+                atomic_write_text(path, text)
 
 
 def format_reanchor(plan: Reanchoring, verbose: bool = False) -> str:
