@@ -359,3 +359,19 @@ def test_a_line_that_is_not_utf8_writes_nothing(edited_set: Path) -> None:
     assert done.returncode == 2 and "questions.jsonl:13: not UTF-8" in done.stderr and "Traceback" not in done.stderr
     after = {p: p.read_bytes() for p in edited_set.rglob("*") if p.is_file() and p.name != ".annotate.lock"}
     assert after == before  # the lock file the annotation page shares aside
+
+
+def test_a_source_passage_not_found_again_is_dropped_not_queued(tmp_path: Path) -> None:
+    record = question("q-passage", "What burst?", [evidence("limits", LIMITS, ANSWER)], ["20"])
+    record["source_passage"] = [evidence("support", SUPPORT, DELETED), evidence("limits", LIMITS, "Every client")]
+    root = write_set(tmp_path / "passages", {"limits": LIMITS, "support": SUPPORT}, [record])
+    edit_documents(root)
+    done = reanchor(root)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "source_passage[0] support" in done.stdout and "the source passage is dropped (it is no gold)" in done.stdout
+    (line,) = lines_by_id(root / "questions.jsonl").values()
+    after = json.loads(line)
+    new = AFTER["limits"]
+    assert after["evidence"] == [evidence("limits", new, ANSWER)]
+    assert after["source_passage"] == [evidence("limits", new, "Every client")]
+    assert validate(root).ok and not (root / "queue.jsonl").exists()

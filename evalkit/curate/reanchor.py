@@ -17,9 +17,10 @@ annotation page's lock:
    ``reanchor`` (``ambiguous`` or ``lost``) and ``reanchor_note`` (which span,
    why, the places), in place of a queued item of its id; proposals of other
    items that moved are moved too;
-4. ``questions.jsonl``: a question whose every stale span moved gets their
-   ``start``, ``end`` and ``text`` rewritten on its own line; a queued one
-   leaves; every other line is kept byte for byte. A question leaves whole
+4. ``questions.jsonl``: a question whose every stale evidence span moved
+   gets their ``start``, ``end`` and ``text`` rewritten on its own line (a
+   ``source_passage`` span not found again is dropped: it is no gold); a
+   queued one leaves; every other line is kept byte for byte. A question leaves whole
    rather than losing one span: without it an ``all`` question, or one with
    a single span, would be scored against gold that is no longer its own;
 5. ``docs.jsonl``: ``sha256`` and ``n_chars`` of every document that had a
@@ -36,7 +37,7 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +146,10 @@ def _queue_item(
     return QueueItem(str(record["id"]), str(record["question"]), tags, proposed=_valid_evidence(after, docs))
 
 
+def _passage_dropped(found: Found) -> Found:
+    return replace(found, reason=f"{found.reason}; the source passage is dropped (it is no gold)")
+
+
 def plan_reanchor(root: str | Path, before: str | Path | None = None) -> Reanchoring:
     """Every stale span of the set at ``root`` looked for again, and the lines to write; raises ``ValueError``.
 
@@ -169,9 +174,12 @@ def plan_reanchor(root: str | Path, before: str | Path | None = None) -> Reancho
         for span in stale:
             document = searchable.setdefault(span.doc_id, Searchable(documents[span.doc_id].text))
             results.append(find_again(document, span, old.get(span.doc_id)))
+        # A source passage is no gold (the sweep never reads it): one not found again is dropped, not queued.
+        results = [_passage_dropped(f) if f.status != "moved" and f.span.field != "evidence" else f for f in results]
         found.extend(results)
-        after = rewritten(record, [f for f in results if f.status == "moved"])
-        unresolved = [f for f in results if f.status != "moved"]
+        passages = [f for f in results if f.status != "moved" and f.span.field != "evidence"]
+        after = rewritten(record, [f for f in results if f.status == "moved"], passages)
+        unresolved = [f for f in results if f.status != "moved" and f.span.field == "evidence"]
         if not unresolved:
             lines[number] = json.dumps(after, ensure_ascii=False) + "\n"
         elif (

@@ -33,6 +33,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from evalkit.labels.anchor import ImportResult
 from evalkit.labels.health import format_health, label_health
@@ -183,6 +184,28 @@ def _export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _add_reanchor(commands: Any) -> None:
+    """The ``reanchor`` subcommand (its own function: the parser stays one screen)."""
+    command = commands.add_parser(
+        "reanchor", help="find stale spans again in changed documents; queue ambiguous and lost ones"
+    )
+    command.add_argument("path", type=Path)
+    command.add_argument(
+        "--before",
+        type=Path,
+        metavar="OLD",
+        help="the documents as labelled (an older copy of the set, or a folder of files): ambiguous spans are "
+        "looked for again with their old surroundings",
+    )
+    command.add_argument("--dry-run", action="store_true", help="report what would move; write nothing")
+    command.add_argument(
+        "--report", type=Path, metavar="FILE", help="report file (default PATH/reanchor-<UTC time>.json)"
+    )
+    command.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
+    command.add_argument("--verbose", action="store_true", help="list every span, not the first fifty")
+    command.set_defaults(run=_reanchor)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m evalkit.labels``."""
     parser = argparse.ArgumentParser(
@@ -214,21 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
     command.add_argument("--tiny", type=int, default=200, help="tiny document: body characters under (default 200)")
     command.set_defaults(run=_health)
 
-    command = commands.add_parser(
-        "reanchor", help="find stale spans again in changed documents; queue ambiguous and lost ones"
-    )
-    command.add_argument("path", type=Path)
-    command.add_argument(
-        "--before",
-        type=Path,
-        help="the documents as labelled (an older copy of the set, or a folder of files): ambiguous spans are "
-        "looked for again with their old surroundings",
-    )
-    command.add_argument("--dry-run", action="store_true", help="report what would move; write nothing")
-    command.add_argument("--report", type=Path, help="report file (default PATH/reanchor-<UTC time>.json)")
-    command.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
-    command.add_argument("--verbose", action="store_true", help="list every span, not the first fifty")
-    command.set_defaults(run=_reanchor)
+    _add_reanchor(commands)
 
     command = commands.add_parser("import", help="a labelled set from SQuAD, ragas or Hugging Face data")
     command.add_argument("--from", dest="source_format", choices=("squad", "ragas", "hf"), required=True)

@@ -359,8 +359,11 @@ def _fuzzy(document: Searchable, span: StaleSpan, needle: str) -> Found:
     )
 
 
-def rewritten(record: Mapping[str, Any], moved: Sequence[Found]) -> dict[str, Any]:
-    """``record`` with each moved span's offsets and text replaced (a new dict; keys keep their order)."""
+def rewritten(record: Mapping[str, Any], moved: Sequence[Found], dropped: Sequence[Found] = ()) -> dict[str, Any]:
+    """``record`` with each moved span's offsets and text replaced and each ``dropped`` span left out.
+
+    A new dict; keys keep their order.
+    """
     out = dict(record)
     for field in SPAN_FIELDS:
         if isinstance(record.get(field), list):
@@ -368,6 +371,10 @@ def rewritten(record: Mapping[str, Any], moved: Sequence[Found]) -> dict[str, An
     for found in moved:
         item = out[found.span.field][found.span.index]
         item.update(start=found.start, end=found.end, text=found.text)
+    for field in SPAN_FIELDS:
+        gone = {f.span.index for f in dropped if f.span.field == field}
+        if gone:
+            out[field] = [item for i, item in enumerate(out[field]) if i not in gone]
     return out
 
 
