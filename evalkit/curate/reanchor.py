@@ -138,7 +138,7 @@ def _clip(text: str, limit: int = 40) -> str:
 
 
 def _queue_item(
-    record: Mapping[str, Any], after: Mapping[str, Any], unresolved: Sequence[Found], docs: Any
+    record: Mapping[str, Any], after: Mapping[str, Any], unresolved: Sequence[Found], docs: Mapping[str, Document]
 ) -> QueueItem:
     tags = dict(record.get("tags") or {}) if isinstance(record.get("tags"), dict) else {}
     tags["reanchor"] = "ambiguous" if any(f.status == "ambiguous" for f in unresolved) else "lost"
