@@ -6,6 +6,9 @@ Subcommands (``--help`` on each for options)::
     stats PATH [--json]                 composition: languages, kinds, modes, tags, evidence, documents
     health PATH [--json]                label health: duplicates, near-duplicates, verbatim copies,
                                         trivial questions, stale spans, composition
+    reanchor PATH [--before OLD] [--dry-run] [--report FILE] [--json] [--verbose]
+                                        stale spans found again in their changed documents (exact,
+                                        normalised, fuzzy); ambiguous and lost ones queued, never guessed
     import --from squad FILE.json OUT_DIR [--unit article|paragraph] [--lang L]
     import --from ragas FILE OUT_DIR --docs DOCS [--lang L]
     import --from hf DATASET OUT_DIR [--docs DOCS] [--split S] [--lang L]
@@ -18,8 +21,9 @@ Subcommands (``--help`` on each for options)::
     generate SET [--generator NAME]     synthetic candidate questions with source spans (tags.synthetic)
 
 Exit status: 0 done; 1 import written but some rows were reported and
-skipped; 2 an invalid set or unusable input (every problem one line, no
-traceback).
+skipped, or reanchor written but some spans were queued for a person
+(ambiguous or lost); 2 an invalid set or unusable input (every problem one
+line, no traceback).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from evalkit.labels.anchor import ImportResult
 from evalkit.labels.health import format_health, label_health
@@ -37,6 +42,7 @@ from evalkit.labels.hf_format import hf_rows, import_hf, write_hf
 from evalkit.labels.load import read_documents, tolerant_load
 from evalkit.labels.ragas_format import import_ragas, ragas_rows, write_rows
 from evalkit.labels.read import LabelsetError, load_labelset
+from evalkit.labels.reanchor import reanchor_hint
 from evalkit.labels.squad_format import import_squad, read_squad
 from evalkit.labels.stats import format_stats, label_stats
 from evalkit.labels.validate import validate
@@ -58,6 +64,8 @@ def _validate(args: argparse.Namespace) -> int:
             "labelled set",
             file=sys.stderr,
         )
+        for line in reanchor_hint(result.problems, args.path):
+            print(line, file=sys.stderr)
         return EXIT_INVALID
     print(
         f"ok: {args.path}: {result.n_questions} questions, {result.n_documents} documents, "
@@ -93,6 +101,31 @@ def _health(args: argparse.Namespace) -> int:
     )
     print(json.dumps(health.to_dict(), ensure_ascii=False, indent=2) if args.json else format_health(health))
     return EXIT_OK
+
+
+def _reanchor(args: argparse.Namespace) -> int:
+    import datetime as dt
+
+    from evalkit.curate.reanchor import apply_reanchor, format_reanchor, plan_reanchor, report_record
+
+    plan = plan_reanchor(args.path, args.before)
+    now = dt.datetime.now(dt.UTC)
+    report = args.report or args.path / f"reanchor-{now.strftime('%Y%m%dT%H%M%SZ')}.json"
+    if args.json:
+        print(json.dumps(report_record(plan, now), ensure_ascii=False, indent=2))
+    else:
+        print(format_reanchor(plan, args.verbose))
+    if not plan.found:
+        print(f"nothing stale in {args.path}; nothing written", file=sys.stderr)
+        return EXIT_OK
+    if args.dry_run:
+        print("dry run: nothing written", file=sys.stderr)
+    else:
+        apply_reanchor(plan, report, now)
+        print(f"report: {report}", file=sys.stderr)
+        if plan.queued:
+            print(f"next: python -m evalkit.labels annotate {args.path}   (the queued questions)", file=sys.stderr)
+    return EXIT_REPORTED if plan.queued or plan.kept else EXIT_OK
 
 
 def _run_import(args: argparse.Namespace) -> ImportResult:
@@ -152,6 +185,28 @@ def _export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _add_reanchor(commands: Any) -> None:
+    """The ``reanchor`` subcommand (its own function: the parser stays one screen)."""
+    command = commands.add_parser(
+        "reanchor", help="find stale spans again in changed documents; queue ambiguous and lost ones"
+    )
+    command.add_argument("path", type=Path)
+    command.add_argument(
+        "--before",
+        type=Path,
+        metavar="OLD",
+        help="the documents as labelled (an older copy of the set, or a folder of files): ambiguous spans are "
+        "looked for again with their old surroundings",
+    )
+    command.add_argument("--dry-run", action="store_true", help="report what would move; write nothing")
+    command.add_argument(
+        "--report", type=Path, metavar="FILE", help="report file (default PATH/reanchor-<UTC time>.json)"
+    )
+    command.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
+    command.add_argument("--verbose", action="store_true", help="list every span, not the first fifty")
+    command.set_defaults(run=_reanchor)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m evalkit.labels``."""
     parser = argparse.ArgumentParser(
@@ -182,6 +237,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     command.add_argument("--tiny", type=int, default=200, help="tiny document: body characters under (default 200)")
     command.set_defaults(run=_health)
+
+    _add_reanchor(commands)
 
     command = commands.add_parser("import", help="a labelled set from SQuAD, ragas or Hugging Face data")
     command.add_argument("--from", dest="source_format", choices=("squad", "ragas", "hf"), required=True)
