@@ -68,6 +68,8 @@ class PositionJob:
     """The advisory judge (``+judge=claude``), None: none."""
     production_chunking: str | None = None
     """The production (baseline) chunking's key, None when production names no chunk size."""
+    cluster_by: str = "document"
+    """The unit the experiment's intervals resample (the sweep's ``stats.cluster_by``)."""
 
 
 def choose_chunking(job: PositionJob, available: Sequence[str]) -> str:
@@ -171,6 +173,7 @@ def position_experiment(
     rounds: list[dict[str, Any]] = []
     for _ in range(settings.rounds if settings.preset == "powered" else 1):
         position_plan = _announce(planner, questions, chunking, price, sizing, pilot, out_dir, log)
+        position_plan = replace(position_plan, cluster_by=job.cluster_by)
         log(_pending(position_plan, generator, out_dir))
         if settings.dry_run:
             write_status(out_dir, "dry_run", "a dry run plans the experiment and sends nothing", "")
