@@ -303,6 +303,9 @@ def test_baseline_comparison_equals_numbers_from_results(demo_run: Path, demo_re
     verdict = "within noise" if stats.within_noise(comparison) else ("better" if comparison.delta > 0 else "worse")
     assert verdict in row[4] or (comparison.delta_low == comparison.delta_high == 0 and "no difference" in row[4])
     assert "Minimum detectable effect" in page.text("recommendation")
+    # Every note names the unit the intervals resample: the sweep's clusters (source documents).
+    assert "paired, clustered by document" in page.text("run")
+    assert "clustered by document" in page.text("configs") or recommended == baseline
     assert "Holm" in page.text("recommendation") or recommended == baseline
 
 
