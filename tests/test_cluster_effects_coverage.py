@@ -9,11 +9,15 @@ same function without clusters) must fall short on squad2-en's large documents, 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
 from scipy.special import expit
 
+from evalkit.answers.position.powered import MAIN_ARM, describe_size, powered_size
+from evalkit.answers.position.settings import PositionSettings
 from evalkit.scoring import stats
 from evalkit.scoring.answer_check import paired_f1
 from evalkit.scoring.position_effects import HEAD, MID, paired_effect
@@ -188,3 +192,19 @@ def test_a_clustered_effect_states_its_design_effect_and_a_larger_mde() -> None:
     assert by_document["mde"] > by_question["mde"]
     assert by_document["delta"] == pytest.approx(by_question["delta"])
     assert by_document["p_value"] >= by_document["mcnemar_p"]
+
+
+def test_the_powered_size_grows_by_the_measured_design_effect() -> None:
+    """The effects state their MDE at n / design effect, so ``position=powered`` sizes for the same: the
+    independent size times the design effect measured on the pilot's head-vs-mid differences."""
+    labels = experiment_clusters("squad2-en")
+    codes = codes_of(labels)
+    clusters = pd.Series(labels, index=[f"q{i}" for i in range(codes.size)])
+    rows = position_rows(codes, np.random.default_rng(7)).assign(arm=MAIN_ARM)
+    settings = PositionSettings(preset="powered", target_mde=0.1, pilot_questions=50)
+    flat = powered_size(settings, 2910, rows, codes.size)
+    by_document = powered_size(settings, 2910, rows, codes.size, clusters)
+    assert flat.design_effect == 1.0 and flat.needed is not None and by_document.needed is not None
+    assert by_document.design_effect > 1.5
+    assert by_document.needed == math.ceil(flat.needed * by_document.design_effect)
+    assert f"design effect {by_document.design_effect:.2f}" in describe_size(by_document, settings)
