@@ -138,6 +138,8 @@ def test_the_gate_fails_a_candidate_whose_answers_are_worse_though_its_retrieval
     check = json.loads((run / "answer_check" / "check.json").read_text(encoding="utf-8"))
     effect = check["effects"][large]["accuracy"]
     assert effect["production"] == 1.0 and effect["candidate"] == 0.0 and effect["verdict"] == "worse beyond the margin"
+    # Clustered by document as the gate is: Newcombe's interval widened to the cluster bootstrap's.
+    assert effect["method"].startswith("newcombe and cluster bootstrap (")
     assert "answers (custom check, 40 questions, fake-echo)" in done.stderr
     # The retrieval stage's own latency, one query at a time, beside each named config's answers.
     timed = json.loads((run / "retrieval_latency.json").read_text(encoding="utf-8"))

@@ -18,8 +18,11 @@ from evalkit.report.__main__ import main as report_main
 from evalkit.report.html import JS
 from evalkit.review import Statistics, write_report
 from evalkit.run import files
+from evalkit.run.clusters import read_clusters
 from evalkit.run.folder import load_pool, load_run, returned_chunks
 from evalkit.scoring import stats
+from evalkit.scoring.clusters import cluster_map
+from evalkit.scoring.compare import Resampling, mean_interval, paired
 from evalkit.sweep import sweep
 from tests.conftest import REPO, evidence, write_set
 
@@ -278,11 +281,14 @@ def test_baseline_comparison_equals_numbers_from_results(demo_run: Path, demo_re
         return rows.set_index("question_id")["recall"].sort_index()
 
     rec, base = recall(recommended), recall(baseline)
-    comparison = stats.paired_bootstrap(
-        base.to_numpy(), rec.to_numpy(), n_resamples=FAST.n_resamples, seed=FAST.seed, metric="recall"
-    )
+    # The sweep's clusters (clusters.parquet: the question's source document), as the gate resamples them.
+    settings = Resampling(n_resamples=FAST.n_resamples, seed=FAST.seed, clusters=cluster_map(read_clusters(demo_run)))
+    assert settings.clusters is not None
+    comparison = paired(base.to_numpy(), rec.to_numpy(), settings, "recall", base.index.to_numpy())
+    assert comparison is not None and comparison.test.startswith("cluster bootstrap")
     row = next(r for r in page.rows["recommendation"] if r[0].startswith("recall@"))
-    base_ci = stats.bootstrap_ci(base.to_numpy(), n_resamples=FAST.n_resamples, seed=FAST.seed)
+    base_ci = mean_interval(base.to_numpy(), settings, base.index.to_numpy())
+    assert base_ci is not None
     shown_ci = f"{100 * base_ci.mean:.1f}% [{100 * base_ci.low:.1f}, {100 * base_ci.high:.1f}]"
     if recommended == baseline:  # production kept: its own measures, never a production-vs-production table
         assert len(row) == 2 and row[1] == shown_ci
@@ -297,6 +303,9 @@ def test_baseline_comparison_equals_numbers_from_results(demo_run: Path, demo_re
     verdict = "within noise" if stats.within_noise(comparison) else ("better" if comparison.delta > 0 else "worse")
     assert verdict in row[4] or (comparison.delta_low == comparison.delta_high == 0 and "no difference" in row[4])
     assert "Minimum detectable effect" in page.text("recommendation")
+    # Every note names the unit the intervals resample: the sweep's clusters (source documents).
+    assert "paired, clustered by document" in page.text("run")
+    assert "clustered by document" in page.text("configs") or recommended == baseline
     assert "Holm" in page.text("recommendation") or recommended == baseline
 
 

@@ -104,6 +104,8 @@ def recommend_payload(pick: str, production: str) -> dict:
                 "high": 0.04,
                 "splits": 20,
                 "same_pick_share": 0.65,
+                "holds_share": 0.55,
+                "unit": "clusters",
             },
             "top_k": {"recommended": 3, "production": 5, "same_k": False},
         },
@@ -148,6 +150,8 @@ def test_recommend_decision_is_rendered_from_the_file(tmp_path: Path, demo_run: 
     assert in_sample[1] == "+3.0 points [+1.0, +5.0]" and in_sample[2] == "gain"
     assert out_sample[1] == "+2.0 points [\u22121.0, +4.0]" and out_sample[2] == "within noise"
     assert "20 splits" in out_sample[3] and "65%" in out_sample[3]
+    # The replication figure beside the out-of-sample gain: the selection repeated on halves of the documents.
+    assert "holds on 55% of held-back halves (the selection repeated on halves of the documents)" in out_sample[3]
     assert "different k: recall@3" in text and "recall@5" in text
     assert "Gate verdict:" in text and "PASS" in text
     raw = (run / files.REPORT_HTML).read_text(encoding="utf-8")

@@ -194,7 +194,7 @@ def dry_run(ctx: WorkContext, embedder: Embedder, run_dir: Path, executor: Execu
     print(describe_calls(with_times(planned, rates), finished))
     for line in describe_rates(list(rates.values())):
         print(line)
-    print(detectable_line(sum(q.answerable for q in ctx.questions)))
+    print(detectable_line(ctx.questions, plan.stats.cluster_by))
     if plan.answer_check.enabled and plan.generator is not None:
         from evalkit.answers.generation import make_generator
 

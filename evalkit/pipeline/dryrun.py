@@ -23,11 +23,13 @@ from evalkit.cost.tokens import estimate_tokens
 from evalkit.pipeline.calibrate import TextRate, TokenRate, embedder_rate, reranker_rate
 from evalkit.pipeline.plan import SweepPlan
 from evalkit.pipeline.work import UnitOfWork, WorkContext, chunk_stage
-from evalkit.records import EXTERNAL_CHUNKING, Chunk
+from evalkit.records import EXTERNAL_CHUNKING, Chunk, Question
 from evalkit.retrieval.external.calls import NAMESPACE as EXTERNAL_NAMESPACE
 from evalkit.retrieval.external.calls import query_key, where_of
 from evalkit.retrieval.external.hits import query_record
+from evalkit.scoring.clusters import DOCUMENT, QUESTION, question_clusters, unit_words
 from evalkit.scoring.stats import paired_binary_mde
+from evalkit.scoring.stats.cluster_intervals import planning_design_effect
 
 
 @dataclass(frozen=True)
@@ -164,19 +166,46 @@ def position_estimate(plan: SweepPlan, record: Mapping[str, Any], rate: TokenRat
 
 DISCORDANCES = (0.05, 0.1, 0.2)
 """Shares of questions whose hit differs between two configs, at which the dry run states the gate's reach."""
+PLANNING_RHO = 0.2
+"""Intra-cluster correlation of the paired recall difference the dry run plans with: the upper end of what the
+shared sets showed (their document-clustered intervals were 1.26-1.49x the question-level ones: rho 0.09-0.2)."""
 
 
-def detectable_line(n_answerable: int) -> str:
-    """The smallest recall difference this set's size shows at 80% power (exact McNemar, alpha 0.05), before
-    a sweep is paid for; per discordance, since no pilot has measured it yet. The question is the unit here:
-    questions drawn from one document move together, so on a clustered set the reach is somewhat worse."""
-    reach = []
-    for psi in DISCORDANCES:
-        mde = paired_binary_mde(n_answerable, psi) if n_answerable >= 2 else None
-        reach.append(f"{100 * mde:.1f} points when {psi:.0%} of questions differ" if mde else f"none at {psi:.0%}")
+def detectable_line(questions: Sequence[Question], cluster_by: str = DOCUMENT) -> str:
+    """The smallest recall difference the gate shows at 80% power on this set (exact McNemar, alpha 0.05), before
+    a sweep is paid for; per discordance, since no pilot has measured it yet.
+
+    The gate resamples clusters (``stats.cluster_by``: the question's source document by default), so the size
+    is the set's effective one: answerable questions over Kish's design effect ``1 + (m_w - 1) rho`` from the
+    set's own cluster sizes at :data:`PLANNING_RHO`; the line also states the reach if questions were
+    independent and if every cluster moved as one (``rho = 1``: the cluster count's bound).
+    """
+    answerable = [q for q in questions if q.answerable]
+    n = len(answerable)
+    sizes = question_clusters(answerable, cluster_by)["cluster"].value_counts().to_numpy()
+    effect = planning_design_effect(sizes, PLANNING_RHO) if n else 1.0
+    worst = planning_design_effect(sizes, 1.0) if n else 1.0
+
+    def reach(size: float, psi: float) -> float | None:
+        return paired_binary_mde(int(size), psi) if size >= 2 else None
+
+    def words(value: float | None) -> str:
+        return f"{100 * value:.1f} points" if value else "none"
+
+    parts = [f"{words(reach(n / effect, psi))} when {psi:.0%} of questions differ" for psi in DISCORDANCES]
+    middle = DISCORDANCES[1]
+    if cluster_by == QUESTION:
+        return (
+            f"evalkit dry run: {n} answerable questions: the smallest recall difference the gate can show at 80% "
+            f"power is {'; '.join(parts)} (exact McNemar; stats.cluster_by=question: questions as the unit)"
+        )
+    unit = unit_words(cluster_by).removeprefix("by ")
     return (
-        f"evalkit dry run: {n_answerable} answerable questions: the smallest recall difference the gate can show "
-        f"at 80% power is {'; '.join(reach)} (exact McNemar; questions as the unit)"
+        f"evalkit dry run: {n} answerable questions in {len(sizes)} clusters ({unit}): the smallest recall "
+        f"difference the gate can show at 80% power is {'; '.join(parts)} (exact McNemar at {n / effect:.0f} "
+        f"effective questions: design effect {effect:.2f} from these cluster sizes at an intra-cluster correlation "
+        f"of {PLANNING_RHO}; at {middle:.0%} differing, {words(reach(n, middle))} if questions were independent, "
+        f"{words(reach(n / worst, middle))} if every cluster moved as one)"
     )
 
 

@@ -126,6 +126,7 @@ class SweepPlan:
             progress=self.options.progress,
             judge=self.judge,
             production_chunking=production_chunking,
+            cluster_by=self.stats.cluster_by,
         )
 
     def answer_check_job(self, gate: GateConfig, token_family: str) -> AnswerCheckJob:
@@ -152,6 +153,7 @@ class SweepPlan:
             queries_per_day=self.cost.queries_per_day,
             output_tokens=self.cost.output_tokens,
             token_family=token_family,
+            clusters=gate.clusters,
         )
 
     @property

@@ -67,6 +67,10 @@ class Gain:
     """Out of sample only: the 95th percentile of the held-out gain over the splits."""
     mde: float | None = None
     """Out of sample only: the smallest gain the set detects at 80% power (None: not detectable at this size)."""
+    holds_share: float | None = None
+    """Out of sample only: share of splits whose selection (repeated on one half) gains on the held-back half."""
+    unit: str | None = None
+    """Out of sample only: what the halves split, ``clusters`` (documents by default) or ``questions``."""
 
 
 @dataclass(frozen=True)
@@ -194,6 +198,8 @@ def _gain(block: Any) -> Gain | None:
         p05=_number(block.get("p05")),
         p95=_number(block.get("p95")),
         mde=_number(block.get("mde")),
+        holds_share=_number(block.get("holds_share")),
+        unit=str(block["unit"]) if isinstance(block.get("unit"), str) else None,
     )
 
 

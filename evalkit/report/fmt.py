@@ -30,6 +30,14 @@ def _finite(x: float | None) -> bool:
     return x is not None and not math.isnan(x) and not math.isinf(x)
 
 
+def resampled(cluster_by: str | None) -> str:
+    """How a note names the unit an interval resamples (review.json's ``statistics.cluster_by``):
+    ``clustered by document``, ``by question`` (also for runs made before clusters), ``clustered by tag 'x'``."""
+    if cluster_by in (None, "", "question"):
+        return "by question"
+    return "clustered by document" if cluster_by == "document" else f"clustered by tag {cluster_by!r}"
+
+
 def pct(x: float | None, digits: int = 1) -> str:
     """0.7241 -> ``72.4%``."""
     return f"{100 * x:.{digits}f}%" if _finite(x) else "n/a"

@@ -22,12 +22,14 @@ GATE_RESAMPLES, GATE_SEED = 10000, 0
 """The gate's defaults (conf/gate/default.yaml): the verdict here is the one `python -m evalkit.gate` gives."""
 
 
-def gate_of(objective: Objective) -> GateConfig | None:
-    """The gate the decision used, from recommendation.json (None for a run without a decision)."""
+def gate_of(objective: Objective, clusters: pd.Series | None = None) -> GateConfig | None:
+    """The gate the decision used, from recommendation.json (None for a run without a decision), resampling
+    ``clusters`` (the run's clusters.parquet, as `python -m evalkit.gate` does)."""
     if not objective.gate_margins or objective.confidence is None:
         return None
     margins = tuple(Margin(str(m["metric"]), str(m["kind"]), float(m["amount"])) for m in objective.gate_margins)
-    return GateConfig(float(objective.confidence), GATE_RESAMPLES, GATE_SEED, margins, "recommendation.json")
+    confidence = float(objective.confidence)
+    return GateConfig(confidence, GATE_RESAMPLES, GATE_SEED, margins, "recommendation.json", clusters)
 
 
 def threshold_verdict(
@@ -36,9 +38,10 @@ def threshold_verdict(
     production_id: str | None,
     focus: Mapping[str, Any],
     objective: Objective,
+    clusters: pd.Series | None = None,
 ) -> Callable[[float], str] | None:
     """A function: advised threshold -> the gate's verdict on setting it (and the targets' difference)."""
-    gate = gate_of(objective)
+    gate = gate_of(objective, clusters)
     if gate is None or production_id is None:
         return None
     zero_hit = next((m for m in gate.margins if m.metric == "zero_hit_answerable"), None)

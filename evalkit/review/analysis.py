@@ -4,12 +4,16 @@ The focus config's (the sweep's decision, read from recommendation.json) compari
 with the production (baseline) config, the top_k plateau and the minimum detectable effect. Every comparison comes
 from :mod:`evalkit.scoring.compare` (the one the gate uses too); this module only chooses what to compare and
 turns scoring's records into review.json's (:mod:`evalkit.run.review`).
+
+Every interval and paired comparison resamples the run's clusters (clusters.parquet, the ones the decision and
+the gate resample: the question's source document by default) when the settings carry them
+(:func:`resampling`), else questions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import numpy as np
 import pandas as pd
@@ -40,9 +44,15 @@ __all__ = [
 ]
 
 
-def resampling(statistics: Statistics) -> Resampling:
-    """The comparison settings every paired comparison of the review uses."""
-    return Resampling(statistics.level, statistics.n_resamples, statistics.seed)
+Settings = Statistics | Resampling
+"""review.json's resampling record (questions resampled), or scoring's with the run's clusters."""
+
+
+def resampling(statistics: Settings, clusters: pd.Series | None = None) -> Resampling:
+    """The comparison settings every paired comparison of the review uses (``clusters``: question_id -> cluster)."""
+    if isinstance(statistics, Resampling):
+        return statistics if clusters is None else replace(statistics, clusters=clusters)
+    return Resampling(statistics.level, statistics.n_resamples, statistics.seed, clusters)
 
 
 def as_interval(ci: stats.Interval | None) -> Interval | None:
@@ -74,21 +84,24 @@ def resolve_baseline(summary: pd.DataFrame, point: BaselinePoint | None) -> str 
     return None if point is None else find_production(summary, **asdict(point))
 
 
-def _paired(baseline: np.ndarray, candidate: np.ndarray, m: Measure, statistics: Statistics) -> Paired | None:
-    return as_paired(compare.paired(baseline, candidate, resampling(statistics), m.name))
+def _paired(wide: pd.DataFrame, baseline_id: str, candidate_id: str, m: Measure, statistics: Settings) -> Paired | None:
+    """``candidate_id - baseline_id`` on the questions of ``wide`` (question_id x config_id)."""
+    base, cand = wide[baseline_id].to_numpy(), wide[candidate_id].to_numpy()
+    return as_paired(compare.paired(base, cand, resampling(statistics), m.name, wide.index.to_numpy()))
 
 
-def interval(values: np.ndarray, statistics: Statistics) -> Interval | None:
-    """Bootstrap CI of the mean (None when every value is missing)."""
-    return as_interval(compare.mean_interval(values, resampling(statistics)))
+def interval(values: np.ndarray, statistics: Settings, questions: np.ndarray | None = None) -> Interval | None:
+    """Bootstrap CI of the mean (None when every value is missing), clusters of ``questions`` resampled."""
+    return as_interval(compare.mean_interval(values, resampling(statistics), questions))
 
 
-def config_interval(results: pd.DataFrame, m: Measure, config_id: str, statistics: Statistics) -> Interval | None:
-    return interval(per_question(results, m, config_id).to_numpy(), statistics)
+def config_interval(results: pd.DataFrame, m: Measure, config_id: str, statistics: Settings) -> Interval | None:
+    values = per_question(results, m, config_id)
+    return interval(values.to_numpy(), statistics, values.index.to_numpy())
 
 
 def compare_family(
-    results: pd.DataFrame, config_ids: Sequence[str], baseline_id: str, metric: str, statistics: Statistics
+    results: pd.DataFrame, config_ids: Sequence[str], baseline_id: str, metric: str, statistics: Settings
 ) -> tuple[tuple[str, Paired], ...]:
     """Each config versus the baseline on the objective, Holm-adjusted across all of them.
 
@@ -97,34 +110,33 @@ def compare_family(
     m = measure(metric)
     wide = matrix(results, m, [*dict.fromkeys([baseline_id, *config_ids])])
     candidates = [(config_id, wide[config_id].to_numpy()) for config_id in config_ids]
-    family = compare.family(wide[baseline_id].to_numpy(), candidates, resampling(statistics), m.name)
+    family = compare.family(
+        wide[baseline_id].to_numpy(), candidates, resampling(statistics), m.name, wide.index.to_numpy()
+    )
     return tuple((config_id, as_paired(c)) for config_id, c in family)  # type: ignore[misc]
 
 
 def headline(
-    results: pd.DataFrame, recommended_id: str, baseline_id: str, statistics: Statistics
+    results: pd.DataFrame, recommended_id: str, baseline_id: str, statistics: Settings
 ) -> tuple[HeadlineRow, ...]:
     """Recommended versus baseline on each headline measure present in the results."""
     names = HEADLINE + (("cost_per_query",) if COST_PER_QUERY in results.columns else ())
     rows = []
     for m in available(results, names):
         wide = matrix(results, m, [*dict.fromkeys([baseline_id, recommended_id])])
-        base = wide[baseline_id].to_numpy()
-        rec = wide[recommended_id].to_numpy()
+        questions = wide.index.to_numpy()
         rows.append(
             HeadlineRow(
                 measure=m.name,
-                recommended=interval(rec, statistics),
-                baseline=interval(base, statistics),
-                comparison=_paired(base, rec, m, statistics),
+                recommended=interval(wide[recommended_id].to_numpy(), statistics, questions),
+                baseline=interval(wide[baseline_id].to_numpy(), statistics, questions),
+                comparison=_paired(wide, baseline_id, recommended_id, m, statistics),
             )
         )
     return tuple(rows)
 
 
-def mde(
-    results: pd.DataFrame, recommended_id: str, baseline_id: str, metric: str, statistics: Statistics
-) -> Mde | None:
+def mde(results: pd.DataFrame, recommended_id: str, baseline_id: str, metric: str, statistics: Settings) -> Mde | None:
     """Minimum detectable effect (80% power, two-sided at 1 - level) of the objective on this set.
 
     Binary values: the paired McNemar formula with the discordance observed between the
@@ -139,7 +151,7 @@ def mde(
 
 
 def compare_with_baseline(
-    results: pd.DataFrame, summary: pd.DataFrame, focus_id: str, baseline_id: str, metric: str, statistics: Statistics
+    results: pd.DataFrame, summary: pd.DataFrame, focus_id: str, baseline_id: str, metric: str, statistics: Settings
 ) -> BaselineComparison:
     """Everything the report says about the focus config (the decision's) versus production.
 
@@ -169,7 +181,7 @@ def steps(
     chunking: str,
     axis: str,
     fixed: float,
-    statistics: Statistics,
+    statistics: Settings,
 ) -> tuple[Step, ...]:
     """Paired gains between consecutive values of ``axis`` (``top_k`` or ``threshold``), the other fixed."""
     rows = _along(summary, chunking, axis, fixed)
@@ -180,7 +192,7 @@ def steps(
     wide = matrix(results, m, ids)
     out = []
     for i in range(len(ids) - 1):
-        comparison = _paired(wide[ids[i]].to_numpy(), wide[ids[i + 1]].to_numpy(), m, statistics)
+        comparison = _paired(wide, ids[i], ids[i + 1], m, statistics)
         if comparison is not None:
             out.append(Step(values[i], values[i + 1], ids[i], ids[i + 1], comparison))
     return tuple(out)
@@ -204,7 +216,7 @@ def curve(
     chunking: str,
     axis: str,
     fixed: float,
-    statistics: Statistics,
+    statistics: Settings,
     with_ci: bool,
 ) -> Curve:
     """``m`` along ``axis`` with the other of top_k/threshold fixed; CIs only when ``with_ci``."""

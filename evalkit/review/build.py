@@ -22,6 +22,7 @@ from evalkit.review.production_log import logged_scores
 from evalkit.review.synthetic import MEASURES as SYNTHETIC_MEASURES
 from evalkit.review.synthetic import synthetic_ids, synthetic_rows
 from evalkit.review.threshold_advice import advice_cells
+from evalkit.run.clusters import read_clusters
 from evalkit.run.folder import Run, load_run
 from evalkit.run.labelset_path import find_labelset
 from evalkit.run.review import (
@@ -36,6 +37,8 @@ from evalkit.run.review import (
     read_review,
 )
 from evalkit.run.review import write_review as write_review_file
+from evalkit.scoring.clusters import QUESTION, cluster_map
+from evalkit.scoring.compare import Resampling
 from evalkit.scoring.registry import COLUMNS, MEASURES, REPORTED, measure
 from evalkit.scoring.thresholds import MIN_AUC
 
@@ -80,7 +83,7 @@ def _focus(run: Run, decision: Decision | None, production_id: str | None) -> st
 
 
 def _k_curves(
-    run: Run, chunking: str, threshold: float, statistics: Statistics
+    run: Run, chunking: str, threshold: float, statistics: Resampling
 ) -> tuple[dict[str, tuple[Step, ...]], dict[str, tuple[Curve, ...]]]:
     """Steps along top_k for the focus chunking, and one curve per chunking (intervals on the focus one)."""
     k_steps = {
@@ -100,7 +103,7 @@ def _k_curves(
     return k_steps, k_curves
 
 
-def _zero_curves(run: Run, chunking: str, top_k: int, statistics: Statistics) -> tuple[Curve, Curve]:
+def _zero_curves(run: Run, chunking: str, top_k: int, statistics: Resampling) -> tuple[Curve, Curve]:
     """Zero-hit on answerable, then unanswerable, questions against the threshold."""
     return tuple(  # type: ignore[return-value]
         analysis.curve(run.results, run.summary, measure(name), chunking, "threshold", top_k, statistics, True)
@@ -108,14 +111,22 @@ def _zero_curves(run: Run, chunking: str, top_k: int, statistics: Statistics) ->
     )
 
 
-def _position(run: Run, statistics: Statistics) -> PositionSummary | None:
+def _position(run: Run, settings: Resampling) -> PositionSummary | None:
     """The experiment's own summary when it wrote one, else computed from its rows."""
     position = None
     if run.position_summary is not None:
-        position = position_from_summary(run.position_summary, statistics.level)
+        position = position_from_summary(run.position_summary, settings.level)
     if position is None and run.position_rows is not None:
-        position = position_from_rows(run.position_rows, statistics.level, statistics.n_resamples, statistics.seed)
+        position = position_from_rows(run.position_rows, settings)
     return position
+
+
+def _resampling(run: Run, statistics: Statistics) -> tuple[Statistics, Resampling]:
+    """The run's clusters (clusters.parquet, the decision's and the gate's) in the review's resampling."""
+    frame = read_clusters(run.root)
+    cluster_by = QUESTION if frame is None or frame.empty else str(frame["cluster_by"].iloc[0])
+    statistics = replace(statistics, cluster_by=cluster_by)
+    return statistics, analysis.resampling(statistics, cluster_map(frame))
 
 
 def _synthetic(run: Run, labelset: Path | None) -> set[str]:
@@ -129,24 +140,25 @@ def compute_review(run: Run, statistics: Statistics | None = None, labelset: Pat
     objective = decision.objective if decision is not None else NO_DECISION_OBJECTIVE
     statistics = statistics or Statistics()
     statistics = replace(statistics, level=objective.confidence or statistics.level)
+    statistics, settings = _resampling(run, statistics)
     baseline_id = _production(run, decision)
     focus_id = _focus(run, decision, baseline_id)
     rec_row = run.config_row(focus_id)
     metric = objective.primary
     comparison = None
     if baseline_id is not None:
-        comparison = analysis.compare_with_baseline(run.results, run.summary, focus_id, baseline_id, metric, statistics)
+        comparison = analysis.compare_with_baseline(run.results, run.summary, focus_id, baseline_id, metric, settings)
     chunking, k, t = str(rec_row["chunking"]), int(rec_row["top_k"]), float(rec_row["threshold"])
-    k_steps, k_curves = _k_curves(run, chunking, t, statistics)
-    position = _position(run, statistics)
+    k_steps, k_curves = _k_curves(run, chunking, t, settings)
+    position = _position(run, settings)
     objective_steps = k_steps.get(metric) or analysis.steps(
-        run.results, run.summary, measure(metric), chunking, "top_k", t, statistics
+        run.results, run.summary, measure(metric), chunking, "top_k", t, settings
     )
     findings = diagnose(
-        run.results, run.summary, run.chunkings, rec_row, objective, statistics, objective_steps, None,
+        run.results, run.summary, run.chunkings, rec_row, objective, settings, objective_steps, None,
         position, calibration=run.calibration, manifest=run.manifest,
         moves=decision.moves if decision is not None else (),
-        gate_verdict=threshold_verdict(run.results, run.summary, baseline_id, rec_row, objective),
+        gate_verdict=threshold_verdict(run.results, run.summary, baseline_id, rec_row, objective, settings.clusters),
     )  # fmt: skip
     return Review(
         schema=SCHEMA,
@@ -160,12 +172,12 @@ def compute_review(run: Run, statistics: Statistics | None = None, labelset: Pat
         k_steps=k_steps,
         plateaus={name: analysis.plateau(s) for name, s in k_steps.items()},
         k_curves=k_curves,
-        zero_curves=_zero_curves(run, chunking, k, statistics),
+        zero_curves=_zero_curves(run, chunking, k, settings),
         findings=findings,
         position=position,
         synthetic_measures=SYNTHETIC_MEASURES,
         reported=REPORTED,
-        synthetic=synthetic_rows(run.results, _synthetic(run, labelset), focus_id, baseline_id),
+        synthetic=synthetic_rows(run.results, _synthetic(run, labelset), focus_id, baseline_id, settings),
         calibration=advice_cells(run.calibration),
         min_auc=MIN_AUC,
         items=items_of(run.results, metric),

@@ -17,10 +17,10 @@ import pandas as pd
 
 from evalkit.report import fmt
 from evalkit.report.decision import Objective
-from evalkit.review.analysis import find_config, resampling, steps
+from evalkit.review.analysis import Settings, find_config, resampling, steps
 from evalkit.review.diagnostic_moves import with_moves
 from evalkit.review.threshold_advice import WIDEN, calibration_floor, calibration_rows, threshold_advice
-from evalkit.run.review import Finding, PositionSummary, Statistics, Step
+from evalkit.run.review import Finding, PositionSummary, Step
 from evalkit.scoring import compare
 from evalkit.scoring.registry import measure
 from evalkit.scoring.values import matrix
@@ -41,7 +41,7 @@ def overlap_rule(
     chunkings: pd.DataFrame,
     rec: Mapping[str, Any],
     objective: Objective,
-    statistics: Statistics,
+    statistics: Settings,
 ) -> tuple[Finding, ...]:
     """More overlap means more chunks; flag it when the objective gains no more than the noise."""
     m = measure(objective.primary)
@@ -61,7 +61,9 @@ def overlap_rule(
             if lo_id is None or hi_id is None or not n_lo or n_hi is None:
                 continue
             wide = matrix(results, m, [lo_id, hi_id])
-            c = compare.paired(wide[lo_id].to_numpy(), wide[hi_id].to_numpy(), resampling(statistics), m.name)
+            c = compare.paired(
+                wide[lo_id].to_numpy(), wide[hi_id].to_numpy(), resampling(statistics), m.name, wide.index.to_numpy()
+            )
             if c is None:  # no question defines the objective in both configs: nothing to compare
                 continue
             growth = n_hi / n_lo - 1
@@ -128,7 +130,7 @@ def threshold_rule(
     summary: pd.DataFrame,
     rec: Mapping[str, Any],
     objective: Objective,
-    statistics: Statistics,
+    statistics: Settings,
     calibrated: float | None = None,
     calibration: pd.DataFrame | None = None,
     gate_verdict: Callable[[float], str] | None = None,
@@ -361,7 +363,7 @@ def diagnose(
     chunkings: pd.DataFrame,
     rec: Mapping[str, Any],
     objective: Objective,
-    statistics: Statistics,
+    statistics: Settings,
     k_steps: tuple[Step, ...],
     calibrated: float | None,
     position: PositionSummary | None,

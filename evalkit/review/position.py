@@ -1,7 +1,8 @@
 """The position experiment's accuracy by gold bucket, as review.json holds it (pure).
 
 The experiment's own summary (position/summary.parquet, its intervals already bootstrapped) is read as
-records; only when it is missing (an interrupted run) are the intervals computed here from its rows.
+records; only when it is missing (an interrupted run) are the intervals computed here from its rows, resampling
+the run's clusters as every other interval of the review does.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pandas as pd
 
 from evalkit.review.analysis import as_interval
 from evalkit.run.review import Interval, PositionSummary
-from evalkit.scoring import stats
+from evalkit.scoring import compare
 
 BUCKET_ORDER = ("head", "mid", "tail")
 ROW_COLUMNS = ("question_id", "arm", "gold_bucket", "correct")
@@ -55,7 +56,7 @@ def position_from_summary(summary: pd.DataFrame, level: float) -> PositionSummar
     return PositionSummary(buckets, accuracy, flips, controlled, "summary")
 
 
-def position_from_rows(rows: pd.DataFrame, level: float, n_resamples: int, seed: int) -> PositionSummary | None:
+def position_from_rows(rows: pd.DataFrame, settings: compare.Resampling) -> PositionSummary | None:
     """The same records computed from the answers (when the summary is missing, e.g. an interrupted run)."""
     if not set(ROW_COLUMNS) <= set(rows.columns):
         return None
@@ -69,10 +70,10 @@ def position_from_rows(rows: pd.DataFrame, level: float, n_resamples: int, seed:
     buckets = _ordered([str(b) for b in scored["gold_bucket"].dropna().unique()])
 
     def ci(frame: pd.DataFrame) -> Interval | None:
-        shares = frame.groupby("question_id")["correct"].mean().to_numpy()
-        if shares.size == 0:
+        shares = frame.groupby("question_id")["correct"].mean()
+        if shares.empty:
             return None
-        return as_interval(stats.bootstrap_ci(shares, level=level, n_resamples=n_resamples, seed=seed))
+        return as_interval(compare.mean_interval(shares.to_numpy(), settings, shares.index.to_numpy()))
 
     accuracy: dict[str, tuple[Interval | None, ...]] = {}
     flips: dict[str, float] = {}

@@ -8,12 +8,13 @@ these rows, for the config it centres on and for production.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 import pandas as pd
 
 from evalkit.review.analysis import as_interval
 from evalkit.run.review import SyntheticRow
-from evalkit.scoring.stats import bootstrap_ci
+from evalkit.scoring.compare import Resampling, mean_interval
 
 MEASURES = (("recall", "recall@k"), ("mrr", "MRR"), ("ndcg", "nDCG@k"), ("zero_hit", "zero-hit"))
 """(results column, label) of the table."""
@@ -29,26 +30,37 @@ def synthetic_ids(questions: Mapping[str, object]) -> set[str]:
     }
 
 
-def _rows(frame: pd.DataFrame, synthetic: set[str], label: str) -> list[SyntheticRow]:
+def _rows(frame: pd.DataFrame, synthetic: set[str], label: str, settings: Resampling) -> list[SyntheticRow]:
     rows = []
     answerable = frame[frame["answerable"].astype(bool)]
     for group, part in (("synthetic", answerable["question_id"].isin(synthetic)), ("real", None)):
         chosen = answerable[part] if part is not None else answerable[~answerable["question_id"].isin(synthetic)]
         intervals = []
         for column, _ in MEASURES:
-            values = chosen[column].astype(float).to_numpy() if column in chosen.columns else []
-            intervals.append(as_interval(bootstrap_ci(values, n_resamples=N_RESAMPLES)) if len(values) else None)
+            if column not in chosen.columns or chosen.empty:
+                intervals.append(None)
+                continue
+            values, questions = chosen[column].astype(float).to_numpy(), chosen["question_id"].to_numpy()
+            intervals.append(as_interval(mean_interval(values, settings, questions)))
         rows.append(SyntheticRow(label, group, len(chosen), tuple(intervals)))
     return rows
 
 
 def synthetic_rows(
-    results: pd.DataFrame, synthetic: set[str], focus_id: str, baseline_id: str | None
+    results: pd.DataFrame,
+    synthetic: set[str],
+    focus_id: str,
+    baseline_id: str | None,
+    settings: Resampling | None = None,
 ) -> tuple[SyntheticRow, ...]:
-    """Synthetic and real rows of the centre config, then of production; none when the set has no synthetic one."""
+    """Synthetic and real rows of the centre config, then of production; none when the set has no synthetic one.
+
+    The intervals resample ``settings``' clusters (the run's) at :data:`N_RESAMPLES` resamples.
+    """
     if not synthetic:
         return ()
-    rows = _rows(results[results["config_id"] == focus_id], synthetic, "centre config")
+    settings = replace(settings or Resampling(), n_resamples=N_RESAMPLES)
+    rows = _rows(results[results["config_id"] == focus_id], synthetic, "centre config", settings)
     if baseline_id is not None and baseline_id != focus_id:
-        rows += _rows(results[results["config_id"] == baseline_id], synthetic, "production")
+        rows += _rows(results[results["config_id"] == baseline_id], synthetic, "production", settings)
     return tuple(rows)

@@ -24,11 +24,11 @@ from evalkit.run.folder import RunError, read_json
 from evalkit.run.units import atomic_write
 
 SCHEMA = 3
-"""Version of review.json's shape and content (2: advice carries the gate's verdict; 3: item analysis); another is
-recomputed."""
+"""Version of review.json's shape and content (2: advice carries the gate's verdict; 3: item analysis, production
+logs, intervals that resample the run's clusters); another is recomputed."""
 INPUTS = (files.MANIFEST, files.RESULTS, files.SUMMARY, files.RECOMMENDATION_JSON, files.CALIBRATION_TABLE,
-          files.POSITION_SUMMARY, files.POSITION_ROWS, files.PRODUCTION_LOG_ROWS,
-          files.PRODUCTION_LOG_JSON)  # fmt: skip
+          files.POSITION_SUMMARY, files.POSITION_ROWS, files.PRODUCTION_LOG_ROWS, files.PRODUCTION_LOG_JSON,
+          files.CLUSTERS)  # fmt: skip
 """The files review.json is computed from (with chunkings/*.json): when one changes, it is computed again."""
 
 
@@ -39,6 +39,9 @@ class Statistics:
     level: float = 0.95
     n_resamples: int = 5000
     seed: int = 0
+    cluster_by: str = "question"
+    """The unit resampled (the run's clusters.parquet): ``document``, ``question`` or a tag's name; a run
+    without the file is resampled by question."""
 
 
 @dataclass(frozen=True)

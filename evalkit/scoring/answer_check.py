@@ -1,8 +1,13 @@
 """What the answer check shows (pure): each candidate's answers against production's on the same questions.
 
 - **Accuracy** (``correct``: the gold stated, or a refusal on an unanswerable question): the paired
-  difference with Newcombe's hybrid score interval and the exact McNemar p-value, the question as the unit.
-- **F1** (SQuAD token F1 on answerable questions): the mean paired difference with a t interval.
+  difference with Newcombe's hybrid score interval and the exact McNemar p-value; with clusters (the
+  sweep's, :mod:`evalkit.scoring.clusters`: the question's source document by default) the interval is
+  widened to the cluster bootstrap's and the p-value is the larger of the two
+  (:func:`evalkit.scoring.stats.cluster_intervals.cluster_difference`), as the gate's accuracy check does.
+- **F1** (SQuAD token F1 on answerable questions): the mean paired difference with a t interval; with
+  clusters, the cluster bootstrap's (:mod:`evalkit.scoring.stats.cluster_paired`: the expanded percentile
+  bootstrap over clusters and the cluster-robust t interval with G - 1 degrees of freedom).
 - **Words.** "not worse beyond the margin" only when the interval's low end clears ``-margin``; "worse
   beyond the margin" when its high end is below ``-margin``; otherwise "not shown at this size", with the
   size that would show it (:mod:`evalkit.scoring.stats.noninferiority`).
@@ -12,13 +17,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy.stats import t as student_t
 
+from evalkit.scoring.clusters import labels_for
 from evalkit.scoring.stats import paired_difference_ci, wilson_ci
+from evalkit.scoring.stats.cluster_intervals import cluster_difference, cluster_mean_ci
+from evalkit.scoring.stats.cluster_paired import cluster_paired_bootstrap
 from evalkit.scoring.stats.noninferiority import planning_discordance, questions_for_noninferiority
 from evalkit.scoring.stats.power import mcnemar_exact_p
 
@@ -33,41 +42,59 @@ def outcome_table(rows: pd.DataFrame, column: str) -> pd.DataFrame:
     return values.pivot_table(index="question_id", columns="config_id", values="_v", aggfunc="first", dropna=False)
 
 
-def paired_accuracy(base: np.ndarray, cand: np.ndarray, level: float, margin: float) -> dict[str, Any] | None:
-    """The accuracy difference on the questions both answered (None when there is none)."""
+def paired_accuracy(
+    base: np.ndarray, cand: np.ndarray, level: float, margin: float, clusters: np.ndarray | None = None, seed: int = 0
+) -> dict[str, Any] | None:
+    """The accuracy difference on the questions both answered (None when there is none); ``clusters``: one
+    label per question (aligned with the values), None to treat questions as independent."""
     keep = np.isfinite(base) & np.isfinite(cand)
     if not keep.any():
         return None
     b, c = base[keep], cand[keep]
     wins, losses = int(np.sum((c == 1) & (b == 0))), int(np.sum((c == 0) & (b == 1)))
-    interval = paired_difference_ci(b, c, level)
+    p_value = mcnemar_exact_p(wins, losses)
+    if clusters is None:
+        interval = paired_difference_ci(b, c, level)
+        delta, low, high, method = interval.mean, interval.low, interval.high, interval.method
+    else:
+        found = cluster_difference(b, c, clusters[keep], level, seed=seed)
+        delta, low, high, method = found.delta, found.delta_low, found.delta_high, found.test
+        p_value = max(p_value, found.p_value)
     return {
         "n": int(b.size),
         "production": float(b.mean()),
         "candidate": float(c.mean()),
-        "delta": interval.mean,
-        "low": interval.low,
-        "high": interval.high,
-        "method": interval.method,
+        "delta": delta,
+        "low": low,
+        "high": high,
+        "method": method,
         "wins": wins,
         "losses": losses,
-        "p_value": mcnemar_exact_p(wins, losses),
-        "verdict": verdict(interval.low, interval.high, margin),
+        "p_value": p_value,
+        "verdict": verdict(low, high, margin),
     }
 
 
-def paired_f1(base: np.ndarray, cand: np.ndarray, level: float, margin: float) -> dict[str, Any] | None:
-    """The mean F1 difference on answerable questions both answered, with a paired t interval."""
+def paired_f1(
+    base: np.ndarray, cand: np.ndarray, level: float, margin: float, clusters: np.ndarray | None = None, seed: int = 0
+) -> dict[str, Any] | None:
+    """The mean F1 difference on answerable questions both answered: a paired t interval, or with ``clusters``
+    (one label per question) the cluster bootstrap's (module docstring)."""
     keep = np.isfinite(base) & np.isfinite(cand)
     if keep.sum() < 2:
         return None
     diffs = cand[keep] - base[keep]
     n, delta = int(diffs.size), float(diffs.mean())
-    sd = float(np.std(diffs, ddof=1))
-    half = float(student_t.isf((1.0 - level) / 2.0, n - 1)) * sd / math.sqrt(n) if sd > 0 else 0.0
-    low, high = max(-1.0, delta - half), min(1.0, delta + half)
+    if clusters is None:
+        sd = float(np.std(diffs, ddof=1))
+        half = float(student_t.isf((1.0 - level) / 2.0, n - 1)) * sd / math.sqrt(n) if sd > 0 else 0.0
+        low, high, method = delta - half, delta + half, "paired t"
+    else:
+        found = cluster_paired_bootstrap(base[keep], cand[keep], clusters[keep], level, seed=seed)
+        low, high, method = found.delta_low, found.delta_high, found.test
+    low, high = max(-1.0, low), min(1.0, high)
     return {"n": n, "production": float(base[keep].mean()), "candidate": float(cand[keep].mean()), "delta": delta,
-            "low": low, "high": high, "method": "paired t", "verdict": verdict(low, high, margin)}  # fmt: skip
+            "low": low, "high": high, "method": method, "verdict": verdict(low, high, margin)}  # fmt: skip
 
 
 def verdict(low: float, high: float, margin: float) -> str:
@@ -86,30 +113,45 @@ def candidate_effects(
     level: float,
     accuracy_margin: float,
     f1_margin: float,
+    clusters: pd.Series | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Per candidate: its paired accuracy and F1 differences against production."""
+    """Per candidate: its paired accuracy and F1 differences against production.
+
+    ``clusters``: question_id -> cluster (the sweep's, :func:`evalkit.scoring.clusters.cluster_map`); whole
+    clusters are resampled; None: questions.
+    """
     correct, f1 = outcome_table(rows, "correct"), outcome_table(rows, "f1")
     if production_id not in correct.columns:
         return {}
+    correct_units = labels_for(correct.index.to_numpy(), clusters)
+    f1_units = labels_for(f1.index.to_numpy(), clusters)
     out = {}
     for config_id in candidates:
         if config_id == production_id or config_id not in correct.columns:
             continue
         out[config_id] = {
             "accuracy": paired_accuracy(
-                correct[production_id].to_numpy(), correct[config_id].to_numpy(), level, accuracy_margin
+                correct[production_id].to_numpy(), correct[config_id].to_numpy(), level, accuracy_margin, correct_units
             ),
-            "f1": paired_f1(f1[production_id].to_numpy(), f1[config_id].to_numpy(), level, f1_margin),
+            "f1": paired_f1(f1[production_id].to_numpy(), f1[config_id].to_numpy(), level, f1_margin, f1_units),
         }
     return out
 
 
-def config_summary(rows: pd.DataFrame, config_id: str, level: float) -> dict[str, Any]:
-    """One config's answers: accuracy with its Wilson interval, mean F1, refusals, answered count."""
+def config_summary(
+    rows: pd.DataFrame, config_id: str, level: float, clusters: pd.Series | None = None
+) -> dict[str, Any]:
+    """One config's answers: accuracy with its Wilson interval (widened to the cluster bootstrap's with
+    ``clusters``), mean F1, refusals, answered count."""
     mine = rows[(rows["arm"] == RETRIEVE) & (rows["config_id"] == config_id) & rows["correct"].notna()]
     if mine.empty:
         return {"config_id": config_id, "n": 0}
-    accuracy = wilson_ci(mine["correct"].astype(float).to_numpy(), level)
+    correct = mine["correct"].astype(float).to_numpy()
+    accuracy = wilson_ci(correct, level)
+    labels = labels_for(mine["question_id"].to_numpy(), clusters)
+    if labels is not None:
+        outer = cluster_mean_ci(correct, labels, level)
+        accuracy = replace(accuracy, low=min(accuracy.low, outer.low), high=max(accuracy.high, outer.high))
     f1 = pd.to_numeric(mine["f1"], errors="coerce")
     return {
         "config_id": config_id,

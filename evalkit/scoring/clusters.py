@@ -11,8 +11,9 @@ statistics resample whole clusters (:mod:`evalkit.scoring.stats.cluster_paired`)
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
+import numpy as np
 import pandas as pd
 
 from evalkit.records import Question
@@ -40,8 +41,23 @@ def question_clusters(questions: Iterable[Question], cluster_by: str = DOCUMENT)
     return frame.assign(cluster_by=cluster_by)
 
 
+def unit_words(cluster_by: str) -> str:
+    """How a statement names the unit resampled: ``by document``, ``by question`` or ``by tag 'role'``."""
+    return f"by {cluster_by}" if cluster_by in (DOCUMENT, QUESTION) else f"by tag {cluster_by!r}"
+
+
 def cluster_map(frame: pd.DataFrame | None) -> pd.Series | None:
     """question_id -> cluster from a clusters table; None (resample questions) when absent or by question."""
     if frame is None or frame.empty or (frame["cluster_by"] == QUESTION).all():
         return None
     return pd.Series(frame["cluster"].astype(str).to_numpy(), index=frame["question_id"].astype(str).to_numpy())
+
+
+def labels_for(questions: Sequence[object] | np.ndarray, clusters: pd.Series | None) -> np.ndarray | None:
+    """The cluster label of each of ``questions`` (a question the map lacks is its own); None: by question."""
+    if clusters is None:
+        return None
+    ids = pd.Index(np.asarray(questions, dtype=object)).astype(str)
+    found = clusters.reindex(ids).to_numpy(dtype=object)
+    own = np.array([OWN + q for q in ids], dtype=object)
+    return np.where(pd.isna(found), own, found)

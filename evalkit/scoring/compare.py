@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 
 from evalkit.scoring import stats
+from evalkit.scoring.clusters import labels_for
+from evalkit.scoring.stats.cluster_intervals import cluster_mean_ci
 from evalkit.scoring.stats.cluster_paired import cluster_paired_bootstrap
 from evalkit.scoring.stats.power import mcnemar_exact_p
 
@@ -48,12 +50,7 @@ class Resampling:
 
     def codes(self, questions: Sequence[object] | np.ndarray | None) -> np.ndarray | None:
         """The cluster label of each of ``questions`` (a question the map lacks is its own); None: by question."""
-        if self.clusters is None or questions is None:
-            return None
-        ids = pd.Index(np.asarray(questions, dtype=object)).astype(str)
-        found = self.clusters.reindex(ids).to_numpy(dtype=object)
-        own = np.array(["question:" + q for q in ids], dtype=object)
-        return np.where(pd.isna(found), own, found)
+        return None if questions is None else labels_for(questions, self.clusters)
 
 
 def paired(
@@ -154,10 +151,15 @@ def family(
     return tuple((cid, c) for (cid, _), c in zip(out, adjusted, strict=True))
 
 
-def mean_interval(values: np.ndarray, settings: Resampling) -> stats.Interval | None:
-    """Bootstrap CI of the mean (None when every value is missing)."""
+def mean_interval(
+    values: np.ndarray, settings: Resampling, questions: Sequence[object] | np.ndarray | None = None
+) -> stats.Interval | None:
+    """Bootstrap CI of the mean (None when every value is missing); whole clusters resampled as :func:`paired` does."""
     if np.isnan(values).all():
         return None
+    codes = settings.codes(questions)
+    if codes is not None:
+        return cluster_mean_ci(values, codes, settings.level, settings.n_resamples, settings.seed)
     return stats.bootstrap_ci(values, level=settings.level, n_resamples=settings.n_resamples, seed=settings.seed)
 
 

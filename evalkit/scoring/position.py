@@ -10,7 +10,9 @@ import pandas as pd
 
 from evalkit.records import DOES_NOT_FIT, PROMPT_TOO_LONG
 from evalkit.scoring.answers import flip_rate
+from evalkit.scoring.clusters import labels_for
 from evalkit.scoring.stats import clustered_share_ci
+from evalkit.scoring.stats.cluster_intervals import cluster_mean_ci
 
 POSITION_BUCKETS: tuple[str, ...] = ("only", "head", "mid", "tail", "none")
 """Where the gold sat (``only``: a single-block context; ``none``: no gold in it); ``all`` follows in the summary."""
@@ -18,13 +20,16 @@ BUCKET_COLUMNS = {"chars": "gold_bucket", "blocks": "gold_block_bucket"}
 """``bucket_by`` -> the rows column: the gold block's character midpoint, or its index among the blocks."""
 
 
-def _question_answers(cell: pd.DataFrame) -> list[np.ndarray]:
-    """Each question's scored answers (0/1) in the cell, one array per question."""
+def _question_answers(cell: pd.DataFrame) -> tuple[list[str], list[np.ndarray]]:
+    """The cell's question ids and each one's scored answers (0/1), one array per question."""
     scored = cell[cell["correct"].notna()]
-    return [g["correct"].astype(float).to_numpy() for _, g in scored.groupby("question_id", sort=True)]
+    groups = list(scored.groupby("question_id", sort=True))
+    return [str(q) for q, _ in groups], [g["correct"].astype(float).to_numpy() for _, g in groups]
 
 
-def answer_accuracy(rows: pd.DataFrame, n_resamples: int, seed: int) -> dict[str, Any]:
+def answer_accuracy(
+    rows: pd.DataFrame, n_resamples: int, seed: int, clusters: pd.Series | None = None
+) -> dict[str, Any]:
     """Accuracy on the answerable questions of some answer rows: the one computation of an accuracy and its interval.
 
     Question-weighted (each question's share of correct answers, averaged), with a question-clustered interval
@@ -32,21 +37,32 @@ def answer_accuracy(rows: pd.DataFrame, n_resamples: int, seed: int) -> dict[str
     their ``correct`` is a refusal, counted in ``refused_share`` and the arms' refusals, never in accuracy (rows
     without an ``answerable`` column are all answerable). The summary's cells and effects.json's arms both call
     this, so one arm's accuracy is one number wherever it is written.
+
+    ``clusters`` (question_id -> cluster, the sweep's: :mod:`evalkit.scoring.clusters`): the interval is
+    widened to the cluster bootstrap's over the question shares
+    (:func:`evalkit.scoring.stats.cluster_intervals.cluster_mean_ci`), so questions of one document count as
+    one draw; the method then names both.
     """
     answerable = rows[rows["answerable"].astype(bool)] if "answerable" in rows.columns else rows
-    answers = _question_answers(answerable)
+    ids, answers = _question_answers(answerable)
     if not answers:
         nan = math.nan
         return {"accuracy": nan, "accuracy_low": nan, "accuracy_high": nan, "ci_method": "", "n_questions": 0}
     interval = clustered_share_ci(answers, n_resamples=n_resamples, seed=seed)
-    return {"accuracy": interval.mean, "accuracy_low": interval.low, "accuracy_high": interval.high,
-            "ci_method": interval.method, "n_questions": len(answers)}  # fmt: skip
+    low, high, method = interval.low, interval.high, interval.method
+    labels = labels_for(ids, clusters)
+    shares = np.array([a.mean() for a in answers])
+    if labels is not None and np.ptp(shares) > 0:
+        outer = cluster_mean_ci(shares, labels, n_resamples=n_resamples, seed=seed)
+        low, high, method = min(low, outer.low), max(high, outer.high), f"{method} and {outer.method}"
+    return {"accuracy": interval.mean, "accuracy_low": low, "accuracy_high": high,
+            "ci_method": method, "n_questions": len(answers)}  # fmt: skip
 
 
-def _cell(cell: pd.DataFrame, n_resamples: int, seed: int) -> dict[str, Any]:
+def _cell(cell: pd.DataFrame, n_resamples: int, seed: int, clusters: pd.Series | None) -> dict[str, Any]:
     """Accuracy (:func:`answer_accuracy`) and counts of one cell."""
     scored = cell[cell["correct"].notna()]
-    accuracy = answer_accuracy(cell, n_resamples, seed)
+    accuracy = answer_accuracy(cell, n_resamples, seed, clusters)
     n_questions = accuracy.pop("n_questions")
     sent = cell[cell["sent"].astype(bool)]
     priced = sent["cost_usd"].notna()
@@ -85,7 +101,11 @@ def _flips(group: pd.DataFrame) -> tuple[float, int]:
 
 
 def summarise_position(
-    rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0, bucket_by: str = "chars"
+    rows: pd.DataFrame,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    bucket_by: str = "chars",
+    clusters: pd.Series | None = None,
 ) -> pd.DataFrame:
     """One row per (arm, placement, gold bucket), buckets only/head/mid/tail/none then ``all``.
 
@@ -96,7 +116,8 @@ def summarise_position(
     ``accuracy``: mean over the cell's answerable questions of each question's share of correct
     answers in the cell (:func:`answer_accuracy`; ``n_questions`` counts them), with a 95% interval over questions
     (:func:`evalkit.scoring.stats.clustered_share_ci`: the expanded percentile bootstrap over
-    questions, Wilson on the question count where every question agrees; never of width zero);
+    questions, Wilson on the question count where every question agrees; never of width zero; with
+    ``clusters``, widened to the cluster bootstrap's, see :func:`answer_accuracy`);
     rows not sent (does not fit) and overflow/error answers are not scored and not in it. ``flip_rate`` (on the
     ``all`` row; NaN for a single repeat) is the share of questions whose
     correctness changes across repeats. Counts and tokens are per cell:
@@ -123,7 +144,7 @@ def summarise_position(
                 out.append(
                     {"arm": arm, "placement": placement, "gold_bucket": bucket, "bucket_by": bucket_by}
                     | {"repeats": repeats}
-                    | _cell(cell, n_resamples, seed)
+                    | _cell(cell, n_resamples, seed, clusters)
                     | {"flip_rate": flips, "flip_questions": repeated}
                 )
     return pd.DataFrame(out)

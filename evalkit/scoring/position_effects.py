@@ -13,11 +13,21 @@
   the measured discordance (:func:`evalkit.scoring.stats.paired_binary_mde`):
   ``None`` with ``mde_status`` "not detectable at this size" whenever exact
   power at delta = psi is below 0.8 (no finite MDE above the discordance).
+- **Clusters.** With ``clusters`` (question_id -> cluster, the sweep's: the question's
+  source document by default, :mod:`evalkit.scoring.clusters`) the interval is widened
+  to the cluster bootstrap's (:func:`evalkit.scoring.stats.cluster_intervals.cluster_difference`,
+  the gate's small-cluster method), the p-value is the larger of McNemar's and the
+  cluster bootstrap's, and the MDE is computed at ``n / design effect`` questions (the
+  design effect measured on the paired differences, ``design_effect``).
 - **The gold answer's log-likelihood**, where the generator scores it: the
   paired per-question difference (candidate - baseline, natural log), its
-  interval, and the t-based MDE (:func:`evalkit.scoring.stats.paired_mean_mde`).
+  interval (:func:`evalkit.scoring.stats.cluster_paired.cluster_paired_bootstrap`: the
+  expanded percentile bootstrap and the cluster-robust t interval with G - 1 degrees of
+  freedom, over the clusters, else over questions: then the plain paired t interval
+  widened to the bootstrap's), and the t-based MDE (:func:`evalkit.scoring.stats.paired_mean_mde`).
 - **Flip rate** per arm and placement: the share of questions whose correctness
-  changes with the order, with a Wilson interval (:func:`evalkit.scoring.stats.flip_rate_ci`).
+  changes with the order, with a Wilson interval (:func:`evalkit.scoring.stats.flip_rate_ci`; with
+  clusters, widened to the cluster bootstrap's).
 - **Where the gold ended up** under each controlled placement, by block and
   by character; **arms** (with the closed-book control beside them, nothing
   subtracted); **refusals** and **citation correctness**.
@@ -33,7 +43,10 @@ import pandas as pd
 
 from evalkit.records import DOES_NOT_FIT
 from evalkit.scoring import stats
+from evalkit.scoring.clusters import OWN, labels_for
 from evalkit.scoring.position import answer_accuracy
+from evalkit.scoring.stats.cluster_intervals import cluster_difference, cluster_mean_ci, measured_design_effect
+from evalkit.scoring.stats.cluster_paired import cluster_paired_bootstrap
 
 HEAD, MID, TAIL = "gold_at:head", "gold_at:mid", "gold_at:tail"
 ALPHA, POWER = 0.05, 0.8
@@ -67,9 +80,17 @@ def _wide(arm_rows: pd.DataFrame, column: str, candidate: str, baseline: str) ->
 
 
 def paired_effect(
-    arm_rows: pd.DataFrame, candidate: str, baseline: str, n_resamples: int, seed: int
+    arm_rows: pd.DataFrame,
+    candidate: str,
+    baseline: str,
+    n_resamples: int,
+    seed: int,
+    clusters: pd.Series | None = None,
 ) -> dict[str, Any] | None:
-    """``candidate`` placement against ``baseline`` on one arm's scored rows; None when no question has both."""
+    """``candidate`` placement against ``baseline`` on one arm's scored rows; None when no question has both.
+
+    ``clusters``: question_id -> cluster; whole clusters are resampled (module docstring); None: questions.
+    """
     pairs = _wide(arm_rows, "correct", candidate, baseline)
     if pairs is None:
         return None
@@ -77,10 +98,19 @@ def paired_effect(
     wins, losses = int((cand > base).sum()), int((cand < base).sum())
     n = len(pairs)
     discordance = (wins + losses) / n
-    interval = stats.paired_difference_ci(base, cand, level=1 - ALPHA, seed=seed, n_resamples=n_resamples)
     mcnemar_p = stats.mcnemar_exact_p(wins, losses)
-    mde = stats.paired_binary_mde(n, discordance, alpha=ALPHA, power=POWER)
-    significant = mcnemar_p < ALPHA and not interval.low <= 0.0 <= interval.high
+    labels = labels_for(pairs.index.to_numpy(), clusters)
+    if labels is None:
+        interval = stats.paired_difference_ci(base, cand, level=1 - ALPHA, seed=seed, n_resamples=n_resamples)
+        low, high, method, p_value, effect = interval.low, interval.high, interval.method, mcnemar_p, 1.0
+    else:
+        found = cluster_difference(base, cand, labels, 1 - ALPHA, n_resamples, seed)
+        low, high, method = found.delta_low, found.delta_high, found.test
+        p_value, effect = max(mcnemar_p, found.p_value), measured_design_effect(cand - base, labels)
+    # Clustered questions are worth n / design effect independent ones: the MDE is stated at that size.
+    n_effective = max(2, int(n / effect))
+    mde = stats.paired_binary_mde(n_effective, discordance, alpha=ALPHA, power=POWER)
+    significant = p_value < ALPHA and not low <= 0.0 <= high
     return {
         "candidate": candidate,
         "baseline": baseline,
@@ -89,22 +119,28 @@ def paired_effect(
         "candidate_accuracy": float(cand.mean()),
         "baseline_accuracy": float(base.mean()),
         "delta": float(cand.mean() - base.mean()),
-        "delta_low": interval.low,
-        "delta_high": interval.high,
-        "delta_method": interval.method,
+        "delta_low": low,
+        "delta_high": high,
+        "delta_method": method,
         "mcnemar_wins": wins,
         "mcnemar_losses": losses,
         "mcnemar_p": mcnemar_p,
+        "p_value": p_value,
+        "design_effect": effect,
         "discordance": discordance,
-        "power_at_discordance": stats.mcnemar_power(n, discordance, discordance, ALPHA) if discordance else 0.0,
+        "power_at_discordance": (
+            stats.mcnemar_power(n_effective, discordance, discordance, ALPHA) if discordance else 0.0
+        ),
         "mde": _finite(mde),
         "mde_status": "exact McNemar, 80% power" if mde is not None else NOT_DETECTABLE,
         "within_noise": not significant,
-        **_loglik_effect(arm_rows, candidate, baseline, n_resamples, seed),
+        **_loglik_effect(arm_rows, candidate, baseline, n_resamples, seed, clusters),
     }
 
 
-def _loglik_effect(arm_rows: pd.DataFrame, candidate: str, baseline: str, n_resamples: int, seed: int) -> dict:
+def _loglik_effect(
+    arm_rows: pd.DataFrame, candidate: str, baseline: str, n_resamples: int, seed: int, clusters: pd.Series | None
+) -> dict:
     """The gold answer's log-likelihood, candidate - baseline per question: mean, interval, t-based MDE."""
     empty = {"loglik_questions": 0, "loglik_delta": None, "loglik_low": None, "loglik_high": None}
     if "gold_loglik" not in arm_rows:
@@ -113,14 +149,21 @@ def _loglik_effect(arm_rows: pd.DataFrame, candidate: str, baseline: str, n_resa
     if pairs is None:
         return empty | {"loglik_mde": None}
     diffs = (pairs[candidate] - pairs[baseline]).to_numpy()
+    ids = pairs.index.to_numpy()
+    labels = labels_for(ids, clusters)
+    labels = np.array([OWN + str(q) for q in ids], dtype=object) if labels is None else labels
     sd = float(np.std(diffs, ddof=1)) if diffs.size >= 2 else math.nan
-    mde = stats.paired_mean_mde(diffs.size, sd, alpha=ALPHA, power=POWER) if math.isfinite(sd) and sd > 0 else None
-    interval = stats.bootstrap_ci(diffs, level=1 - ALPHA, n_resamples=n_resamples, seed=seed)
+    n_effective = diffs.size / measured_design_effect(diffs, labels)
+    usable = math.isfinite(sd) and sd > 0 and n_effective >= 2
+    mde = stats.paired_mean_mde(int(n_effective), sd, alpha=ALPHA, power=POWER) if usable else None
+    found = cluster_paired_bootstrap(np.zeros_like(diffs), diffs, labels, 1 - ALPHA, n_resamples, seed)
+    spread = math.isfinite(found.delta_low) and found.delta_high > found.delta_low
     return {
         "loglik_questions": int(diffs.size),
         "loglik_delta": float(diffs.mean()),
-        "loglik_low": interval.low if interval.high > interval.low else None,
-        "loglik_high": interval.high if interval.high > interval.low else None,
+        "loglik_low": found.delta_low if spread else None,
+        "loglik_high": found.delta_high if spread else None,
+        "loglik_method": found.test,
         "loglik_sd": _finite(sd),
         "loglik_mde": _finite(mde),
     }
@@ -141,7 +184,9 @@ def _share(values: pd.Series) -> float | None:
     return None if kept.empty else float(kept.astype(bool).mean())
 
 
-def arm_table(rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0) -> list[dict[str, Any]]:
+def arm_table(
+    rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0, clusters: pd.Series | None = None
+) -> list[dict[str, Any]]:
     """Per arm: accuracy on answerable questions (:func:`evalkit.scoring.position.answer_accuracy`, the summary's
     own computation), tokens, does-not-fit, refusals and citations."""
     out = []
@@ -151,7 +196,7 @@ def arm_table(rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0) -> lis
         answerable = scored[scored["answerable"].astype(bool)]
         unanswerable = scored[~scored["answerable"].astype(bool)]
         unsent = group[group["stop_reason"] == DOES_NOT_FIT]
-        accuracy = answer_accuracy(group, n_resamples, seed)
+        accuracy = answer_accuracy(group, n_resamples, seed, clusters)
         empty = accuracy["n_questions"] == 0
         out.append(
             {
@@ -177,30 +222,42 @@ def arm_table(rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0) -> lis
     return out
 
 
-def flip_rate(group: pd.DataFrame) -> dict[str, Any] | None:
-    """Share of questions (asked at least twice) whose correctness changes with the order, Wilson interval."""
+def flip_rate(group: pd.DataFrame, clusters: pd.Series | None = None) -> dict[str, Any] | None:
+    """Share of questions (asked at least twice) whose correctness changes with the order, Wilson interval
+    (widened to the cluster bootstrap's with ``clusters``)."""
     by_question = group.groupby("question_id")["correct"].agg(["min", "max", "size"])
     repeated = by_question[by_question["size"] > 1]
     if repeated.empty:
         return None
-    interval = stats.flip_rate_ci((repeated["max"] > repeated["min"]).to_numpy(), level=1 - ALPHA)
-    return {"flip_rate": interval.mean, "flip_low": interval.low, "flip_high": interval.high, "n": len(repeated)}
+    flipped = (repeated["max"] > repeated["min"]).to_numpy()
+    interval = stats.flip_rate_ci(flipped, level=1 - ALPHA)
+    low, high = interval.low, interval.high
+    labels = labels_for(repeated.index.to_numpy(), clusters)
+    if labels is not None:
+        outer = cluster_mean_ci(flipped.astype(float), labels, 1 - ALPHA)
+        low, high = min(low, outer.low), max(high, outer.high)
+    return {"flip_rate": interval.mean, "flip_low": low, "flip_high": high, "n": len(repeated)}
 
 
-def position_effects(rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
-    """Everything the report states about position, arms, refusals and citations, from ``position/rows``."""
+def position_effects(
+    rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0, clusters: pd.Series | None = None
+) -> dict[str, Any]:
+    """Everything the report states about position, arms, refusals and citations, from ``position/rows``.
+
+    ``clusters``: question_id -> cluster (the sweep's); every interval and test resamples them; None: questions.
+    """
     scored = _scored(rows)
     controlled = sorted(set(scored.loc[scored["placement"].astype(str).str.startswith("gold_at:"), "arm"]))
     effects: list[dict[str, Any]] = []
     for arm in controlled:
         arm_rows = scored[(scored["arm"] == arm) & scored["answerable"].astype(bool)]
         for candidate in (HEAD, TAIL):
-            effect = paired_effect(arm_rows, candidate, MID, n_resamples, seed)
+            effect = paired_effect(arm_rows, candidate, MID, n_resamples, seed, clusters)
             if effect is not None:
                 effects.append({"arm": arm} | effect)
     flips = []
     for (arm, placement), group in scored.groupby(["arm", "placement"], sort=False):
-        flipped = flip_rate(group)
+        flipped = flip_rate(group, clusters)
         if flipped is not None:
             flips.append({"arm": str(arm), "placement": str(placement)} | flipped)
     # The experiment detects an effect when every comparison it reports could: the largest MDE is its MDE.
@@ -213,7 +270,7 @@ def position_effects(rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0)
         "mde_status": "exact McNemar, 80% power" if detectable else NOT_DETECTABLE,
         "flip_rates": flips,
         "landed": landed(rows),
-        "arms": arm_table(rows, n_resamples, seed),
+        "arms": arm_table(rows, n_resamples, seed, clusters),
         "n_questions": int(rows["question_id"].nunique()),
         "n_answerable": int(rows.loc[rows["answerable"].astype(bool), "question_id"].nunique()),
         "n_answers": len(scored),

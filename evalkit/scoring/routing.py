@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from evalkit.scoring.answer_check import outcome_table, paired_accuracy
+from evalkit.scoring.clusters import labels_for
 from evalkit.scoring.latency import LatencyModel
 
 BUCKET_EDGES = (500, 1000, 2000, 4000, 8000)
@@ -36,6 +37,8 @@ class RoutingCaps:
     cost_max_rise_pct: float | None
     latency_max_rise_pct: float | None
     level: float = 0.95
+    clusters: pd.Series | None = field(default=None, compare=False, repr=False)
+    """question_id -> cluster (the sweep's): the accuracy differences resample them; None: questions."""
 
 
 def bucket_label(upper: float, lower: float) -> str:
@@ -84,7 +87,7 @@ def _bucket(
 ) -> dict[str, Any]:
     effect = paired_accuracy(
         retrieved.loc[ids].to_numpy(dtype=float), stuffed.loc[ids, "correct"].astype(float).to_numpy(), caps.level,
-        caps.accuracy_margin,
+        caps.accuracy_margin, labels_for(ids, caps.clusters),
     )  # fmt: skip
     tokens = {
         "stuff": float(stuffed.loc[ids, "planned_tokens"].mean()),

@@ -13,7 +13,7 @@ import math
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -69,6 +69,8 @@ class AnswerCheckJob:
     token_family: str
     """Family of the local token estimates the sweep's prompt tokens use (the latency model's x)."""
     command: str = "python -m evalkit.sweep answer_check=powered"
+    clusters: pd.Series | None = field(default=None, compare=False, repr=False)
+    """question_id -> cluster (the gate's, from the sweep's clusters.parquet): the effects resample them."""
 
 
 @dataclass(frozen=True)
@@ -163,12 +165,12 @@ def _measure(
     latency = fit_latency(sent["planned_tokens"].to_numpy(float), sent["first_token_s"].to_numpy(float))
     summaries = []
     for config in configs:
-        entry = config_summary(rows, config.config_id, job.level) | {"roles": list(config.roles)}
+        entry = config_summary(rows, config.config_id, job.level, job.clusters) | {"roles": list(config.roles)}
         if latency is not None:
             entry["first_token"] = latency_percentiles(latency, (prompt_tokens(config.config_id) + system_tokens))
         summaries.append(entry)
     price = model_price_or_none(job.cost_model, job.pricing_dir)
-    caps = RoutingCaps(job.accuracy_margin, job.cost_max_rise_pct, job.latency_max_rise_pct, job.level)
+    caps = RoutingCaps(job.accuracy_margin, job.cost_max_rise_pct, job.latency_max_rise_pct, job.level, job.clusters)
     acl = sum(1 for d in labelset.documents if (d.meta or {}).get("acl"))
     routing = stuff_or_retrieve(rows, configs[0].config_id, caps, _cost_of(price, job.output_tokens),
                                 job.queries_per_day, latency, acl)  # fmt: skip
@@ -177,7 +179,7 @@ def _measure(
         "production": configs[0].config_id,
         "configs": summaries,
         "effects": candidate_effects(
-            rows, configs[0].config_id, candidates, job.level, job.accuracy_margin, job.f1_margin
+            rows, configs[0].config_id, candidates, job.level, job.accuracy_margin, job.f1_margin, job.clusters
         ),
         "margins": {"answer_accuracy": job.accuracy_margin, "answer_f1": job.f1_margin},
         "level": job.level,

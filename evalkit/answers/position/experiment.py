@@ -52,6 +52,7 @@ from evalkit.answers.position.run import run_position, still_to_send
 from evalkit.answers.position.settings import STATUS_JSON, BudgetSpec, PositionSettings
 from evalkit.answers.position.sizing import Sized, candidate_order, fit_budget, planned_seconds, subsample_ids
 from evalkit.records import Question
+from evalkit.scoring.clusters import cluster_map, question_clusters
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ class PositionJob:
     """The advisory judge (``+judge=claude``), None: none."""
     production_chunking: str | None = None
     """The production (baseline) chunking's key, None when production names no chunk size."""
+    cluster_by: str = "document"
+    """The unit the experiment's intervals resample (the sweep's ``stats.cluster_by``)."""
 
 
 def choose_chunking(job: PositionJob, available: Sequence[str]) -> str:
@@ -167,10 +170,12 @@ def position_experiment(
     out_dir = out_dir or run_dir / files.POSITION_DIR
     subsample = subsample_ids(settings, asked)
     planner = QuestionPlanner(settings, ranked, documents, request_spec, budget, family, count_request, subsample)
-    questions, sizing, pilot = choose_questions(settings, asked, planner, out_dir)
+    clusters = cluster_map(question_clusters(asked, job.cluster_by))
+    questions, sizing, pilot = choose_questions(settings, asked, planner, out_dir, clusters)
     rounds: list[dict[str, Any]] = []
     for _ in range(settings.rounds if settings.preset == "powered" else 1):
         position_plan = _announce(planner, questions, chunking, price, sizing, pilot, out_dir, log)
+        position_plan = replace(position_plan, cluster_by=job.cluster_by)
         log(_pending(position_plan, generator, out_dir))
         if settings.dry_run:
             write_status(out_dir, "dry_run", "a dry run plans the experiment and sends nothing", "")
@@ -183,7 +188,7 @@ def position_experiment(
         if settings.preset != "powered":
             break
         # powered: re-measure the discordance on every answer so far and grow until the size stops growing
-        grown, sizing, pilot = choose_questions(settings, asked, planner, out_dir)
+        grown, sizing, pilot = choose_questions(settings, asked, planner, out_dir, clusters)
         if len(grown) <= len(questions):
             log(sizing)
             break
@@ -262,7 +267,11 @@ def _request_spec(
 
 
 def choose_questions(
-    settings: PositionSettings, asked: Sequence[Question], planner: QuestionPlanner, out_dir: Path
+    settings: PositionSettings,
+    asked: Sequence[Question],
+    planner: QuestionPlanner,
+    out_dir: Path,
+    clusters: pd.Series | None = None,
 ) -> tuple[tuple[Question, ...], str, bool]:
     """The questions of this round, in labelled-set order, the sizing line to print ('' for none), and whether
     they are a powered run's pilot (no discordance measured yet).
@@ -275,7 +284,7 @@ def choose_questions(
         earlier = pd.read_parquet(rows_path) if rows_path.exists() else None
         # the questions answered so far, from the rows (not plan.json, which a dry run rewrites)
         before = 0 if earlier is None or earlier.empty else int(earlier["question_id"].nunique())
-        size = powered_size(settings, len(asked), earlier, before)
+        size = powered_size(settings, len(asked), earlier, before, clusters)
         kept = {q.id for q in candidate_order(asked, settings.subset)[: size.n_candidates]}
         return tuple(q for q in asked if q.id in kept), describe_size(size, settings), size.pilot
     if settings.time_budget_s is None:

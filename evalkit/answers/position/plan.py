@@ -112,6 +112,8 @@ class PositionPlan:
     """How the question count was chosen (time budget, powered pilot or re-plan), as printed; '' for a fixed subset."""
     unclean: tuple[tuple[str, str, str], ...] = ()
     """(question id, arm, reason) of every question skipped on a controlled arm for want of a clean placement."""
+    cluster_by: str = "document"
+    """The unit every interval of the summary resamples (the sweep's ``stats.cluster_by``)."""
 
     def question(self, question_id: str) -> Question:
         """A question of the subset by id."""

@@ -11,6 +11,10 @@ plans that many (answers are cached: the questions already answered cost
 nothing). When psi < target no size can detect it (an effect cannot exceed the
 discordance): the plan says so and asks no more, unless ``position.max_questions``
 says how many to ask anyway (a pilot's psi is itself uncertain).
+
+Clusters: the effects resample the sweep's clusters (the question's source document) and state their MDE at
+n / design effect, so the size is the independent one times the design effect measured on the rows so far
+(:func:`evalkit.scoring.stats.cluster_intervals.measured_design_effect`; 1 by question).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from evalkit.answers.position.settings import PositionSettings
+from evalkit.scoring.clusters import labels_for
+from evalkit.scoring.stats.cluster_intervals import measured_design_effect
 from evalkit.scoring.stats.power import questions_for_paired_binary
 
 HEAD, MID = "gold_at:head", "gold_at:mid"
@@ -46,27 +52,35 @@ class PoweredSize:
     """Share of candidate questions that earlier plans placed cleanly on the main arm (1.0 before any)."""
     available: int
     """Questions in the labelled set."""
+    design_effect: float = 1.0
+    """Measured on the head-vs-mid differences so far with the sweep's clusters; ``needed`` is multiplied by it."""
 
     @property
     def target_met(self) -> bool:
         return self.needed is not None and self.n_measured >= self.needed
 
 
-def measured_discordance(rows: pd.DataFrame | None) -> tuple[int, float | None]:
-    """(questions, share discordant) of head vs mid on the main arm; shuffles collapsed within a question first."""
+def measured_discordance(
+    rows: pd.DataFrame | None, clusters: pd.Series | None = None
+) -> tuple[int, float | None, float]:
+    """(questions, share discordant, design effect) of head vs mid on the main arm; shuffles collapsed within a
+    question first. The design effect is measured on the paired differences with ``clusters`` (1.0 without)."""
     if rows is None or rows.empty or "correct" not in rows:
-        return 0, None
+        return 0, None, 1.0
     main = rows[(rows["arm"] == MAIN_ARM) & rows["placement"].isin((HEAD, MID)) & rows["correct"].notna()]
     if main.empty:
-        return 0, None
+        return 0, None, 1.0
     shares = main.assign(correct=main["correct"].astype(bool).astype(float))
     wide = shares.groupby(["question_id", "placement"])["correct"].mean().unstack("placement")
     if HEAD not in wide or MID not in wide:
-        return 0, None
+        return 0, None, 1.0
     paired = wide[[HEAD, MID]].dropna()
     if paired.empty:
-        return 0, None
-    return len(paired), float((paired[HEAD] != paired[MID]).mean())
+        return 0, None, 1.0
+    labels = labels_for(paired.index.to_numpy(), clusters)
+    diffs = (paired[HEAD] - paired[MID]).to_numpy()
+    effect = 1.0 if labels is None else measured_design_effect(diffs, labels)
+    return len(paired), float((paired[HEAD] != paired[MID]).mean()), effect
 
 
 def powered_size(
@@ -74,26 +88,29 @@ def powered_size(
     available: int,
     rows: pd.DataFrame | None,
     candidates_before: int,
+    clusters: pd.Series | None = None,
 ) -> PoweredSize:
     """The size of this invocation from the earlier rows (None: a first invocation).
 
     ``candidates_before``: candidate questions the earlier plan held (the placed
     share corrects for questions skipped as unclean); ``questions_for(effect,
-    discordance, max_n)``: questions for 80% exact power (the stats package's).
+    discordance, max_n)``: questions for 80% exact power (the stats package's), times the design effect
+    measured with ``clusters`` (question_id -> cluster, the sweep's).
     """
     cap = min(available, settings.max_questions or available)
-    n_measured, psi = measured_discordance(rows)
+    n_measured, psi, effect = measured_discordance(rows, clusters)
     placed_share = 1.0 if not candidates_before else max(n_measured / candidates_before, 0.05)
     if psi is None or candidates_before < min(settings.pilot_questions, cap):
         pilot = min(settings.pilot_questions, cap)
-        return PoweredSize(pilot, True, n_measured, psi, None, placed_share, available)
+        return PoweredSize(pilot, True, n_measured, psi, None, placed_share, available, effect)
     needed = questions_for_paired_binary(settings.target_mde, psi, max_n=available) if psi > 0 else None
+    needed = None if needed is None else math.ceil(needed * effect)
     if needed is None:  # unreachable at the measured discordance: grow only as far as the user asked
         wanted = cap if settings.max_questions else candidates_before
     else:
         wanted = math.ceil(needed / placed_share)
     n = min(cap, max(wanted, candidates_before))  # never fewer than already asked: the run only grows
-    return PoweredSize(n, False, n_measured, psi, needed, placed_share, available)
+    return PoweredSize(n, False, n_measured, psi, needed, placed_share, available, effect)
 
 
 def describe_size(size: PoweredSize, settings: PositionSettings) -> str:
@@ -112,4 +129,7 @@ def describe_size(size: PoweredSize, settings: PositionSettings) -> str:
             "(position.max_questions=<n> asks more anyway)"
         )
     state = "target met" if size.target_met else f"asking {size.n_candidates} candidates"
-    return f"position=powered: {psi}; {target} at 80% exact power needs {size.needed} placed questions: {state}"
+    clustered = f" (x design effect {size.design_effect:.2f} of the clusters)" if size.design_effect > 1 else ""
+    return (
+        f"position=powered: {psi}; {target} at 80% exact power needs {size.needed} placed questions{clustered}: {state}"
+    )

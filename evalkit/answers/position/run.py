@@ -25,6 +25,7 @@ from evalkit.run.files import BATCHES_JSON
 from evalkit.run.folder import write_json, write_table
 from evalkit.run.progress import bar as progress_bar
 from evalkit.scoring.answers import DEFAULT_REFUSALS, score_answer
+from evalkit.scoring.clusters import QUESTION, cluster_map, question_clusters
 
 if TYPE_CHECKING:
     from evalkit.cache import Cache
@@ -279,7 +280,8 @@ def run_position(
         bar.close()
         flush()
     frame = pd.read_parquet(rows_path)
-    summary = write_summaries(frame, out_dir, plan.settings.n_resamples, plan.settings.seed)
+    settings = plan.settings
+    summary = write_summaries(frame, out_dir, settings.n_resamples, settings.seed, plan.cluster_by, plan.questions)
     stats = _run_stats(plan, counter, len(pending), time.perf_counter() - started)
     sent = [entry for entry, _, _ in pending]
     stats["planned_seconds_pending"] = round(planned_seconds_of(plan, sent), 1)
@@ -331,13 +333,26 @@ def _loglik_columns(value: AnswerLoglik | None) -> dict[str, Any]:
     return {"gold_loglik": value.total, "gold_loglik_mean": value.mean, "gold_loglik_tokens": value.n_tokens}
 
 
-def write_summaries(rows: pd.DataFrame, out_dir: Path, n_resamples: int, seed: int) -> pd.DataFrame:
-    """summary.parquet (by character bucket), summary_blocks.parquet (by block bucket) and effects.json."""
-    summary = summarise_position(rows, n_resamples=n_resamples, seed=seed, bucket_by="chars")
+def write_summaries(
+    rows: pd.DataFrame,
+    out_dir: Path,
+    n_resamples: int,
+    seed: int,
+    cluster_by: str = QUESTION,
+    questions: Sequence[Question] = (),
+) -> pd.DataFrame:
+    """summary.parquet (by character bucket), summary_blocks.parquet (by block bucket) and effects.json.
+
+    ``cluster_by`` (the sweep's ``stats.cluster_by``) over ``questions``: every interval resamples those clusters;
+    effects.json names the unit (``cluster_by``).
+    """
+    clusters = cluster_map(question_clusters(questions, cluster_by))
+    summary = summarise_position(rows, n_resamples=n_resamples, seed=seed, bucket_by="chars", clusters=clusters)
     write_table(out_dir / SUMMARY, summary, csv=True)
-    by_block = summarise_position(rows, n_resamples=n_resamples, seed=seed, bucket_by="blocks")
+    by_block = summarise_position(rows, n_resamples=n_resamples, seed=seed, bucket_by="blocks", clusters=clusters)
     write_table(out_dir / SUMMARY_BLOCKS, by_block, csv=True)
-    write_json(out_dir / EFFECTS_JSON, position_effects(rows, n_resamples=n_resamples, seed=seed))
+    effects = position_effects(rows, n_resamples, seed, clusters)
+    write_json(out_dir / EFFECTS_JSON, effects | {"cluster_by": QUESTION if clusters is None else cluster_by})
     return summary
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from evalkit.report import fmt
 from evalkit.report.fonts import PACKAGE
 from evalkit.report.html import Markup, join, section, tag
 from evalkit.report.model import ReportModel
@@ -36,7 +37,7 @@ def about(model: ReportModel) -> Markup:
         (
             "statistics",
             f"{statistics.level:.0%} percentile bootstrap, {statistics.n_resamples} resamples, seed "
-            f"{statistics.seed}; paired by question",
+            f"{statistics.seed}; paired, {fmt.resampled(statistics.cluster_by)} (stats.cluster_by; clusters.parquet)",
         ),
         ("packages", json.dumps(manifest.get("packages"), sort_keys=True)),
         ("font for Chinese", model.font.family or f"none: the package {PACKAGE} is not installed"),

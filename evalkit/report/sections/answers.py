@@ -74,9 +74,21 @@ def answers(model: ReportModel) -> Markup | None:
     note = (
         f"{block.get('preset', '')} check with {block.get('model', '')} on {block.get('questions', 0)} questions "
         "(paired: the same questions for every config). Accuracy differences: Newcombe's interval and the exact "
-        "McNemar test; F1: a paired t interval; the words follow the interval and the gate's answer margin."
+        "McNemar test; F1: a paired t interval; "
+        + _clustered(model.statistics.cluster_by)
+        + "the words follow the interval and the gate's answer margin."
     )
     return section("answers", "Answers", body, note)
+
+
+def _clustered(cluster_by: str | None) -> str:
+    """What the clusters add to both intervals (the same clusters the gate resamples)."""
+    if fmt.resampled(cluster_by) == "by question":
+        return "questions as the unit; "
+    return (
+        f"both {fmt.resampled(cluster_by)}: widened to the cluster bootstrap's interval (and its p-value where "
+        "larger), as the gate's answer check is; "
+    )
 
 
 def _sizing(block: Mapping[str, Any]) -> list[Any]:

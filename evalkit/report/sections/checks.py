@@ -46,7 +46,8 @@ def diagnostics(model: ReportModel) -> Markup:
         "without a gain → widen the candidate pool, do not lower the threshold; wrong answers concentrate "
         "mid-context → fix placement and rerank, not chunk_size; answer spans cut by chunk boundaries → more "
         "overlap. A fired rule names the one-knob move from production that carries it out, with the gate's "
-        "verdict. Gains are paired 95% bootstrap CIs at the recommended top_k and threshold."
+        "verdict. Gains are paired 95% bootstrap CIs at the recommended top_k and threshold, "
+        f"{fmt.resampled(model.statistics.cluster_by)}."
     )
     return section("diagnostics", "Diagnostics", body, note)
 

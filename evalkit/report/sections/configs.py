@@ -50,8 +50,9 @@ def family_table(model: ReportModel) -> Markup:
             ]
         )
     note = (
-        f"{len(shown)} of {len(family)} configs shown, best {m.label} first. Differences are paired "
-        f"by question (bootstrap, {statistics.n_resamples} resamples, seed {statistics.seed}: the smallest p it can "
+        f"{len(shown)} of {len(family)} configs shown, best {m.label} first. Differences are paired, "
+        f"{fmt.resampled(statistics.cluster_by)} (bootstrap, {statistics.n_resamples} resamples, seed "
+        f"{statistics.seed}: the smallest p it can "
         f"show is {fmt.p_value(2 / (statistics.n_resamples + 1))}); Holm's correction runs over all {len(family)} "
         "comparisons with the baseline."
     )

@@ -125,7 +125,7 @@ def _side_by_side(d: Decision, pick: Pick, unit: Unit) -> Markup:
     return table(["quantity", "recommended", "production"], rows, numeric=(1, 2))
 
 
-def _gain_row(what: str, g: Gain | None, primary: str, unit: Unit) -> list[Any]:
+def _gain_row(what: str, g: Gain | None, primary: str, unit: Unit, cluster_by: str = "document") -> list[Any]:
     if g is None:
         return [what, "n/a", "n/a", ""]
     interval = fmt.signed_interval(unit(g.measure or primary), g.delta, g.low, g.high)
@@ -143,6 +143,10 @@ def _gain_row(what: str, g: Gain | None, primary: str, unit: Unit) -> list[Any]:
     if g.median is not None and g.p05 is not None and g.p95 is not None:
         spread = fmt.signed_interval(unit(g.measure or primary), g.median, g.p05, g.p95)
         detail.append(f"median over splits and 5-95% range {spread}")
+    if g.holds_share is not None:
+        clusters = "documents" if cluster_by == "document" else f"clusters of the tag {cluster_by!r}"
+        halves = f"halves of the {clusters}" if g.unit == "clusters" else "halves of the questions"
+        detail.append(f"holds on {fmt.pct(g.holds_share, 0)} of held-back halves (the selection repeated on {halves})")
     if g.same_pick_share is not None:
         detail.append(f"same pick in {fmt.pct(g.same_pick_share, 0)} of splits")
     if g.mde is not None:
@@ -150,7 +154,7 @@ def _gain_row(what: str, g: Gain | None, primary: str, unit: Unit) -> list[Any]:
     return [what, interval, verdict, "; ".join(detail)]
 
 
-def _gains(d: Decision, pick: Pick, unit: Unit) -> list[Markup]:
+def _gains(d: Decision, pick: Pick, unit: Unit, cluster_by: str = "document") -> list[Markup]:
     rec_label, prod_label, same = primary_labels(d)
     k = pick.top_k
     words = (
@@ -162,7 +166,13 @@ def _gains(d: Decision, pick: Pick, unit: Unit) -> list[Markup]:
     primary = d.objective.primary
     rows = [
         _gain_row("in sample (the questions that chose it)", pick.gain_in_sample, primary, unit),
-        _gain_row("out of sample (chosen on one half, measured on the other)", pick.gain_out_of_sample, primary, unit),
+        _gain_row(
+            "out of sample (chosen on one half, measured on the other)",
+            pick.gain_out_of_sample,
+            primary,
+            unit,
+            cluster_by,
+        ),
     ]
     level = fmt.pct(d.objective.confidence, 0) if d.objective.confidence else "95%"
     return [
@@ -262,7 +272,7 @@ def decision_card(model: ReportModel, d: Decision, measured: Sequence[Markup] = 
                 )
             )
         if d.decision != NO_PRODUCTION:
-            body.extend(_gains(d, pick, unit))
+            body.extend(_gains(d, pick, unit, model.statistics.cluster_by))
     body.extend(_gate(d, unit))
     body.extend(_measured_block(model, d, measured))
     if d.decision != KEEP:

@@ -131,7 +131,7 @@ def top_k(model: ReportModel) -> Markup:
         f"Chunking {chunking} (with its 95% band) at threshold {fmt.threshold(float(row['threshold']))}; every "
         "other chunking its own labelled line. "
         "Plateau: the smallest k after which the next k adds less than the noise (the paired 95% CI of the gain "
-        "reaches 0). " + "; ".join(words) + "."
+        f"reaches 0). Bands and intervals {fmt.resampled(model.statistics.cluster_by)}. " + "; ".join(words) + "."
     )
     body = [
         img(png, "recall@k and context precision@k against top_k"),
@@ -168,7 +168,8 @@ def zero_hit(model: ReportModel) -> Markup:
     note = (
         f"Chunking {model.rec_row['chunking']}, top_k {int(model.rec_row['top_k'])}: share of questions with no "
         "candidate at or above the threshold (nothing returned). On answerable questions that is a miss; on "
-        "unanswerable ones the right outcome. Bands: 95% bootstrap CIs."
+        "unanswerable ones the right outcome. Bands: 95% bootstrap CIs, "
+        f"{fmt.resampled(model.statistics.cluster_by)}."
     )
     if model.calibrated is not None:
         note += f" Marked: the calibrated threshold {model.calibrated:.3g} ({files.CALIBRATION_TABLE})."

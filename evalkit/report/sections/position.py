@@ -72,6 +72,12 @@ def _flip_sentence(flips: list[dict]) -> Markup | None:
                f"{'; '.join(parts)}. {verdict}")  # fmt: skip
 
 
+def _unit(model: ReportModel) -> str | None:
+    """The unit the experiment resampled (effects.json's ``cluster_by``; absent before clusters: by question)."""
+    record = _read(model.run.root / files.POSITION_EFFECTS) or {}
+    return record.get("cluster_by")
+
+
 def _effects(model: ReportModel) -> list[Markup]:
     """Paired position effects with the smallest effect the experiment could detect (position/effects.json)."""
     record = _read(model.run.root / files.POSITION_EFFECTS)
@@ -82,7 +88,7 @@ def _effects(model: ReportModel) -> list[Markup]:
         head = ["arm", "placement", "accuracy", "baseline", "difference [95% CI]", "McNemar p", "discordance",
                 "questions", "smallest detectable effect", "gold log-likelihood, difference"]  # fmt: skip
         out += [
-            tag("h3", "Paired position effects (the question as the unit, the same other chunks)"),
+            tag("h3", f"Paired position effects ({fmt.resampled(record.get('cluster_by'))}, the same other chunks)"),
             table(head, _effect_rows(record), numeric=(2, 3, 4, 5, 6, 7)),
         ]
     sentence = _flip_sentence(record.get("flip_rates", []))
@@ -174,8 +180,8 @@ def position(model: ReportModel) -> Markup:
         body.append(table(["arm", "placement", "accuracy [95% CI]"], rows, numeric=(2,)))
     note = (
         f"From {files.POSITION_SUMMARY if summary.source == 'summary' else files.POSITION_ROWS}. Accuracy: each "
-        "question's share of correct answers, averaged over questions, with a 95% interval clustered by question "
-        "(never of width zero); "
+        "question's share of correct answers, averaged over questions, with a 95% interval over questions (never "
+        f"of width zero), {fmt.resampled(_unit(model))}; "
         "head/mid/tail is the third of the context the gold sat in. Flip rate: share of questions whose "
         "correctness changed across shuffled repeats."
     )

@@ -15,7 +15,7 @@ MOST_FLIPS = 200
 """Rows of the flipped-questions table (the heading counts them all)."""
 INTERVAL_NOTE = (
     "Δ in percentage points, now minus earlier. [low, high]: the paired 95% bootstrap interval of the "
-    "difference over the questions both runs scored (n paired); an interval that spans 0 is within noise."
+    "difference over the questions both runs scored (n paired), {unit}; an interval that spans 0 is within noise."
 )
 
 
@@ -84,7 +84,7 @@ def _deltas(model: ReportModel, delta: RunDelta) -> list[Markup]:
         tag("h3", "Recommended and baseline configs"),
         tag("p", " · ".join(f"{labels.get(c, c)} = {c}" for c in shown), class_="note"),
         table(headers, rows, numeric=tuple(range(1, len(headers)))),
-        tag("p", INTERVAL_NOTE, class_="note"),
+        tag("p", INTERVAL_NOTE.format(unit=fmt.resampled(model.statistics.cluster_by)), class_="note"),
         tag("h3", "Largest recall changes"),
         table(["config", "earlier", "now", "Δ points"], moved, numeric=(1, 2, 3)),
     ]

@@ -42,6 +42,7 @@ def synthetic(model: ReportModel) -> Markup | None:
     note = (
         f"{fmt.count(len(ids & scored))} of {fmt.count(len(scored))} scored questions ({fmt.pct(share)}) are "
         "synthetic (tags.synthetic or tags.derived_label). Generated questions tend to copy their passage and score "
-        "higher than real ones; judge configs on the real rows. Means of answerable questions, 95% bootstrap intervals."
+        "higher than real ones; judge configs on the real rows. Means of answerable questions, 95% bootstrap intervals "
+        f"{fmt.resampled(review.statistics.cluster_by)}."
     )
     return section("synthetic", "Synthetic vs real questions", [table(headers, rows, numeric=(2, 3, 4, 5, 6))], note)
