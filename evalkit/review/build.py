@@ -34,6 +34,7 @@ from evalkit.run.review import (
     read_review,
 )
 from evalkit.run.review import write_review as write_review_file
+from evalkit.scoring.aggregate import collapsed, collapsed_line
 from evalkit.scoring.registry import COLUMNS, MEASURES, REPORTED, measure
 from evalkit.scoring.thresholds import MIN_AUC
 
@@ -166,6 +167,8 @@ def compute_review(run: Run, statistics: Statistics | None = None, labelset: Pat
         synthetic=synthetic_rows(run.results, _synthetic(run, labelset), focus_id, baseline_id),
         calibration=advice_cells(run.calibration),
         min_auc=MIN_AUC,
+        collapsed=collapsed(run.summary),
+        collapsed_text=collapsed_line(collapsed(run.summary), len(run.summary)) or "",
     )
 
 

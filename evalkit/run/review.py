@@ -15,7 +15,7 @@ import math
 import types
 import typing
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields, is_dataclass
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +23,9 @@ from evalkit.run import files
 from evalkit.run.folder import RunError, read_json
 from evalkit.run.units import atomic_write
 
-SCHEMA = 2
-"""Version of review.json's shape and content (2: advice carries the gate's verdict); another is recomputed."""
+SCHEMA = 3
+"""Version of review.json's shape and content (2: advice carries the gate's verdict; 3: collapsed grid points);
+another is recomputed."""
 INPUTS = (files.MANIFEST, files.RESULTS, files.SUMMARY, files.RECOMMENDATION_JSON, files.CALIBRATION_TABLE,
           files.POSITION_SUMMARY, files.POSITION_ROWS)  # fmt: skip
 """The files review.json is computed from (with chunkings/*.json): when one changes, it is computed again."""
@@ -223,6 +224,10 @@ class Review:
     """The AUC below which no threshold is advised."""
     reported: tuple[str, ...] = ()
     """The measures the report's grid and comparisons show, in order (the metric registry's ``REPORTED``)."""
+    collapsed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Grid points that return exactly the lists of an earlier one of their chunking: kept id -> collapsed ids."""
+    collapsed_text: str = ""
+    """The same in one sentence, as the console printed it ('' when every grid point is distinct)."""
 
     def measure(self, name: str) -> Measure:
         """The named measure as the registry declared it (its name as label when unknown)."""
