@@ -247,6 +247,20 @@ def move_line(move: dict[str, Any]) -> str:
     )
 
 
+def tier_line(tier: dict[str, Any] | None) -> str | None:
+    """The significance tier in one line: how many configs tie with the best, and the cheapest of them."""
+    if not tier or not tier.get("best"):
+        return None
+    label = MEASURES[tier["metric"]].label if tier.get("metric") in MEASURES else tier.get("metric", "")
+    cheapest = tier.get("cheapest")
+    named = f"; cheapest of them ({tier['cost_kind']}): {cheapest}" if cheapest else ""
+    return (
+        f"top tier: {tier['size']} of {len(tier['configs'])} configs not shown worse than the best on {label} "
+        f"({tier['best']}; one-sided paired test at {tier['alpha_one_sided']:g}, Holm over every config): "
+        f"ties, not a ranking{named}"
+    )
+
+
 def cheaper_line(pick: dict[str, Any] | None, run_dir: Path) -> str:
     """The cheaper pick and the gate command that accepts it, or "none" with the nearest and what it breaks."""
     if pick is None:
@@ -294,6 +308,8 @@ def announce(record: dict[str, Any], run_dir: Path) -> None:
         lines += [f"evalkit:     {move_line(m)}" for m in record["one_knob_moves"]]
     if record["decision"] != NO_PRODUCTION:
         lines.append(f"evalkit:   {cheaper_line(record.get('cheaper_pick'), run_dir)}")
+    if tier_line(record.get("tier")):
+        lines.append(f"evalkit:   {tier_line(record.get('tier'))}")
     lines += [f"evalkit:   {line}" for line in answers_lines(record)]
     lines += [f"evalkit:   flag: {f['message']} ({f['config_id']})" for f in record.get("flags", [])]
     print("\n".join(lines), file=sys.stderr)

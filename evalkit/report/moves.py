@@ -68,6 +68,8 @@ class CheaperPick:
     context_precision: Interval | None
     prompt_tokens_change_pct: float | None
     nearest: tuple[Nearest, ...]
+    same_quality: bool = False
+    """Equivalence shown within every gated margin (two one-sided tests) and no difference shown."""
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,7 @@ def read_cheaper(payload: Mapping[str, Any]) -> CheaperPick | None:
         context_precision=_interval(intervals.get("context_precision")),
         prompt_tokens_change_pct=_change(c.get("prompt_tokens")),
         nearest=nearest,
+        same_quality=bool(c.get("same_quality")),
     )
 
 

@@ -5,7 +5,8 @@ its four values decide retrieval quality *and* the bill. So beside the
 objective's pick the recommendation says, for each knob, what the best value is
 with every other knob held at production (and what it does to recall, context
 precision, $/query, prompt tokens and the index), and which config is the
-cheapest one the gate accepts against production: "same quality, N% cheaper".
+cheapest one the gate accepts against production, labelled "same quality, N% cheaper" only where
+equivalence is shown (:func:`cheaper_label`), else with its differences and the margins they stay within.
 Both are judged by the gate's own code (:func:`gatecheck.evaluate`), so
 ``python -m evalkit.gate --candidate-config <id>`` agrees with them by construction.
 """
