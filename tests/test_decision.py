@@ -55,7 +55,8 @@ def _follow_the_tier(run_dir: Path, record: dict) -> None:
     for entry in tier["configs"]:
         if entry["config_id"] != tier["best"]:
             assert entry["in_tier"] == (entry["p_holm"] >= tier["alpha_one_sided"]), entry
-    cheapest = min(members, key=lambda e: (e["cost"], e["config_id"]))
+    copies = set(summary.index[summary["same_as"] != ""])
+    cheapest = min(members, key=lambda e: (e["cost"], e["config_id"] in copies, e["config_id"]))
     assert tier["cheapest"] == cheapest["config_id"]
 
 

@@ -235,7 +235,7 @@ def move_line(move: dict[str, Any]) -> str:
     """One knob's move in one line: the value, recall and context precision with intervals, the bill, the gate."""
     knob = move["knob"]
     if not move["swept"]:
-        if move.get("own_chunking"):
+        if move.get("own_chunking") or move.get("collapsed"):
             return f"{knob}: {move['detail']}"
         return f"{knob}: only production's value ({move['production_value']}) was swept"
     intervals = move["intervals"]
@@ -254,8 +254,12 @@ def tier_line(tier: dict[str, Any] | None) -> str | None:
     label = MEASURES[tier["metric"]].label if tier.get("metric") in MEASURES else tier.get("metric", "")
     cheapest = tier.get("cheapest")
     named = f"; cheapest of them ({tier['cost_kind']}): {cheapest}" if cheapest else ""
+    distinct = tier.get("distinct")
+    copies = (
+        f" ({distinct} distinct: the rest are collapsed grid points)" if distinct not in (None, tier["size"]) else ""
+    )
     return (
-        f"top tier: {tier['size']} of {len(tier['configs'])} configs not shown worse than the best on {label} "
+        f"top tier: {tier['size']} of {len(tier['configs'])} configs{copies} not shown worse than the best on {label} "
         f"({tier['best']}; one-sided paired test at {tier['alpha_one_sided']:g}, Holm over every config): "
         f"ties, not a ranking{named}"
     )

@@ -39,6 +39,8 @@ class Tier:
     cost_kind: str
     alpha_one_sided: float
     entries: tuple[TierEntry, ...]
+    distinct: int | None = None
+    """Members that are not collapsed grid points (copies of another member's lists); None: not recorded."""
 
     @property
     def members(self) -> tuple[TierEntry, ...]:
@@ -75,4 +77,5 @@ def read_tier(payload: Mapping[str, Any]) -> Tier | None:
         cost_kind=str(t.get("cost_kind") or ""),
         alpha_one_sided=float(_number(t.get("alpha_one_sided")) or 0.025),
         entries=entries,
+        distinct=None if t.get("distinct") is None else int(t["distinct"]),
     )

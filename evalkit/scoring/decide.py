@@ -81,7 +81,12 @@ def tier_of(results: Results, summary: pd.DataFrame, objective: ObjectiveSetting
     else:
         costs, kind = column_means(table.prompt_tokens).to_dict(), "prompt tokens per query"
     measure = MEASURES[objective.primary]
-    return significance_tier(table.primary, costs, gate.resampling, measure.higher_is_better, objective.primary, kind)
+    duplicates = collapsed_ids(summary)  # a collapsed grid point is a copy of another member, not another tie
+    tier = significance_tier(
+        table.primary, costs, gate.resampling, measure.higher_is_better, objective.primary, kind, frozenset(duplicates)
+    )
+    members = [e for e in tier["configs"] if e["in_tier"] and e["config_id"] not in duplicates]  # type: ignore[attr-defined]
+    return tier | {"distinct": len(members)}
 
 
 def advised(record: Mapping[str, Any]) -> dict[str, str]:

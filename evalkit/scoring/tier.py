@@ -67,10 +67,12 @@ def significance_tier(
     higher_is_better: bool = True,
     metric: str = "",
     cost_kind: str = "$/query",
+    copies: frozenset[str] = frozenset(),
 ) -> dict[str, object]:
     """The tier of ``primary`` (questions x configs, NaN where undefined), as recommendation.json's ``tier``.
 
-    ``costs``: config_id -> what cheapest is measured by (None/NaN: unknown, never the cheapest).
+    ``costs``: config_id -> what cheapest is measured by (None/NaN: unknown, never the cheapest). ``copies``:
+    collapsed grid points (the same lists as another): never named best or cheapest when their original ties.
     """
     means = primary.mean(axis=0, skipna=True)
     finite = means[np.isfinite(means.to_numpy(dtype=float))]
@@ -79,7 +81,7 @@ def significance_tier(
     order = finite.sort_values(ascending=not higher_is_better, kind="stable")
     top = float(order.iloc[0])
     tied = sorted(str(c) for c, v in order.items() if v == top)
-    best = min(tied, key=lambda c: (_cost(costs, c), c))  # equal means: the cheaper is the reference
+    best = min(tied, key=lambda c: (_cost(costs, c), c in copies, c))  # equal means: the cheaper is the reference
     questions = primary.index.to_numpy()
     reference = primary[best].to_numpy(dtype=float)
     done: dict[str, tuple[float, float, float, float] | None] = {}
@@ -116,7 +118,7 @@ def significance_tier(
         )
     members = [e for e in entries if e.in_tier]
     priced = [e for e in members if e.cost is not None]
-    cheapest = min(priced, key=lambda e: (e.cost, e.config_id)).config_id if priced else None
+    cheapest = min(priced, key=lambda e: (e.cost, e.config_id in copies, e.config_id)).config_id if priced else None
     return {
         "metric": metric,
         "best": best,

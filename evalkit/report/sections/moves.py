@@ -59,6 +59,8 @@ def _short(reason: str) -> str:
 def _move_row(m: KnobMove) -> list[Cell]:
     if not m.swept:
         shown = "production's own chunking" if m.own_chunking else f"{m.production_value} (not swept)"
+        if m.collapsed:
+            shown = f"{m.production_value} (every other value returns the same lists)"
         return [KNOB_LABELS.get(m.knob, m.knob), shown, "", "", "", "", "", "", ""]
     value = f"{m.production_value} → {m.value}" + ("" if m.beats_production else " (no better)")
     # the names of what it breaks; the full "not shown within ..." detail sits in the cell's tooltip
@@ -168,8 +170,13 @@ def tier_block(tier: Tier | None, primary_label: str) -> list[Markup]:
         tag(
             "p",
             [
-                f"{len(tier.members)} of {len(tier.entries)} configs are not shown worse than the best on "
-                f"{primary_label} (",
+                f"{len(tier.members)} of {len(tier.entries)} configs"
+                + (
+                    f" ({tier.distinct} distinct: the rest are collapsed grid points)"
+                    if tier.distinct is not None and tier.distinct != len(tier.members)
+                    else ""
+                )
+                + f" are not shown worse than the best on {primary_label} (",
                 tag("code", tier.best),
                 f"; one-sided paired test at {tier.alpha_one_sided:g}, Holm over every config): they are ties, "
                 "not a ranking",
