@@ -14,6 +14,7 @@ import pytest
 from evalkit.pipeline.margins import load_gate_config
 from evalkit.scoring.decide import KEEP, RECOMMEND, decide
 from evalkit.scoring.objective import ObjectiveSettings
+from evalkit.scoring.registry import MEASURES
 from tests.conftest import REPO
 from tests.test_sweep import run_in_process
 
@@ -38,7 +39,25 @@ def _follow(run_dir: Path) -> dict:
         assert all(m["breaks"] for m in record["near_misses"])
     _follow_the_moves(run_dir, record)
     _follow_the_gate_passing_set(run_dir, record)
+    _follow_the_tier(run_dir, record)
     return record
+
+
+def _follow_the_tier(run_dir: Path, record: dict) -> None:
+    """The tier replaces a ranking: the best point estimate heads it, every member is not shown worse (Holm,
+    one-sided), every other is, and the cheapest named is the cheapest member."""
+    tier = record["tier"]
+    summary = pd.read_parquet(run_dir / "summary.parquet").set_index("config_id")
+    column = MEASURES[record["objective"]["primary"]].column
+    assert summary.loc[tier["best"], column] == pytest.approx(summary[column].max())
+    members = [e for e in tier["configs"] if e["in_tier"]]
+    assert len(members) == tier["size"] and len(tier["configs"]) == len(summary)
+    for entry in tier["configs"]:
+        if entry["config_id"] != tier["best"]:
+            assert entry["in_tier"] == (entry["p_holm"] >= tier["alpha_one_sided"]), entry
+    copies = set(summary.index[summary["same_as"] != ""])
+    cheapest = min(members, key=lambda e: (e["cost"], e["config_id"] in copies, e["config_id"]))
+    assert tier["cheapest"] == cheapest["config_id"]
 
 
 def _dominated(a: dict, by: dict) -> bool:
@@ -68,7 +87,9 @@ def _follow_the_gate_passing_set(run_dir: Path, record: dict) -> None:
         others = [production, *(c for c in configs if c["config_id"] != config["config_id"])]
         assert config["on_frontier"] == (not any(_dominated(config, o) for o in others)), config
     picked = (record["recommended"] or {}).get("config_id")
+    collapsed = set(summary.index[summary["same_as"] != ""]) if "same_as" in summary.columns else set()
     better = [c for c in configs if c["primary"] > production["primary"] and c["config_id"] != picked and c["breaks"]]
+    better = [c for c in better if c["config_id"] not in collapsed]  # a duplicate's lists are another's: one entry
     if better:
         drawn = sorted(better, key=lambda c: (-c["primary"], c["config_id"]))[:5]
         assert [m["config_id"] for m in record["near_misses"]] == [c["config_id"] for c in drawn]

@@ -244,7 +244,7 @@ def move_line(move: dict[str, Any]) -> str:
     """One knob's move in one line: the value, recall and context precision with intervals, the bill, the gate."""
     knob = move["knob"]
     if not move["swept"]:
-        if move.get("own_chunking"):
+        if move.get("own_chunking") or move.get("collapsed"):
             return f"{knob}: {move['detail']}"
         return f"{knob}: only production's value ({move['production_value']}) was swept"
     intervals = move["intervals"]
@@ -253,6 +253,24 @@ def move_line(move: dict[str, Any]) -> str:
         f"{knob} {move['production_value']} {step} {move['value']}: recall {_points(intervals.get('recall'))}, "
         f"context precision {_points(intervals.get('context_precision'))}, $/query {_pct(move['cost_per_query'])}, "
         f"prompt tokens {_pct(move['prompt_tokens'])}, gate {move['gate']['verdict'].upper()}"
+    )
+
+
+def tier_line(tier: dict[str, Any] | None) -> str | None:
+    """The significance tier in one line: how many configs tie with the best, and the cheapest of them."""
+    if not tier or not tier.get("best"):
+        return None
+    label = MEASURES[tier["metric"]].label if tier.get("metric") in MEASURES else tier.get("metric", "")
+    cheapest = tier.get("cheapest")
+    named = f"; cheapest of them ({tier['cost_kind']}): {cheapest}" if cheapest else ""
+    distinct = tier.get("distinct")
+    copies = (
+        f" ({distinct} distinct: the rest are collapsed grid points)" if distinct not in (None, tier["size"]) else ""
+    )
+    return (
+        f"top tier: {tier['size']} of {len(tier['configs'])} configs{copies} not shown worse than the best on {label} "
+        f"({tier['best']}; one-sided paired test at {tier['alpha_one_sided']:g}, Holm over every config): "
+        f"ties, not a ranking{named}"
     )
 
 
@@ -303,6 +321,8 @@ def announce(record: dict[str, Any], run_dir: Path) -> None:
         lines += [f"evalkit:     {move_line(m)}" for m in record["one_knob_moves"]]
     if record["decision"] != NO_PRODUCTION:
         lines.append(f"evalkit:   {cheaper_line(record.get('cheaper_pick'), run_dir)}")
+    if tier_line(record.get("tier")):
+        lines.append(f"evalkit:   {tier_line(record.get('tier'))}")
     lines += [f"evalkit:   {line}" for line in answers_lines(record)]
     lines += [f"evalkit:   flag: {f['message']} ({f['config_id']})" for f in record.get("flags", [])]
     print("\n".join(lines), file=sys.stderr)

@@ -45,6 +45,7 @@ from evalkit.run.disk import probe_file, probe_folder
 from evalkit.run.files import POSITION_DIR
 from evalkit.run.folder import mark_complete, read_json
 from evalkit.run.lock import run_lock
+from evalkit.scoring.aggregate import collapsed, collapsed_line
 
 T = TypeVar("T")
 
@@ -111,6 +112,9 @@ def execute(
             ctx.stats.spend = SpendGuard(plan.options.budget_usd, ledger=run_dir / files.SPEND_JSON)
             summary = run_sweep(ctx, embedder, run_dir, executor, config_record)
             print(f"evalkit: wrote {len(summary)} configs to {run_dir}/summary.csv", file=sys.stderr)
+            same = collapsed_line(collapsed(summary), len(summary))
+            if same is not None:
+                print(f"evalkit: {same}", file=sys.stderr)
             run_position_part(plan, labelset, cache, run_dir, ctx.stats)
             mark_complete(run_dir)  # until here a reader sees a run that is still being written
             write_review_of(run_dir)

@@ -7,6 +7,7 @@ this stage.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -100,9 +101,12 @@ def score_chunking(
     evidence = [[(e.doc_id, e.start, e.end) for e in q.evidence] for q in questions]
     omega = overlapping_units(units.doc_ids, units.starts, units.ends, evidence)
     multi_hop = np.array([q.evidence_mode == "all" for q in questions])
+    first_with: dict[bytes, str] = {}  # the returned lists of a grid point -> the first grid point returning them
     for k in plan.top_ks:
         for threshold in plan.thresholds:
             sliced = slice_metrics(judgement, k, threshold)
+            own_id = config_id(spec.key, plan.retriever.name, plan.reranker.name, k, threshold)
+            same_as = first_with.setdefault(returned_key(sliced.returned), own_id)
             chars = char_measures(*spans, sliced.returned, evidence, omega)
             # Multi-hop recall: the share of evidence characters the returned chunks cover together (a chunk
             # inside a long evidence span covers its own characters, not the whole span).
@@ -131,10 +135,26 @@ def score_chunking(
                     "returned_tokens": returned_tokens(sliced.returned, pool.indices, unit_tokens),
                     "leaked_units": leaked(sliced.returned, pool.indices, unit_access.visible),
                     "outdated_units": leaked(sliced.returned, pool.indices, unit_access.current),
+                    "same_as": "" if same_as == own_id else same_as,
                 }
             )
             frame.insert(0, "config_id", config_ids(frame))
             yield frame
+
+
+def returned_key(returned: np.ndarray) -> bytes:
+    """What identifies a grid point's returned lists within one chunking (one pool): the packed returned mask.
+
+    Two grid points of one pool with the same mask return the same units in the same order to every question,
+    so every measure of them is the same: the second is a collapsed duplicate (e.g. a threshold below every
+    score the top_k reaches), reported by its ``same_as`` column instead of being counted as a distinct config.
+    """
+    return hashlib.blake2b(np.packbits(returned, axis=None).tobytes() + repr(returned.shape).encode()).digest()
+
+
+def config_id(chunking: str, retriever: str, reranker: str, top_k: int, threshold: float) -> str:
+    """One grid point's id, e.g. ``recursive-s512-o64|hybrid|none|k5|t0.3`` (as :func:`config_ids` builds it)."""
+    return f"{chunking}|{retriever}|{reranker}|k{top_k}|t{threshold:g}"
 
 
 def config_ids(rows: pd.DataFrame) -> pd.Series:

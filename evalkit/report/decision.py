@@ -20,6 +20,7 @@ from evalkit.report.fields import as_list as _list
 from evalkit.report.fields import as_mapping as _mapping
 from evalkit.report.fields import as_number as _number
 from evalkit.report.moves import CheaperPick, GatePassing, KnobMove, read_cheaper, read_gate_passing, read_moves
+from evalkit.report.tier import Tier, read_tier
 from evalkit.run import files
 from evalkit.run.folder import RunError
 
@@ -151,6 +152,8 @@ class Decision:
     cheaper: CheaperPick | None = None
     gate_passing: GatePassing | None = None
     """Every config the gate accepts against production (None: a run before this was recorded)."""
+    tier: Tier | None = None
+    """The configs not shown worse than the best, and the cheapest of them (None: a run before it)."""
 
     @property
     def focus_id(self) -> str | None:
@@ -297,4 +300,5 @@ def read_decision(payload: Mapping[str, Any] | None) -> Decision | None:
         moves=read_moves(payload),
         cheaper=read_cheaper(payload),
         gate_passing=read_gate_passing(payload),
+        tier=read_tier(payload),
     )

@@ -47,6 +47,8 @@ class KnobMove:
     caps_broken: tuple[str, ...]
     own_chunking: bool = False
     """chunk_size/chunk_overlap under retriever=external: production chunked, so no value here to move."""
+    collapsed: bool = False
+    """Every other value swept returns exactly production's lists (collapsed grid points)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,8 @@ class CheaperPick:
     context_precision: Interval | None
     prompt_tokens_change_pct: float | None
     nearest: tuple[Nearest, ...]
+    same_quality: bool = False
+    """Equivalence shown within every gated margin (two one-sided tests) and no difference shown."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,7 @@ def _move(raw: Any) -> KnobMove:
         production_value=str(m.get("production_value")),
         swept=bool(m.get("swept")),
         own_chunking=bool(m.get("own_chunking")),
+        collapsed=bool(m.get("collapsed")),
         value=_text(m.get("value")),
         beats_production=bool(m.get("beats_production")),
         config_id=_text(m.get("config_id")),
@@ -161,6 +166,7 @@ def read_cheaper(payload: Mapping[str, Any]) -> CheaperPick | None:
         context_precision=_interval(intervals.get("context_precision")),
         prompt_tokens_change_pct=_change(c.get("prompt_tokens")),
         nearest=nearest,
+        same_quality=bool(c.get("same_quality")),
     )
 
 

@@ -62,6 +62,8 @@ class RetrieverBackend:
     """The ``retriever.index`` values it takes."""
     external: bool = False
     """Production's own retriever: its chunking is its own; the grid is top_k x threshold."""
+    score_name: str = ""
+    """What the threshold compares when it is not the retriever's own ranking score (words for warnings)."""
 
 
 def _dense(settings: RetrieverSettings, parts: SearchParts) -> tuple[CandidatePool, dict[str, Any]]:
@@ -112,16 +114,14 @@ def _unknown_range(settings: RetrieverSettings) -> tuple[float, float] | None:
     return None
 
 
-def _rrf_range(settings: RetrieverSettings) -> tuple[float, float] | None:
-    """Reciprocal-rank fusion gives at most 2 / (rrf_k + 1); max-normalised fusion: not known here."""
-    return (0.0, 2.0 / (settings.rrf_k + 1)) if settings.fusion == "rrf" else None
-
-
 DENSE = RetrieverBackend(True, False, _dense, lambda s: (-1.0, 1.0), indexes=("exact", "hnsw", "lancedb"))
 """Cosines of the embedder's vectors, in [-1, 1]; exact, an HNSW graph or a LanceDB table."""
 BM25 = RetrieverBackend(False, True, _bm25, lambda s: (0.0, math.inf))
 """BM25 scores are never negative."""
-HYBRID = RetrieverBackend(True, True, _hybrid, _rrf_range)
+HYBRID = RetrieverBackend(True, True, _hybrid, lambda s: (-1.0, 1.0), score_name="the dense cosine of each fused hit")
+"""Ordered by fusion, but a threshold compares the dense cosine of each fused hit, in [-1, 1] (the fused value is
+rank-based: its best is the same for every question, so it cannot say "nothing relevant here"); the order the
+user sees is the fused one, the score shown beside each hit and compared with the threshold is the cosine."""
 EXTERNAL = RetrieverBackend(False, False, None, _unknown_range, external=True)
 """Production's retriever (``retriever.target`` or ``retriever.url``), and every installed retriever plugin."""
 

@@ -196,8 +196,9 @@ def check_reranker_keys(raw: dict[str, Any], where: str = "reranker") -> None:
 def score_range(retriever: RetrieverSettings, reranker: str) -> tuple[float, float] | None:
     """The values the score a threshold is compared with can take, when the retriever alone sets it.
 
-    BM25 scores are never negative; dense scores are cosines in [-1, 1]; reciprocal-rank fusion gives at
-    most 2 / (rrf_k + 1). With a reranker (its own scale) or max-normalised fusion: None (not known here).
+    BM25 scores are never negative; dense scores are cosines in [-1, 1], and so are hybrid ones (a hybrid
+    threshold compares the dense cosine of each fused hit, never the rank-based fused value). With a reranker
+    (its own scale): None (not known here).
     """
     if reranker != NO_RERANKER:
         return None
@@ -210,8 +211,10 @@ def threshold_warnings(thresholds: tuple[float, ...], retriever: RetrieverSettin
     if known is None:
         return []
     low, high = known
-    where = f"{retriever.name} scores lie in [{low:g}, {high:g}]" if math.isfinite(high) else (
-        f"{retriever.name} scores are never below {low:g}")  # fmt: skip
+    named = retriever.backend.score_name
+    what = f"{retriever.name} scores ({named})" if named else f"{retriever.name} scores"
+    where = f"{what} lie in [{low:g}, {high:g}]" if math.isfinite(high) else (
+        f"{what} are never below {low:g}")  # fmt: skip
     out = []
     for t in thresholds:
         if t < low:

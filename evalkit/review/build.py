@@ -37,6 +37,7 @@ from evalkit.run.review import (
     read_review,
 )
 from evalkit.run.review import write_review as write_review_file
+from evalkit.scoring.aggregate import collapsed, collapsed_line
 from evalkit.scoring.clusters import QUESTION, cluster_map
 from evalkit.scoring.compare import Resampling
 from evalkit.scoring.registry import COLUMNS, MEASURES, REPORTED, measure
@@ -182,6 +183,8 @@ def compute_review(run: Run, statistics: Statistics | None = None, labelset: Pat
         min_auc=MIN_AUC,
         items=items_of(run.results, metric),
         production_log=logged_scores(run, baseline_id, focus_id, statistics),
+        collapsed=collapsed(run.summary),
+        collapsed_text=collapsed_line(collapsed(run.summary), len(run.summary)) or "",
     )
 
 

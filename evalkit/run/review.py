@@ -15,7 +15,7 @@ import math
 import types
 import typing
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields, is_dataclass
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from evalkit.run.units import atomic_write
 
 SCHEMA = 3
 """Version of review.json's shape and content (2: advice carries the gate's verdict; 3: item analysis, production
-logs, intervals that resample the run's clusters); another is recomputed."""
+logs, collapsed grid points, intervals that resample the run's clusters); another is recomputed."""
 INPUTS = (files.MANIFEST, files.RESULTS, files.SUMMARY, files.RECOMMENDATION_JSON, files.CALIBRATION_TABLE,
           files.POSITION_SUMMARY, files.POSITION_ROWS, files.PRODUCTION_LOG_ROWS, files.PRODUCTION_LOG_JSON,
           files.CLUSTERS)  # fmt: skip
@@ -317,6 +317,10 @@ class Review:
     """Item analysis on the objective's primary measure across every config (:mod:`evalkit.scoring.items`)."""
     production_log: LoggedScores | None = None
     """``production_log=``: production's logged top-k beside the replica and the best config (None: no log)."""
+    collapsed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Grid points that return exactly the lists of an earlier one of their chunking: kept id -> collapsed ids."""
+    collapsed_text: str = ""
+    """The same in one sentence, as the console printed it ('' when every grid point is distinct)."""
 
     def measure(self, name: str) -> Measure:
         """The named measure as the registry declared it (its name as label when unknown)."""

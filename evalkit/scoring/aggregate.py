@@ -45,7 +45,37 @@ def summarise(rows: pd.DataFrame, chunking_info: pd.DataFrame) -> pd.DataFrame:
     summary["outdated_units"] = grouped["outdated_units"].sum()
     summary["outdated_questions"] = grouped["outdated_units"].apply(lambda s: float((s > 0).mean()))
     summary["mean_question_tokens"] = grouped["question_tokens"].mean()
+    if "same_as" in rows.columns:  # a run before it has none: every grid point then reads as distinct
+        summary["same_as"] = grouped["same_as"].first()
     summary = summary.reset_index()
     keep = ["chunking", "n_chunks", "stored_chars", "indexed_chars", "gold_cut_share", "texts_embedded"]
     info = chunking_info[[c for c in keep if c in chunking_info.columns]]
     return summary.merge(info, on="chunking", how="left")
+
+
+def collapsed(summary: pd.DataFrame) -> dict[str, tuple[str, ...]]:
+    """Grid points that return the same lists as an earlier one of their chunking: kept id -> collapsed ids.
+
+    Empty for a run without the ``same_as`` column. A collapsed grid point has every measure of the one it
+    collapses into; it is reported so, not as a distinct config (e.g. thresholds below every score a top_k reaches).
+    """
+    if "same_as" not in summary.columns:
+        return {}
+    out: dict[str, list[str]] = {}
+    for config_id, same_as in zip(summary["config_id"], summary["same_as"].fillna(""), strict=True):
+        if same_as:
+            out.setdefault(str(same_as), []).append(str(config_id))
+    return {kept: tuple(ids) for kept, ids in out.items()}
+
+
+def collapsed_line(groups: dict[str, tuple[str, ...]], n_configs: int, shown: int = 3) -> str | None:
+    """One sentence naming the collapsed grid points (None when every grid point returned its own lists)."""
+    n = sum(len(ids) for ids in groups.values())
+    if not n:
+        return None
+    parts = [f"{', '.join(ids)} = {kept}" for kept, ids in list(groups.items())[:shown]]
+    more = f"; and {len(groups) - shown} more groups" if len(groups) > shown else ""
+    return (
+        f"{n} of {n_configs} grid points return exactly the lists of another grid point (collapsed, not distinct "
+        f"configs; summary column same_as): {'; '.join(parts)}{more}"
+    )

@@ -20,13 +20,15 @@ import pandas as pd
 
 from evalkit.scoring import compare
 from evalkit.scoring.accepted import gate_passing, near_misses
+from evalkit.scoring.aggregate import collapsed
 from evalkit.scoring.gatecheck import ConfigData, GateConfig, evaluate
-from evalkit.scoring.moves import Sweep, cheaper_pick, one_knob_moves
+from evalkit.scoring.moves import COST, Sweep, cheaper_pick, one_knob_moves
 from evalkit.scoring.objective import ConfigTable, ObjectiveSettings, column_means, config_table
 from evalkit.scoring.out_of_sample import out_of_sample_gain, point_constraints, selection_flags
 from evalkit.scoring.per_config import Results, config_rows, result_columns
 from evalkit.scoring.registry import MEASURES
 from evalkit.scoring.segments import SegmentMeasure, segment_flags, segment_gains
+from evalkit.scoring.tier import significance_tier
 from evalkit.scoring.values import at_threshold
 
 KEEP = "keep production"
@@ -49,6 +51,7 @@ def decide(
     other config may not (config_id -> reason, e.g. its answers were not checked); None: every config.
     """
     record = _decide(results, summary, production_id, objective, gate, eligible)
+    record["tier"] = tier_of(results, summary, objective, gate)
     if record["decision"] == NO_PRODUCTION or segments is None:
         return record
     candidates = advised(record)
@@ -63,6 +66,27 @@ def decide(
     flags = record.get("flags", []) + new_flags
     record = record | {"cheaper_pick": _without_same_quality(record["cheaper_pick"], new_flags)}
     return record | {"segments": gains, "flags": flags}
+
+
+def collapsed_ids(summary: pd.DataFrame) -> set[str]:
+    """Grid points that return exactly the lists of another (:func:`evalkit.scoring.aggregate.collapsed`)."""
+    return {c for ids in collapsed(summary).values() for c in ids}
+
+
+def tier_of(results: Results, summary: pd.DataFrame, objective: ObjectiveSettings, gate: GateConfig) -> dict[str, Any]:
+    """The configs not shown worse than the best on the primary measure, and the cheapest (:mod:`.tier`)."""
+    table = config_table(results, objective.primary, ())
+    if COST in summary.columns and summary[COST].notna().any():
+        costs, kind = dict(zip(summary["config_id"].astype(str), summary[COST], strict=True)), "$/query"
+    else:
+        costs, kind = column_means(table.prompt_tokens).to_dict(), "prompt tokens per query"
+    measure = MEASURES[objective.primary]
+    duplicates = collapsed_ids(summary)  # a collapsed grid point is a copy of another member, not another tie
+    tier = significance_tier(
+        table.primary, costs, gate.resampling, measure.higher_is_better, objective.primary, kind, frozenset(duplicates)
+    )
+    members = [e for e in tier["configs"] if e["in_tier"] and e["config_id"] not in duplicates]  # type: ignore[attr-defined]
+    return tier | {"distinct": len(members)}
 
 
 def advised(record: Mapping[str, Any]) -> dict[str, str]:
@@ -144,8 +168,11 @@ def _decide(
     production_primary = float(means[PRIMARY][production_id])
     misses: list[dict[str, Any]] = []
     tried = 0
+    duplicates = collapsed_ids(summary)  # the same lists as a grid point tried anyway: one near-miss, not four
     for config_id in order["config_id"]:
-        if config_id == production_id or not float(means[PRIMARY][config_id]) > production_primary:
+        if config_id == production_id or config_id in duplicates:
+            continue
+        if not float(means[PRIMARY][config_id]) > production_primary:
             continue
         verdict = _try(config_id, production_id, results, summary, table, means, objective, gate, budget)
         why_not = None if eligible is None else eligible.get(config_id, "its answers were not checked")
@@ -185,7 +212,9 @@ def _decide(
 def _with_accepted(sweep: Sweep, production_primary: float, picked: str | None, misses: list) -> dict[str, Any]:
     """The gate-passing set, and the near-misses drawn from it (those that fail the gate only when none passes)."""
     accepted = gate_passing(sweep)
-    drawn = near_misses(accepted, production_primary, picked)
+    duplicates = collapsed_ids(sweep.summary)
+    distinct = accepted | {"configs": [a for a in accepted["configs"] if a["config_id"] not in duplicates]}
+    drawn = near_misses(distinct, production_primary, picked)
     return {"gate_passing": accepted, "near_misses": drawn or _nearest(misses)}
 
 

@@ -5,7 +5,8 @@ its four values decide retrieval quality *and* the bill. So beside the
 objective's pick the recommendation says, for each knob, what the best value is
 with every other knob held at production (and what it does to recall, context
 precision, $/query, prompt tokens and the index), and which config is the
-cheapest one the gate accepts against production: "same quality, N% cheaper".
+cheapest one the gate accepts against production, labelled "same quality, N% cheaper" only where
+equivalence is shown (:func:`cheaper_label`), else with its differences and the margins they stay within.
 Both are judged by the gate's own code (:func:`gatecheck.evaluate`), so
 ``python -m evalkit.gate --candidate-config <id>`` agrees with them by construction.
 """
@@ -92,6 +93,11 @@ def _knob_move(sweep: Sweep, knob: str) -> dict[str, Any]:
         return record | {"swept": False, "config_id": None, "detail": detail, "own_chunking": True}
     if found.empty:
         return record | {"swept": False, "config_id": None, "detail": f"only production's {knob} was swept"}
+    own = group_of(sweep.summary)
+    found = found[[own.get(str(c)) != own.get(sweep.production_id) for c in found["config_id"]]]
+    if found.empty:  # e.g. hybrid thresholds below every cosine the top_k reaches
+        detail = f"every other {knob} swept returns exactly production's lists (collapsed grid points)"
+        return record | {"swept": False, "config_id": None, "detail": detail, "collapsed": True}
     primary = MEASURES[sweep.objective.primary].column
     best = found.assign(_p=found[primary], _c=found.get(COST, 0.0)).sort_values(
         ["_p", "_c", "config_id"], ascending=[False, True, True], kind="stable"
@@ -104,6 +110,15 @@ def _knob_move(sweep: Sweep, knob: str) -> dict[str, Any]:
     beats = float(best.iloc[0][primary]) > float(production[primary])
     chosen = {"swept": True, "value": _plain(best.iloc[0][knob]), "beats_production": beats, "tried": values}
     return record | chosen | evidence(sweep, config_id)
+
+
+def group_of(summary: pd.DataFrame) -> dict[str, str]:
+    """Each config's collapse group: the grid point whose lists it returns (``same_as``), else itself."""
+    ids = summary["config_id"].astype(str)
+    if "same_as" not in summary.columns:
+        return dict(zip(ids, ids, strict=True))
+    same = summary["same_as"].fillna("").astype(str)
+    return {c: s or c for c, s in zip(ids, same, strict=True)}
 
 
 def evidence(sweep: Sweep, config_id: str) -> dict[str, Any]:
@@ -153,6 +168,8 @@ def cheaper_pick(sweep: Sweep) -> dict[str, Any]:
         return {"config_id": None, "label": "none", "why": "no $/query in this run (pricing not configured)"}
     own = float(sweep.row(sweep.production_id)[COST])
     cheaper = summary[(summary[COST] < own) & (summary["config_id"] != sweep.production_id)]
+    if "same_as" in cheaper.columns:  # a collapsed grid point is its group's first: tried (and listed) once
+        cheaper = cheaper[cheaper["same_as"].fillna("").astype(str) == ""]
     order = cheaper.sort_values([COST, "config_id"], kind="stable")["config_id"].astype(str)
     nearest: list[dict[str, Any]] = []
     tried = 0

@@ -151,19 +151,25 @@ def _loglik_effect(
     diffs = (pairs[candidate] - pairs[baseline]).to_numpy()
     ids = pairs.index.to_numpy()
     labels = labels_for(ids, clusters)
+    by_question = labels is None
     labels = np.array([OWN + str(q) for q in ids], dtype=object) if labels is None else labels
     sd = float(np.std(diffs, ddof=1)) if diffs.size >= 2 else math.nan
     n_effective = diffs.size / measured_design_effect(diffs, labels)
     usable = math.isfinite(sd) and sd > 0 and n_effective >= 2
     mde = stats.paired_mean_mde(int(n_effective), sd, alpha=ALPHA, power=POWER) if usable else None
-    found = cluster_paired_bootstrap(np.zeros_like(diffs), diffs, labels, 1 - ALPHA, n_resamples, seed)
-    spread = math.isfinite(found.delta_low) and found.delta_high > found.delta_low
+    if by_question:  # few independent values: the t and studentised bootstrap's outer bounds (covers at n = 10)
+        interval = stats.studentised_ci(diffs, level=1 - ALPHA, n_resamples=n_resamples, seed=seed)
+        low, high, method = interval.low, interval.high, interval.method
+    else:
+        found = cluster_paired_bootstrap(np.zeros_like(diffs), diffs, labels, 1 - ALPHA, n_resamples, seed)
+        low, high, method = found.delta_low, found.delta_high, found.test
+    spread = math.isfinite(low) and high > low
     return {
         "loglik_questions": int(diffs.size),
         "loglik_delta": float(diffs.mean()),
-        "loglik_low": found.delta_low if spread else None,
-        "loglik_high": found.delta_high if spread else None,
-        "loglik_method": found.test,
+        "loglik_low": low if spread else None,
+        "loglik_high": high if spread else None,
+        "loglik_method": method,
         "loglik_sd": _finite(sd),
         "loglik_mde": _finite(mde),
     }

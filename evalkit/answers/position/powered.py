@@ -8,7 +8,12 @@ of ``position.pilot_questions``; every later invocation measures psi on the rows
 already answered, asks :func:`evalkit.scoring.stats.power.questions_for_paired_binary`
 how many questions reach 80% exact McNemar power at ``position.target_mde``, and
 plans that many (answers are cached: the questions already answered cost
-nothing). When psi < target no size can detect it (an effect cannot exceed the
+nothing). The size is planned at the upper one-sided 80% Wilson bound of the
+measured psi (:func:`evalkit.scoring.stats.noninferiority.planning_discordance`,
+the answer check's too): planned at the pilot's own psi, half the sizes fell short
+of 80% power (an unlucky low pilot under-sizes); at the bound, the stated size has
+80% power in most pilots (``tests/test_position_sizing.py`` quotes the share).
+When the planning psi < target no size can detect it (an effect cannot exceed the
 discordance): the plan says so and asks no more, unless ``position.max_questions``
 says how many to ask anyway (a pilot's psi is itself uncertain).
 
@@ -27,6 +32,7 @@ import pandas as pd
 from evalkit.answers.position.settings import PositionSettings
 from evalkit.scoring.clusters import labels_for
 from evalkit.scoring.stats.cluster_intervals import measured_design_effect
+from evalkit.scoring.stats.noninferiority import planning_discordance
 from evalkit.scoring.stats.power import questions_for_paired_binary
 
 HEAD, MID = "gold_at:head", "gold_at:mid"
@@ -47,13 +53,15 @@ class PoweredSize:
     discordance: float | None
     """Measured share of discordant questions, head vs mid; None before any."""
     needed: int | None
-    """Placed questions 80% power at the target needs at the measured discordance; None: unreachable."""
+    """Placed questions 80% power at the target needs at the planning discordance; None: unreachable."""
     placed_share: float
     """Share of candidate questions that earlier plans placed cleanly on the main arm (1.0 before any)."""
     available: int
     """Questions in the labelled set."""
     design_effect: float = 1.0
     """Measured on the head-vs-mid differences so far with the sweep's clusters; ``needed`` is multiplied by it."""
+    planning: float | None = None
+    """The discordance the size is planned at: the upper one-sided 80% Wilson bound of ``discordance``."""
 
     @property
     def target_met(self) -> bool:
@@ -103,14 +111,15 @@ def powered_size(
     if psi is None or candidates_before < min(settings.pilot_questions, cap):
         pilot = min(settings.pilot_questions, cap)
         return PoweredSize(pilot, True, n_measured, psi, None, placed_share, available, effect)
-    needed = questions_for_paired_binary(settings.target_mde, psi, max_n=available) if psi > 0 else None
+    planning = planning_discordance(round(psi * n_measured), n_measured)
+    needed = questions_for_paired_binary(settings.target_mde, planning, max_n=available) if planning > 0 else None
     needed = None if needed is None else math.ceil(needed * effect)
     if needed is None:  # unreachable at the measured discordance: grow only as far as the user asked
         wanted = cap if settings.max_questions else candidates_before
     else:
         wanted = math.ceil(needed / placed_share)
     n = min(cap, max(wanted, candidates_before))  # never fewer than already asked: the run only grows
-    return PoweredSize(n, False, n_measured, psi, needed, placed_share, available, effect)
+    return PoweredSize(n, False, n_measured, psi, needed, placed_share, available, effect, planning)
 
 
 def describe_size(size: PoweredSize, settings: PositionSettings) -> str:
@@ -122,6 +131,8 @@ def describe_size(size: PoweredSize, settings: PositionSettings) -> str:
             f"measures the head-vs-mid discordance and re-plans the size for a {target} effect at 80% power"
         )
     psi = f"discordance {size.discordance:.2f} measured on {size.n_measured} questions"
+    if size.planning is not None:
+        psi += f" (planned at {size.planning:.2f}, its upper 80% Wilson bound)"
     if size.needed is None:
         return (
             f"position=powered: {psi}: a {target} effect is not detectable at any size up to the set "

@@ -15,7 +15,7 @@ from evalkit.report import fmt
 from evalkit.report.decision import KEEP, NO_PRODUCTION, Constraint, Decision, Gain, Pick
 from evalkit.report.html import Markup, section, table, tag
 from evalkit.report.model import ReportModel
-from evalkit.report.sections.moves import cheaper_block, gate_passing_table, moves_table
+from evalkit.report.sections.moves import cheaper_block, gate_passing_table, moves_table, tier_block
 from evalkit.run import files
 
 Unit = Callable[[str], str]
@@ -255,6 +255,7 @@ def decision_card(model: ReportModel, d: Decision, measured: Sequence[Markup] = 
     # why the better-looking configs were not chosen, before any table of detail
     body.extend(moves_table(d.moves))
     body.extend(cheaper_block(d.cheaper, str(model.run.root)))
+    body.extend(tier_block(d.tier, d.objective.primary_label))
     body.append(tag("p", _objective(d, unit), class_="note"))
     pick = d.recommended
     labels = {**CONSTRAINT_LABELS, **{c.name: c.label for c in (pick.constraints if pick else ())}}

@@ -49,6 +49,8 @@ def grid(model: ReportModel) -> Markup:
         else:
             where = f"top_k {int(base['top_k'])}, threshold {fmt.threshold(float(base['threshold']))}"
             note += f" The baseline sits at {where}."
+    if model.review.collapsed_text:  # the grid's duplicates, named: they are not distinct configs
+        note += f" {model.review.collapsed_text[0].upper()}{model.review.collapsed_text[1:]}."
     if _degenerate(grids):
         return section("grid", "The grid: chunk_size × overlap", [_grid_table(model.review, at, k, marks)], note)
     png = plots.draw(lambda: plots.heatmaps(grids, marks, lower), model.font)

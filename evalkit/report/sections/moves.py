@@ -11,6 +11,7 @@ import re
 from evalkit.report import fmt
 from evalkit.report.html import Cell, Markup, table, tag
 from evalkit.report.moves import CheaperPick, GatePassing, Interval, KnobMove
+from evalkit.report.tier import Tier
 
 KNOB_LABELS = {
     "chunk_size": "chunk_size",
@@ -58,6 +59,8 @@ def _short(reason: str) -> str:
 def _move_row(m: KnobMove) -> list[Cell]:
     if not m.swept:
         shown = "production's own chunking" if m.own_chunking else f"{m.production_value} (not swept)"
+        if m.collapsed:
+            shown = f"{m.production_value} (every other value returns the same lists)"
         return [KNOB_LABELS.get(m.knob, m.knob), shown, "", "", "", "", "", "", ""]
     value = f"{m.production_value} → {m.value}" + ("" if m.beats_production else " (no better)")
     # the names of what it breaks; the full "not shown within ..." detail sits in the cell's tooltip
@@ -112,7 +115,7 @@ def cheaper_block(pick: CheaperPick | None, run_dir: str) -> list[Markup]:
             [
                 tag("code", pick.config_id),
                 ": ",
-                tag("span", pick.label, class_="pill good"),
+                tag("span", pick.label, class_="pill good" if pick.same_quality else "pill neutral"),
                 f" · recall {_interval('proportion', pick.recall)}",
                 f" · context precision {_interval('proportion', pick.context_precision)}",
                 f" · prompt tokens {_pct(pick.prompt_tokens_change_pct)}",
@@ -155,3 +158,30 @@ def gate_passing_table(passing: GatePassing | None, primary_unit: str, primary_l
         "$/query and prompt tokens at once and better on one. 'objective': what of the objective each breaks."
     )
     return [heading, table(headers, rows, numeric=(1, 2, 3, 4)), tag("p", note, class_="note")]
+
+
+def tier_block(tier: Tier | None, primary_label: str) -> list[Markup]:
+    """The significance tier in one paragraph: how many configs tie with the best, and the cheapest of them."""
+    if tier is None:
+        return []
+    cheapest: list[Markup | str] = ["; the cheapest of them (", tier.cost_kind, "): ", tag("code", tier.cheapest)]
+    return [
+        tag("h3", "Top tier: the configs not shown worse than the best", id="tier"),
+        tag(
+            "p",
+            [
+                f"{len(tier.members)} of {len(tier.entries)} configs"
+                + (
+                    f" ({tier.distinct} distinct: the rest are collapsed grid points)"
+                    if tier.distinct is not None and tier.distinct != len(tier.members)
+                    else ""
+                )
+                + f" are not shown worse than the best on {primary_label} (",
+                tag("code", tier.best),
+                f"; one-sided paired test at {tier.alpha_one_sided:g}, Holm over every config): they are ties, "
+                "not a ranking",
+                *(cheapest if tier.cheapest else []),
+                ".",
+            ],
+        ),
+    ]

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from evalkit.scoring.stats.clustered import clustered_share_ci, flip_rate_ci, paired_difference_ci
 from evalkit.scoring.stats.inputs import FloatArray, Seed
-from evalkit.scoring.stats.intervals import CIMethod, bootstrap_ci, wilson_ci
+from evalkit.scoring.stats.intervals import CIMethod, bootstrap_ci, studentised_ci, wilson_ci
 from evalkit.scoring.stats.paired import PValueTest, paired_bootstrap, paired_permutation_test, relative_change
 from evalkit.scoring.stats.planning import (
     discordance_rate,
@@ -85,6 +85,7 @@ __all__ = [
     "questions_for_paired_mean",
     "relative_change",
     "share_mde",
+    "studentised_ci",
     "wilson_ci",
     "with_holm",
     "within_noise",

@@ -1,4 +1,5 @@
-"""Confidence intervals for the mean of one metric: bootstrap (percentile, BCa) and Wilson (pure)."""
+"""Confidence intervals for the mean of one metric: bootstrap (percentile, BCa), t with the studentised bootstrap,
+and Wilson (pure)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import ndtri
+from scipy.stats import t as student_t
 
 from evalkit.scoring.stats.inputs import Seed, check_level, check_resamples, clean, rng_from
 from evalkit.scoring.stats.records import Interval
-from evalkit.scoring.stats.resample import bca_bounds, percentile_bounds, resampled_means
+from evalkit.scoring.stats.resample import BLOCK_ELEMENTS, bca_bounds, percentile_bounds, resampled_means
 
-__all__ = ["CIMethod", "bootstrap_ci", "wilson_bounds", "wilson_ci"]
+__all__ = ["CIMethod", "bootstrap_ci", "studentised_ci", "wilson_bounds", "wilson_ci"]
 
 CIMethod = Literal["percentile", "bca"]
 
@@ -57,6 +59,48 @@ def bootstrap_ci(
     else:
         raise ValueError(f"unknown method {method!r}; use 'percentile' or 'bca'")
     return Interval(mean, low, high, kept.size, level, method, n_missing)
+
+
+def studentised_ci(values: ArrayLike, level: float = 0.95, n_resamples: int = 2000, seed: Seed = 0) -> Interval:
+    """The mean of a continuous measure with few values (method ``t-studentised``): the outer bounds of two.
+
+    - the t interval ``mean +- t_{n-1} sd / sqrt(n)``, exact for normal values and conservative for
+      symmetric heavy tails;
+    - the studentised bootstrap (bootstrap-t): ``mean - q sd / sqrt(n)`` with ``q`` the quantiles of
+      ``(mean* - mean) / se*`` over the resamples, which follows skew.
+
+    The plain percentile bootstrap is too narrow at small n (its spread is the plug-in ``sd / sqrt(n)``,
+    its quantiles normal ones): on skewed and heavy-tailed paired log-likelihood differences it covered
+    0.84-0.90 at n = 10. The outer bounds cover at least 0.93 at n = 10 and 30 on normal, t(3), a
+    20% outlier mixture, gamma(2) and lognormal differences (``tests/test_studentised_interval.py``).
+    All-equal values give the degenerate ``[v, v]``; NaN values are dropped and counted.
+
+    Raises:
+        ValueError: no non-missing values, infinite values, bad level or resample count.
+    """
+    check_level(level)
+    check_resamples(n_resamples)
+    kept, n_missing = clean(values)
+    mean, n = float(kept.mean()), kept.size
+    if n < 2 or np.ptp(kept) == 0:
+        return Interval(mean, mean, mean, n, level, "degenerate", n_missing)
+    se = float(kept.std(ddof=1)) / math.sqrt(n)
+    half = float(student_t.isf((1.0 - level) / 2.0, n - 1)) * se
+    rng = rng_from(seed)
+    pivots: list[np.ndarray] = []
+    block = max(1, BLOCK_ELEMENTS // n)
+    for start in range(0, n_resamples, block):
+        drawn = kept[rng.integers(0, n, size=(min(block, n_resamples - start), n))]
+        boot_se = drawn.std(axis=1, ddof=1) / math.sqrt(n)
+        ok = boot_se > 0  # a resample of one repeated value has no spread: no pivot
+        pivots.append((drawn.mean(axis=1)[ok] - mean) / boot_se[ok])
+    pivot = np.concatenate(pivots)
+    if pivot.size:
+        q_high, q_low = np.quantile(pivot, [(1.0 + level) / 2.0, (1.0 - level) / 2.0])
+        low, high = min(mean - half, mean - float(q_high) * se), max(mean + half, mean - float(q_low) * se)
+    else:
+        low, high = mean - half, mean + half
+    return Interval(mean, low, high, n, level, "t-studentised", n_missing)
 
 
 def wilson_ci(values: ArrayLike, level: float = 0.95, continuity_correction: bool = True) -> Interval:

@@ -23,7 +23,8 @@ class Interval:
     """Two-sided confidence level, e.g. 0.95."""
     method: str = "percentile"
     """How the bounds were computed: ``percentile``, ``bca``, ``wilson``, ``degenerate`` (bootstrap_ci of
-    all-equal values), ``cluster-bootstrap``, ``wilson-questions``, ``newcombe`` or ``wilson-difference``."""
+    all-equal values), ``t-studentised``, ``cluster-bootstrap``, ``wilson-questions``, ``newcombe`` or
+    ``wilson-difference``."""
     n_missing: int = 0
     """Number of NaN values dropped before computing."""
 
