@@ -141,12 +141,16 @@ def mde(results: pd.DataFrame, recommended_id: str, baseline_id: str, metric: st
 
     Binary values: the paired McNemar formula with the discordance observed between the
     recommended and the baseline config (or, when they never disagree, ``2p(1-p)`` from the
-    baseline rate). Continuous values: the standard deviation of the per-question differences.
+    baseline rate). Continuous values: the standard deviation of the per-question differences. With the
+    run's clusters, at ``n / design effect`` (the clustered intervals beside it are that much wider).
     """
     m = measure(metric)
     ids = [*dict.fromkeys([baseline_id, recommended_id])]  # the same config may be both
     wide = matrix(results, m, ids)
-    found = compare.detectable_effect(wide[baseline_id].to_numpy(), wide[recommended_id].to_numpy(), statistics.level)
+    clusters = resampling(statistics).codes(wide.index.to_numpy())
+    found = compare.detectable_effect(
+        wide[baseline_id].to_numpy(), wide[recommended_id].to_numpy(), statistics.level, clusters
+    )
     return None if found is None else Mde(float(found.value), int(found.n), str(found.how))
 
 

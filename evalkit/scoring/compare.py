@@ -19,7 +19,7 @@ import pandas as pd
 
 from evalkit.scoring import stats
 from evalkit.scoring.clusters import labels_for
-from evalkit.scoring.stats.cluster_intervals import cluster_mean_ci
+from evalkit.scoring.stats.cluster_intervals import cluster_mean_ci, measured_design_effect
 from evalkit.scoring.stats.cluster_paired import cluster_paired_bootstrap
 from evalkit.scoring.stats.power import mcnemar_exact_p
 
@@ -188,8 +188,15 @@ def is_binary(values: np.ndarray) -> bool:
     return bool(kept.size) and bool(np.isin(kept, (0.0, 1.0)).all())
 
 
-def detectable_effect(baseline: np.ndarray, candidate: np.ndarray, level: float) -> Mde | None:
+def detectable_effect(
+    baseline: np.ndarray, candidate: np.ndarray, level: float, clusters: np.ndarray | None = None
+) -> Mde | None:
     """Minimum detectable effect (80% power, two-sided at 1 - level) on the questions both define.
+
+    With ``clusters`` (each question's cluster label, as :meth:`Resampling.codes` gives them) the questions
+    are worth ``n / design effect`` independent ones, the design effect measured on the paired differences
+    (:func:`~evalkit.scoring.stats.cluster_intervals.measured_design_effect`): the MDE is stated at that size,
+    as the clustered intervals it is compared with are that much wider.
 
     Exact power throughout (``stats.minimum_detectable_effect``); ``value`` is ``inf`` when not
     detectable at this size. Binary values: the exact McNemar test at the discordance observed
@@ -203,7 +210,20 @@ def detectable_effect(baseline: np.ndarray, candidate: np.ndarray, level: float)
         return None
     base, cand = baseline[keep], candidate[keep]
     n = int(keep.sum())
-    alpha = 1.0 - level
+    found = _detectable(base, cand, n, 1.0 - level)
+    if found is None or clusters is None:
+        return found
+    effect = measured_design_effect(cand - base, np.asarray(clusters, dtype=object)[keep])
+    if effect <= 1.0:
+        return found
+    clustered = _detectable(base, cand, max(2, int(n / effect)), 1.0 - level)
+    assert clustered is not None  # the same values vary as they did at n
+    how = f"{clustered.how}; at n / design effect {effect:.2f} = {max(2, int(n / effect))} (clustered questions)"
+    return Mde(clustered.value, n, how)
+
+
+def _detectable(base: np.ndarray, cand: np.ndarray, n: int, alpha: float) -> Mde | None:
+    """The MDE at ``n`` independent questions with the spread (or discordance) of ``base`` and ``cand``."""
     if is_binary(base) and is_binary(cand):
         psi = stats.discordance_rate(base, cand)
         if psi > 0:

@@ -300,7 +300,10 @@ def _try(
         return {"decision": KEEP, "bootstrapped": 1, "miss": miss | _breaks(detail) | {"stage": 2}}
     held_out = out_of_sample_gain(table, config_id, production_id, objective, gate, budget)
     mde = compare.detectable_effect(
-        table.primary[production_id].to_numpy(), table.primary[config_id].to_numpy(), gate.resampling.level
+        table.primary[production_id].to_numpy(),
+        table.primary[config_id].to_numpy(),
+        gate.resampling.level,
+        gate.resampling.codes(table.primary.index.to_numpy()),
     )
     held_out["mde"] = None if mde is None or not mde.detectable else mde.value
     if not held_out["delta"] > 0:
