@@ -114,9 +114,8 @@ def effect_intervals(
     ``labels`` or, with None, by question (its two paths; ``test_paired_effect_states_these_intervals``)."""
     if labels is None:
         accuracy = stats.paired_difference_ci(mid, head, 0.95, seed, RESAMPLES)
-        own = np.array([f"question:{i}" for i in range(mid.size)], dtype=object)
-        found = cluster_paired_bootstrap(np.zeros_like(loglik), loglik, own, 0.95, RESAMPLES, seed)
-        return (accuracy.low, accuracy.high), (found.delta_low, found.delta_high)
+        flat = stats.studentised_ci(loglik, 0.95, n_resamples=RESAMPLES, seed=seed)  # t and bootstrap-t, by question
+        return (accuracy.low, accuracy.high), (flat.low, flat.high)
     both = cluster_difference(mid, head, labels, 0.95, RESAMPLES, seed)
     found = cluster_paired_bootstrap(np.zeros_like(loglik), loglik, labels, 0.95, RESAMPLES, seed)
     return (both.delta_low, both.delta_high), (found.delta_low, found.delta_high)

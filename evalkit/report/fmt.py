@@ -91,28 +91,26 @@ def delta(c: _Paired | None, proportion: bool = True) -> str:
 
 
 def check_delta(check: Mapping[str, Any]) -> str:
-    """A gate check's difference: points with CI for proportions; dollars and percent otherwise.
+    """A gate check's difference: points with CI for proportions; in the metric's unit (dollars, seconds) with the
+    percent change otherwise.
 
     When every question moved alike (the candidate is production, say) the bootstrap's interval has
     width zero: that is said in words, never printed as an interval (the gate's statistic is unchanged).
     """
+    unit = check.get("unit") or ("proportion" if check.get("proportion", True) else "usd")
     if _same_everywhere(check):
-        return (
-            f"{signed_points(check['delta'])} points (the same on every question: no interval)"
-            if check.get("proportion", True)
-            else f"{_signed_money(check['delta'])} (the same on every question: no interval)"
-        )
-    if check.get("proportion", True):
+        return f"{signed_quantity(unit, check['delta'])} (the same on every question: no interval)"
+    if unit == "proportion":
         return (
             f"{signed_points(check['delta'])} [{signed_points(check['delta_low'])}, "
             f"{signed_points(check['delta_high'])}] points"
         )
     base, delta = check.get("baseline"), check.get("delta")
-    text = _signed_money(delta) if _finite(delta) else "n/a"
+    text = signed_quantity(unit, delta)
     if _finite(base) and base and _finite(delta):
         text += f" ({100 * delta / base:+.0f}%)".replace("-", MINUS)
     if check.get("method") != "point" and _finite(check.get("delta_low")) and _finite(check.get("delta_high")):
-        text += f" [{_signed_money(check['delta_low'])}, {_signed_money(check['delta_high'])}]"
+        text += f" [{signed_quantity(unit, check['delta_low'])}, {signed_quantity(unit, check['delta_high'])}]"
     return text
 
 
@@ -143,6 +141,8 @@ def quantity(unit: str, x: float | None) -> str:
         return money(x)
     if unit in ("tokens", "count", "chars"):
         return num(x, 0) if _finite(x) and abs(x) >= 100 else num(x, 1)
+    if unit == "seconds":
+        return f"{num(x, 2)} s"
     return num(x)
 
 

@@ -18,7 +18,15 @@ import pandas as pd
 
 from evalkit.scoring import compare, stats
 from evalkit.scoring.compare import MARGIN_KINDS, Margin, Resampling
-from evalkit.scoring.registry import ANSWER_CORRECT, ANSWER_F1, COST_COLUMNS, FIRST_TOKEN_S, MEASURES, Measure
+from evalkit.scoring.registry import (
+    ANSWER_CORRECT,
+    ANSWER_F1,
+    COLUMNS,
+    COST_COLUMNS,
+    FIRST_TOKEN_S,
+    MEASURES,
+    Measure,
+)
 from evalkit.scoring.values import per_question
 
 ANSWER_COLUMNS = (ANSWER_CORRECT, ANSWER_F1)
@@ -90,6 +98,8 @@ class Check:
     n_missing: int
     p_value: float
     passed: bool
+    unit: str = "proportion"
+    """The metric's unit (the registry's: ``proportion``, ``usd``, ``seconds``, ...): how its numbers are printed."""
     method: str = "paired bootstrap"
     """``paired bootstrap`` over questions (``, clusters resampled`` when over documents), or ``point``
     (per-config means: no per-question values)."""
@@ -208,6 +218,7 @@ def evaluate(
                 n_missing=c.n_missing,
                 p_value=c.p_value,
                 passed=passed,
+                unit=COLUMNS[m.column].unit,
                 method=method,
             )
         )

@@ -61,6 +61,11 @@ def _resampled(sums: FloatArray, counts: FloatArray, n_resamples: int, rng: np.r
     return out
 
 
+def _shares(values: np.ndarray) -> bool:
+    """Values that are shares (every one in [0, 1]): their means, and so the difference's bounds, are too."""
+    return bool(values.size) and float(values.min()) >= 0.0 and float(values.max()) <= 1.0
+
+
 def cluster_paired_bootstrap(
     baseline: ArrayLike,
     candidate: ArrayLike,
@@ -114,6 +119,10 @@ def cluster_paired_bootstrap(
     if boot is None and g < 2 and np.ptp(diffs) > 0:
         # One cluster: nothing to resample; the difference is known only as this one cluster's mean.
         low, high, p_value = -math.inf, math.inf, 1.0
+    if _shares(base) and _shares(cand):
+        # Two shares differ by at most 1: the t half's width (t with G-1 df on a few clusters) is not allowed to
+        # state more than the measure can take (an answer check of 2 questions gave [-585, +685] points).
+        low, high = max(low, -1.0), min(high, 1.0)
     return PairedComparison(
         metric=metric,
         baseline_mean=float(base.mean()),
