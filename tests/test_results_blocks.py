@@ -21,7 +21,7 @@ from tests.test_sweep import run_in_process
 QUIET = ["progress=false", "report=false", "results_csv=true"]
 ONE_BLOCK = 1 << 30
 """More rows than any of these sweeps has: the whole grid in one block, as when the table was built whole."""
-NOT_COMPARED = {"run_stats.json", "manifest.json", "freshness.json"}
+NOT_COMPARED = {"run_stats.json", "manifest.json", "freshness.json", "retrieval_latency.json"}  # timings
 """Seconds, the command line (its run id) and what changed since the earlier run (only the second run has
 one) differ between two runs; nothing else may."""
 

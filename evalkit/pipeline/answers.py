@@ -56,7 +56,7 @@ def retrieval_seconds(latency: Mapping[str, Any] | None, chunking: str | None) -
     if not latency or chunking is None or chunking not in (latency.get("chunkings") or {}):
         return None
     stages = {"embed": latency.get("embed"), **latency["chunkings"][chunking]}
-    stages = {name: value for name, value in stages.items() if value and value.get("n")}
+    stages = {name: value for name, value in stages.items() if isinstance(value, Mapping) and value.get("n")}
     if not stages:
         return None
     total = {q: float(sum(v[q] for v in stages.values())) for q in ("p50", "p95")}

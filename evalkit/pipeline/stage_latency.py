@@ -10,7 +10,9 @@ for). Timings run in the driver, after the sweep's parallel work, so no other un
 
 The query embedding does not depend on the chunking: it is timed once. Search and rerank are timed per
 chunking (the index size and the chunk lengths set their cost). A retriever searched by production
-(``retriever=external``) has no search here: its latency is production's and is not measured.
+(``retriever=external``) has no search here: its latency is production's and is not measured. A paid hosted
+embedder or reranker is not timed either: each timed query would be a billed request outside the sweep's
+cached work (and its latency is the provider's network and queue, which the record says).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from evalkit.pipeline.retrieve import store_table
 from evalkit.pipeline.units import units_of
 from evalkit.pipeline.work import chunk_stage
 from evalkit.records import Question
@@ -46,6 +49,10 @@ def sample(questions: Sequence[Question], seed: int, size: int = SAMPLE_QUESTION
     rng = np.random.default_rng(seed)
     picked = rng.permutation(len(questions))[: size + 1]
     return [questions[int(i)] for i in picked]
+
+
+def _paid(cost_usd: float, bills: bool = False) -> bool:
+    return bills or cost_usd > 0
 
 
 def _timed(call: Callable[[], Any]) -> tuple[Any, float]:
@@ -74,6 +81,10 @@ def measure(ctx: WorkContext, units: Sequence[UnitOfWork], run_dir: Path) -> dic
         write_json(run_dir / files.RETRIEVAL_LATENCY_JSON, record)
         return record
     vectors = None
+    if backend.embeds and ctx.embedder is not None and _paid(ctx.embedder.request_cost_usd(["x"])):
+        record["why"] = "a paid hosted embedder: query embedding and search not timed (each query a billed request)"
+        write_json(run_dir / files.RETRIEVAL_LATENCY_JSON, record)
+        return record
     if backend.embeds:
         embedder = ctx.embedder
         assert embedder is not None
@@ -90,7 +101,7 @@ def measure(ctx: WorkContext, units: Sequence[UnitOfWork], run_dir: Path) -> dic
         chunks = chunk_stage(unit, ctx)
         chunk_units, child_to_parent = units_of(chunks, ctx.labelset)
         entry = _one_chunking(
-            ctx, [c.embed_text for c in chunks], chunk_units.texts, child_to_parent, questions, vectors
+            ctx, unit.spec.key, [c.embed_text for c in chunks], chunk_units.texts, child_to_parent, questions, vectors
         )
         record["chunkings"][unit.spec.key] = entry
     write_json(run_dir / files.RETRIEVAL_LATENCY_JSON, record)
@@ -99,6 +110,7 @@ def measure(ctx: WorkContext, units: Sequence[UnitOfWork], run_dir: Path) -> dic
 
 def _one_chunking(
     ctx: WorkContext,
+    chunking: str,
     chunk_texts: Sequence[str],
     unit_texts: Sequence[str],
     child_to_parent: np.ndarray | None,
@@ -107,6 +119,7 @@ def _one_chunking(
 ) -> dict[str, Any]:
     """Search (and rerank) each sampled question alone against this chunking's prebuilt index."""
     plan, retriever = ctx.plan, ctx.plan.retriever
+    store = store_table(plan, chunking, ctx.embedder.identity if ctx.embedder is not None else None)
     index = bm25 = None
     if retriever.backend.embeds:
         assert ctx.embedder is not None and query_vectors is not None
@@ -127,14 +140,16 @@ def _one_chunking(
             queries = QueryVectors(index.model, np.asarray(query_vectors[i], dtype=np.float32).reshape(1, -1))
         if bm25 is not None:
             bm25.set_queries([questions[i].question], tokens=[query_tokens[i]])
-        parts = SearchParts(1, plan.pool_size, index, queries, bm25, None, plan.options.executor.block_cells)
+        parts = SearchParts(1, plan.pool_size, index, queries, bm25, None, plan.options.executor.block_cells, store)
         pool, _ = retriever.backend.search(retriever, parts)  # type: ignore[misc]
         members = pool.indices[0][pool.indices[0] >= 0]
         return members if child_to_parent is None else np.unique(child_to_parent[members])
 
     pools, search_seconds = _times([lambda i=i: search_one(i) for i in range(len(questions))])
     entry: dict[str, Any] = {"search": stage_percentiles(search_seconds)}
-    if ctx.reranker is not None:
+    if ctx.reranker is not None and _paid(ctx.reranker.request_cost_usd(1), ctx.reranker.bills_unanswered_requests):
+        entry["rerank_not_timed"] = "a paid hosted reranker (each timed query a billed request)"
+    elif ctx.reranker is not None:
         reranker, spend = ctx.reranker, ctx.stats.spend
 
         def rerank_one(question: Question, members: np.ndarray) -> np.ndarray:
