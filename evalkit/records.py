@@ -216,3 +216,6 @@ class Answer:
     (a batch, a non-streamed reply). A cached answer keeps the figure of the call that made it."""
     total_s: float | None = None
     """Seconds from sending the request to its last byte when it was generated; None: not measured."""
+    in_flight: int | None = None
+    """Requests of this run in flight when this one was sent, itself included (1: it ran alone; on a server
+    with fewer slots the others' work is in its first-token time); None: not recorded (cached, batch)."""

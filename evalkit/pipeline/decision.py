@@ -7,7 +7,6 @@ renders it) and prints the headline a reviewer reads first.
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -19,7 +18,7 @@ import pandas as pd
 
 from evalkit.answers.check.experiment import answer_check
 from evalkit.console import milliseconds
-from evalkit.pipeline.answers import AnswerInputs, answers_record, eligibility, retrieval_seconds
+from evalkit.pipeline.answers import AnswerInputs, answer_vetoes, answers_record, any_shown_worse, retrieval_seconds
 from evalkit.pipeline.margins import load_gate_config
 from evalkit.pipeline.plan import SweepPlan
 from evalkit.records import Question
@@ -30,7 +29,6 @@ from evalkit.scoring.at_budget import production_budget, recall_at_budget
 from evalkit.scoring.clusters import cluster_map, question_clusters
 from evalkit.scoring.decide import NO_PRODUCTION, RECOMMEND, decide, find_production
 from evalkit.scoring.gatecheck import GateConfig
-from evalkit.scoring.objective import ObjectiveSettings
 from evalkit.scoring.per_config import Results, config_rows
 from evalkit.scoring.registry import MEASURES
 from evalkit.scoring.segments import segment_frame
@@ -44,25 +42,24 @@ def write_recommendation(
     questions: Sequence[Question] = (),
     answers: AnswerInputs | None = None,
 ) -> dict:
-    """Decide, and with the answer check on, answer the decision's configs and decide again with their answers.
+    """Decide on retrieval, answer the configs the decision names, and let only evidence of harm change it.
 
-    Without answers the prompt-token cap stands in for them (production's tokens: more context always raises
-    recall). With them there is no token cap: the configs the first pass names are answered, and the second
-    pass may recommend only configs whose answers were checked, every one of them gated on its answers too.
+    The first pass is exactly ``answer_check=off``'s (the same prompt-token cap). The check answers its
+    configs; each answer measure is *shown not worse*, *shown worse* or *not shown*
+    (:mod:`evalkit.scoring.evidence`). With no config shown worse the decision stands as it is; otherwise it
+    is decided again with the answers in the results, where the gate's checks remove exactly the configs shown
+    worse (and a measured latency cap those above it). A smoke check reports and never decides.
     """
     clusters = question_clusters(questions, plan.stats.cluster_by)
     write_table(run_dir / files.CLUSTERS, clusters)
     gate = replace(load_gate_config(plan.objective.margins), clusters=cluster_map(clusters))
     production = production_config(plan, summary)
     checking = answers is not None and plan.answer_check.enabled and production is not None
-    objective = replace(plan.objective, prompt_tokens_max=math.inf) if checking else plan.objective
-    if checking and plan.objective.prompt_tokens_max is not None:
-        objective = plan.objective  # the team set its own cap: it stands
     segments = segment_frame(questions)
-    record = decide(results, summary, production, objective, gate, segments)
+    record = decide(results, summary, production, plan.objective, gate, segments)
     if checking:
         assert answers is not None and production is not None
-        record = _with_answers(plan, results, summary, run_dir, record, gate, objective, segments, answers)
+        record = _with_answers(plan, results, summary, run_dir, record, gate, segments, answers)
     else:
         record["answers"] = {"checked": False, "why": _unchecked_why(plan, answers)}
     if production is not None:
@@ -95,31 +92,33 @@ def _with_answers(
     run_dir: Path,
     first: dict[str, Any],
     gate: GateConfig,
-    objective: ObjectiveSettings,
     segments: pd.DataFrame,
     answers: AnswerInputs,
 ) -> dict[str, Any]:
-    """The second pass: the decision's configs answered, their answers in the results, decided again."""
+    """The decision's configs answered; decided again only where the answers show harm (see above)."""
     job = plan.answer_check_job(gate, answers.token_family)
 
-    def prompt_tokens(config_id: str) -> pd.Series:
+    def config_frame(config_id: str) -> pd.DataFrame:
         rows = config_rows(results, config_id)
-        rows = rows[rows["config_id"] == config_id]
-        return rows["question_tokens"].astype(float) + rows["returned_tokens"].astype(float)
+        return rows[rows["config_id"] == config_id]
 
-    outcome = answer_check(job, first, summary, prompt_tokens, answers.labelset, answers.cache, run_dir,
+    outcome = answer_check(job, first, summary, config_frame, answers.labelset, answers.cache, run_dir,
                            spend=answers.spend)  # fmt: skip
     if outcome is None:
         return first | {"answers": {"checked": False, "why": "no production config to answer against"}}
-    answered = with_answer_columns(results, answered_values(outcome.rows), outcome.latency, outcome.system_tokens)
-    eligible = eligibility(outcome.record, objective.latency_p95_max)
-    record = decide(answered, summary, first["production"]["config_id"], objective, gate, segments, eligible)
+    record = first
+    removed = answer_vetoes(outcome.record, plan.objective.latency_p95_max)
+    if outcome.record.get("decides") and (removed or any_shown_worse(outcome.record)):
+        latency = outcome.latency if (outcome.record.get("latency") or {}).get("constrains") else None
+        answered = with_answer_columns(results, answered_values(outcome.rows), latency, outcome.system_tokens)
+        production_id = first["production"]["config_id"]
+        record = decide(answered, summary, production_id, plan.objective, gate, segments, removed)
     chunking_of = dict(zip(summary["config_id"], summary["chunking"]))
     retrieval = {
         entry["config_id"]: retrieval_seconds(answers.retrieval_latency, chunking_of.get(entry["config_id"]))
         for entry in outcome.record.get("configs", [])
     }
-    return record | {"answers": answers_record(outcome.record, first, retrieval)}
+    return record | {"answers": answers_record(outcome.record, first, retrieval, record)}
 
 
 def equal_budget(results: Results, production: str, summary: pd.DataFrame, run_dir: Path) -> dict[str, Any]:

@@ -93,7 +93,7 @@ class SweepPlan:
     stats: StatsSettings = field(default_factory=StatsSettings)
     """How the decision and the gate resample (``stats.cluster_by``); not part of the run's identity."""
     position: PositionSettings | None = None
-    answer_check: AnswerCheckSettings = field(default_factory=lambda: AnswerCheckSettings(preset="off"))
+    answer_check: AnswerCheckSettings = field(default_factory=AnswerCheckSettings)
     """The answer check after the decision (``answer_check=smoke`` by default; ``off``: retrieval proxies only)."""
     generator: GeneratorSettings | None = None
     """The generator's typed settings (read once, with the config) when the position experiment runs."""

@@ -43,14 +43,15 @@ def decide(
     objective: ObjectiveSettings,
     gate: GateConfig,
     segments: pd.DataFrame | None = None,
-    eligible: Mapping[str, str] | None = None,
+    vetoed: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """recommendation.json's content for one sweep; ``segments``: question_id x tag (:func:`segment_frame`).
 
-    ``eligible``: when answers were checked, the configs that may be recommended (config_id -> '') and why each
-    other config may not (config_id -> reason, e.g. its answers were not checked); None: every config.
+    ``vetoed``: configs the answers removed (config_id -> why, e.g. first-token p95 above the cap measured on
+    production's generator). Only evidence removes: a config nobody answered is decided on retrieval alone
+    (answer measures *not shown* are skipped by the gate's checks, :func:`evalkit.scoring.gatecheck.evaluate`).
     """
-    record = _decide(results, summary, production_id, objective, gate, eligible)
+    record = _decide(results, summary, production_id, objective, gate, vetoed)
     record["tier"] = tier_of(results, summary, objective, gate)
     if record["decision"] == NO_PRODUCTION or segments is None:
         return record
@@ -137,7 +138,7 @@ def _decide(
     production_id: str | None,
     objective: ObjectiveSettings,
     gate: GateConfig,
-    eligible: Mapping[str, str] | None = None,
+    vetoed: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     record: dict[str, Any] = {"version": 1, "objective": _objective_record(objective, gate)}
     if production_id is None or production_id not in set(summary["config_id"]):
@@ -175,8 +176,8 @@ def _decide(
         if not float(means[PRIMARY][config_id]) > production_primary:
             continue
         verdict = _try(config_id, production_id, results, summary, table, means, objective, gate, budget)
-        why_not = None if eligible is None else eligible.get(config_id, "its answers were not checked")
-        if verdict["decision"] == RECOMMEND and why_not:  # it would win on retrieval; its answers must say so too
+        why_not = (vetoed or {}).get(config_id)
+        if verdict["decision"] == RECOMMEND and why_not:  # it wins on retrieval; measured answers remove it
             primary = float(means[PRIMARY][config_id])
             verdict = {"decision": KEEP, "bootstrapped": 1,
                        "miss": {"config_id": config_id, "primary": primary, "stage": 4, "breaks": ["answers"],

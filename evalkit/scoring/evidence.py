@@ -8,13 +8,15 @@ Every answer measure of every config ends in one of three states, and only one o
 
 Absence of evidence is never a veto and never a pass: a config whose answers are *not shown* is decided
 exactly as ``answer_check=off`` decides it, and the gate says "not checked" rather than PASS. The console,
-recommendation.json, review.json, the report and gate.md all print :data:`WORDS` of :func:`evidence_state`.
+recommendation.json, review.json, the report and gate.md all print the state :func:`evidence_state` returns.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+
+from scipy.stats import norm
 
 SHOWN_NOT_WORSE = "shown not worse"
 SHOWN_WORSE = "shown worse"
@@ -23,12 +25,6 @@ NOT_CHECKED = "not checked"
 """Not shown because nothing was measured (no answer under both configs, or a stand-in's latency)."""
 
 STATES = (SHOWN_NOT_WORSE, SHOWN_WORSE, NOT_SHOWN, NOT_CHECKED)
-WORDS = {
-    SHOWN_NOT_WORSE: "shown not worse beyond the margin",
-    SHOWN_WORSE: "shown worse beyond the margin",
-    NOT_SHOWN: "not shown at this size",
-    NOT_CHECKED: "not checked",
-}
 
 
 def evidence_state(low: float, high: float, margin: float, higher_is_better: bool = True) -> str:
@@ -42,6 +38,29 @@ def evidence_state(low: float, high: float, margin: float, higher_is_better: boo
     if high < margin:
         return SHOWN_NOT_WORSE
     return SHOWN_WORSE if low > margin else NOT_SHOWN
+
+
+def floor_half_width(n: int, level: float) -> float:
+    """The narrowest half-width ``n`` paired answers can honestly give a difference of values in [-1, 1].
+
+    When every answer agrees, the sample variance is 0 and an interval from it has no width at all: 2 equal
+    F1 scores would "show" any margin. But seeing no disagreement in ``n`` pairs only bounds the share of
+    pairs that disagree by Wilson's upper limit at 0 events, ``z**2 / (n + z**2)``; a difference of values in
+    [-1, 1] has variance at most that share. The half-width of a mean of ``n`` such differences is at least
+    ``z * sqrt(share / n)``: about 1.1 at 2 answers, 9 points at 40, 3.8 at 100 (Newcombe's interval at 0
+    discordant pairs is about as wide). Infinite without answers.
+    """
+    if n <= 0:
+        return math.inf
+    z = float(norm.isf((1.0 - level) / 2.0))
+    share = z * z / (n + z * z)
+    return z * math.sqrt(share / n)
+
+
+def with_floor(delta: float, low: float, high: float, n: int, level: float) -> tuple[float, float]:
+    """``[low, high]`` widened to at least :func:`floor_half_width` around ``delta``, clipped to [-1, 1]."""
+    half = floor_half_width(n, level)
+    return max(-1.0, min(low, delta - half)), min(1.0, max(high, delta + half))
 
 
 def removes(state: str) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -18,6 +18,7 @@ import pandas as pd
 
 from evalkit.scoring import compare, stats
 from evalkit.scoring.compare import MARGIN_KINDS, Margin, Resampling
+from evalkit.scoring.evidence import NOT_CHECKED, NOT_SHOWN, SHOWN_NOT_WORSE, evidence_state, with_floor
 from evalkit.scoring.registry import (
     ANSWER_CORRECT,
     ANSWER_F1,
@@ -31,6 +32,10 @@ from evalkit.scoring.values import per_question
 
 ANSWER_COLUMNS = (ANSWER_CORRECT, ANSWER_F1)
 """Columns only the answer check fills: missing values there mean a config was not answered."""
+EVIDENCE_COLUMNS = (*ANSWER_COLUMNS, FIRST_TOKEN_S)
+"""Measures decided by :mod:`evalkit.scoring.evidence`'s three states: only *shown worse* fails a candidate,
+*not shown* (or not checked) decides nothing either way. Retrieval measures, measured on every question of
+the set, must be shown within their margin to pass, as before."""
 
 
 class GateError(ValueError):
@@ -189,17 +194,37 @@ def _comparison(
 def evaluate(
     baseline: ConfigData, candidate: ConfigData, config: GateConfig
 ) -> tuple[tuple[Check, ...], tuple[dict[str, str], ...]]:
-    """Every check of the margins file; checks whose data is absent are returned as skipped."""
+    """Every check of the margins file that decides; the others returned as skipped, each with why.
+
+    A retrieval check always decides (pass: shown within its margin). An answer or latency check decides
+    only when its evidence does (:func:`evalkit.scoring.evidence.evidence_state`): *shown not worse* passes,
+    *shown worse* fails, and *not shown* or *not checked* is skipped with its ``state`` and interval, so a
+    handful of answers neither fails a candidate nor passes one.
+    """
     checks: list[Check] = []
-    skipped: list[dict[str, str]] = []
+    skipped: list[dict[str, Any]] = []
     for margin in config.margins:
         m = MEASURES[margin.metric]
         found = _comparison(baseline, candidate, m, config)
         if isinstance(found, str):
-            skipped.append({"metric": m.name, "reason": found})
+            state = NOT_CHECKED if m.column in EVIDENCE_COLUMNS else None
+            skipped.append({"metric": m.name, "reason": found} | ({"state": state} if state else {}))
             continue
         c, method = found
         absolute, passed = compare.non_inferiority(c, margin, m.higher_is_better)
+        if m.column in ANSWER_COLUMNS:  # what n answers can show at all (2 equal F1 scores show nothing)
+            low, high = with_floor(c.delta, c.delta_low, c.delta_high, c.n, config.confidence)
+            c = replace(c, delta_low=low, delta_high=high)
+        if m.column in EVIDENCE_COLUMNS:
+            state = evidence_state(c.delta_low, c.delta_high, absolute, m.higher_is_better)
+            if state == NOT_SHOWN:
+                skipped.append({
+                    "metric": m.name, "state": NOT_SHOWN,
+                    "reason": f"{NOT_SHOWN} on {c.n} questions: interval [{c.delta_low:+.3g}, {c.delta_high:+.3g}] "
+                              f"straddles the margin ({describe_margin(margin, m)}); it decides nothing",
+                })  # fmt: skip
+                continue
+            passed = state == SHOWN_NOT_WORSE
         checks.append(
             Check(
                 metric=m.name,

@@ -25,6 +25,7 @@ from evalkit.answers.check.settings import AnswerCheckSettings
 from evalkit.answers.context import Budget
 from evalkit.answers.generation import make_generator, refusal_for
 from evalkit.answers.generation.base import Generator
+from evalkit.answers.generation.latency_profile import read_profile
 from evalkit.answers.generation.settings import GeneratorSettings
 from evalkit.answers.position.items import pool_items
 from evalkit.answers.position.requests import RequestSpec
@@ -34,8 +35,8 @@ from evalkit.cost.prices import ModelPrice, model_price_or_none
 from evalkit.cost.tokens import estimate_tokens
 from evalkit.run import files
 from evalkit.run.folder import RunFolder, write_json
-from evalkit.scoring.answer_check import candidate_effects, config_summary, effect_line, sizing
-from evalkit.scoring.latency import LatencyModel, fit_latency, latency_percentiles
+from evalkit.scoring.answer_check import candidate_effects, config_summary, design_effect, effect_line, sizing
+from evalkit.scoring.latency import MIN_POINTS, LatencyModel, fit_latency, latency_percentiles
 from evalkit.scoring.routing import RoutingCaps, stuff_or_retrieve
 from evalkit.settings import ConfigError
 
@@ -87,7 +88,7 @@ def answer_check(
     job: AnswerCheckJob,
     record: Mapping[str, Any],
     summary: pd.DataFrame,
-    prompt_tokens: Callable[[str], pd.Series],
+    config_frame: Callable[[str], pd.DataFrame],
     labelset: LabelSet,
     cache: Cache,
     run_dir: Path,
@@ -98,8 +99,9 @@ def answer_check(
 ) -> CheckOutcome | None:
     """Answer production and the decision's configs; None when the decision names no production config.
 
-    ``prompt_tokens(config_id)``: the config's per-question prompt tokens without the system prompt (question
-    and returned chunks, the sweep's estimate), for its first-token percentiles.
+    ``config_frame(config_id)``: the config's per-question results (question_id, question_tokens,
+    returned_tokens, hit, ...): its prompt tokens give its first-token percentiles, its hits the design effect
+    the powered size plans with.
     """
     settings = job.settings
     rows_by_id = {str(r["config_id"]): r for r in summary.to_dict("records")}
@@ -135,15 +137,16 @@ def answer_check(
     rows, seconds, questions = answer(n)
     production = configs[0].config_id
     candidates = [c.config_id for c in configs[1:]]
+    effect = design_effect(config_frame, production, candidates, job.clusters)
     sized = sizing(rows, production, candidates, job.accuracy_margin, job.level, settings.target_power,
-                   settings.max_questions or len(asked))  # fmt: skip
+                   settings.max_questions or len(asked), effect, len(asked))  # fmt: skip
     if settings.preset == "powered" and sized["questions_needed"] and sized["questions_needed"] > len(questions):
         grown = min(int(sized["questions_needed"]), settings.max_questions or len(asked), len(asked))
         log(f"answer check: the pilot's discordance asks {sized['questions_needed']} questions; answering {grown}")
         rows, more, questions = answer(grown)
         seconds += more
     system_tokens = float(count(spec.prompts("en")["system"]))
-    outcome = _measure(job, rows, configs, candidates, prompt_tokens, system_tokens, sized, labelset)
+    outcome = _measure(job, rows, configs, candidates, config_frame, system_tokens, sized, labelset)
     outcome["run"] = _run_record(rows, seconds, len(questions), settings, job, len(configs), sized)
     write_json(run_dir / files.ANSWER_CHECK_JSON, outcome)
     for config_id, effect in outcome["effects"].items():
@@ -156,18 +159,20 @@ def _measure(
     rows: pd.DataFrame,
     configs: tuple[CheckedConfig, ...],
     candidates: list[str],
-    prompt_tokens: Callable[[str], pd.Series],
+    config_frame: Callable[[str], pd.DataFrame],
     system_tokens: float,
     sized: dict[str, Any],
     labelset: LabelSet,
 ) -> dict[str, Any]:
-    sent = rows[rows["sent"] & rows["first_token_s"].notna()]
-    latency = fit_latency(sent["planned_tokens"].to_numpy(float), sent["first_token_s"].to_numpy(float))
+    measured = fit_latency(*timed_requests(rows))
+    latency, source = latency_source(measured, job)
     summaries = []
     for config in configs:
         entry = config_summary(rows, config.config_id, job.level, job.clusters) | {"roles": list(config.roles)}
         if latency is not None:
-            entry["first_token"] = latency_percentiles(latency, (prompt_tokens(config.config_id) + system_tokens))
+            frame = config_frame(config.config_id)
+            tokens = frame["question_tokens"].astype(float) + frame["returned_tokens"].astype(float) + system_tokens
+            entry["first_token"] = latency_percentiles(latency, tokens)
         summaries.append(entry)
     price = model_price_or_none(job.cost_model, job.pricing_dir)
     caps = RoutingCaps(job.accuracy_margin, job.cost_max_rise_pct, job.latency_max_rise_pct, job.level, job.clusters)
@@ -176,6 +181,7 @@ def _measure(
                                 job.queries_per_day, latency, acl)  # fmt: skip
     return {
         "version": 1,
+        "decides": job.settings.preset != "smoke",
         "production": configs[0].config_id,
         "configs": summaries,
         "effects": candidate_effects(
@@ -184,10 +190,41 @@ def _measure(
         "margins": {"answer_accuracy": job.accuracy_margin, "answer_f1": job.f1_margin},
         "level": job.level,
         "sizing": sized,
-        "latency": None if latency is None else latency.__dict__ | {"x": "prompt tokens (local estimate)"},
+        "latency": None if latency is None else latency.record() | {"x": "prompt tokens (local estimate)"} | source,
         "system_tokens": system_tokens,
         "routing": routing,
     }
+
+
+def timed_requests(rows: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """Prompt tokens and first-token seconds of the requests this run sent and timed itself, one at a time.
+
+    A cached answer carries the timing of the run that made it (another load, maybe another machine), and a
+    request sent while others were in flight waited behind them on a server with fewer slots: neither is a
+    request's latency. Rows sent with others in flight are kept only when no request ran alone.
+    """
+    fresh = rows[rows["sent"] & ~rows["cached"].astype("boolean").fillna(False).astype(bool)
+                 & rows["first_token_s"].notna()]  # fmt: skip
+    alone = fresh[fresh["in_flight"].fillna(1) <= 1] if "in_flight" in fresh.columns else fresh
+    chosen = alone if len(alone) >= MIN_POINTS else fresh
+    return chosen["planned_tokens"].astype(float), chosen["first_token_s"].astype(float)
+
+
+def latency_source(measured: LatencyModel | None, job: AnswerCheckJob) -> tuple[LatencyModel | None, dict[str, Any]]:
+    """The latency the check reports, where it comes from, and whether it may constrain a config.
+
+    Production's generator (the answering model is the one ``cost:`` prices) or a latency profile measured
+    against it (``answer_check.latency_profile``, written by ``python -m evalkit.latency probe``) constrains;
+    a local stand-in's speed is shown, labelled, and never constrains the objective or the gate.
+    """
+    model, production = str(job.generator.model), job.cost_model
+    profile = job.settings.latency_profile
+    if profile:
+        return read_profile(profile), {"source": f"latency profile {profile} ({production})", "constrains": True,
+                                       "stand_in": None if measured is None else measured.record()}  # fmt: skip
+    if model == production:
+        return measured, {"source": f"production's generator ({model})", "constrains": True}
+    return measured, {"source": f"stand-in {model} (production serves {production})", "constrains": False}
 
 
 def _run_record(rows: pd.DataFrame, seconds: float, n_questions: int, settings: AnswerCheckSettings,

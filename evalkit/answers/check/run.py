@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 ROW_COLUMNS = (
     "config_id", "arm", "question_id", "lang", "answerable", "doc_id", "n_returned", "n_dropped", "unit_ids",
     "planned_tokens", "doc_tokens", "fits", "sent", "answer", "stop_reason", "cached", "input_tokens",
-    "output_tokens", "first_token_s", "cost_usd", "correct", "exact", "contains", "f1", "refused",
+    "output_tokens", "first_token_s", "in_flight", "cost_usd", "correct", "exact", "contains", "f1", "refused",
     "citations_valid", "request_key",
 )  # fmt: skip
 """Columns of ``answer_check/rows.parquet``, in order."""
@@ -117,6 +117,7 @@ def _answered(
         "input_tokens": answer.usage.input_tokens,
         "output_tokens": answer.usage.output_tokens,
         "first_token_s": math.nan if answer.first_token_s is None else answer.first_token_s,
+        "in_flight": math.nan if answer.in_flight is None else answer.in_flight,
         "cost_usd": _cost(price, answer),
     }
     if answer.stop_reason in UNCACHED_STOPS:
@@ -150,6 +151,6 @@ def rows_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     frame = pd.DataFrame(list(rows), columns=list(ROW_COLUMNS))
     for column in _BOOL_COLUMNS:
         frame[column] = frame[column].astype("boolean")
-    for column in ("first_token_s", "cost_usd", "f1"):
+    for column in ("first_token_s", "in_flight", "cost_usd", "f1"):
         frame[column] = frame[column].astype(float)
     return frame

@@ -1,4 +1,8 @@
-"""Settings of the answer check, read from the ``answer_check:`` config block (``conf/answer_check/*.yaml``)."""
+"""Settings of the answer check, read from the ``answer_check:`` config block (``conf/answer_check/*.yaml``).
+
+The dataclass is the one source of defaults: they are the ``smoke`` preset's (the sweep's default), and each
+preset file in ``conf/answer_check/`` sets only its name and what it changes (a test keeps it so).
+"""
 
 from __future__ import annotations
 
@@ -26,10 +30,11 @@ class AnswerCheckSettings:
     """Config ids answered besides the roles' (e.g. the one a pull request proposes), after production."""
     gate_passing_top: int = field(default=2, metadata={"min": 0})
     """How many of the gate-passing set (best primary first) the ``gate_passing`` role adds."""
-    max_configs: int = field(default=8, metadata={"min": 1})
+    max_configs: int = field(default=3, metadata={"min": 1})
     """Configs answered at most, production included (roles in the order above fill it)."""
-    questions: int = field(default=10, metadata={"min": 2})
-    """Questions answered per config (smoke, custom; the same questions for every config: paired)."""
+    questions: int = field(default=2, metadata={"min": 2})
+    """Questions answered per config (smoke, custom; the same questions for every config: paired). The
+    smoke's 2 keep the Quickstart at about 5 minutes (3 configs x 2 + 2 stuffed answers, ~25 s each locally)."""
     unanswerable_share: float = field(default=0.2, metadata={"min": 0.0, "max": 0.9})
     """Share of unanswerable questions in the sample (as many as the set has, up to this share)."""
     pilot_questions: int = field(default=40, metadata={"min": 2})
@@ -38,7 +43,7 @@ class AnswerCheckSettings:
     """Powered: never more questions than this (None: the set)."""
     target_power: float = field(default=0.8, metadata={"above": 0.0, "max": 0.99})
     """Powered: power to show non-inferiority at the margin when the true difference is 0."""
-    max_tokens: int = field(default=64, metadata={"min": 1})
+    max_tokens: int = field(default=48, metadata={"min": 1})
     """Output cap of every answer (answers are short; the cap bounds decoding time)."""
     context_share: float = field(default=0.75, metadata={"above": 0.0, "max": 1.0})
     """Share of the window the retrieved chunks may take (the lowest-ranked are dropped past it, counted)."""
@@ -48,6 +53,10 @@ class AnswerCheckSettings:
     """Parallel single requests for remote generators."""
     flush_every: int = field(default=8, metadata={"min": 1})
     """Rows are written after every this many answers (the resume point)."""
+    latency_profile: str | None = None
+    """A latency profile of production's generator (``python -m evalkit.latency probe``): first-token latency
+    then constrains the objective and the gate although the answers come from a stand-in. None: latency
+    constrains only when the answering model is the one ``cost:`` prices."""
     stuff: bool = True
     """Also answer with the gold's whole document (the stuff-or-retrieve comparison) on the same questions."""
 

@@ -169,12 +169,22 @@ def _run_singles(
     budget: Budget | None,
 ) -> dict[str, Answer]:
     namespace = response_namespace(generator)
+    in_flight = [0]
+    lock = threading.Lock()
 
     def one(item: tuple[str, GenerationRequest]) -> tuple[str, Answer]:
         key, request = item
         if budget is not None:
             budget.charge(generator, [request], cache, batch=False)
-        answer = replace(generator.generate(request), question_id=request.question_id, cached=False)
+        with lock:  # the load this request is timed under (a latency fit keeps requests that ran alone)
+            in_flight[0] += 1
+            load = in_flight[0]
+        try:
+            generated = generator.generate(request)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+        answer = replace(generated, question_id=request.question_id, cached=False, in_flight=load)
         if counter is not None:
             counter.record(answer)
         if answer.stop_reason not in UNCACHED_STOPS:
