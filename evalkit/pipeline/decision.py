@@ -28,6 +28,7 @@ from evalkit.scoring.answer_columns import answered_values, with_answer_columns
 from evalkit.scoring.at_budget import production_budget, recall_at_budget
 from evalkit.scoring.clusters import cluster_map, question_clusters
 from evalkit.scoring.decide import NO_PRODUCTION, RECOMMEND, decide, find_production
+from evalkit.scoring.evidence import SHOWN_NOT_WORSE
 from evalkit.scoring.gatecheck import GateConfig
 from evalkit.scoring.per_config import Results, config_rows
 from evalkit.scoring.registry import MEASURES
@@ -188,36 +189,50 @@ def _pct(change: dict[str, float | None]) -> str:
 
 
 def answers_lines(record: dict[str, Any]) -> list[str]:
-    """The answer check in the console: per named config its answers against production, latency, the rule."""
+    """The answer check in the console: what the answers decided first, then per named config its evidence."""
     block = record.get("answers") or {}
     if not block.get("checked"):
         return [f"answers: not measured: {block.get('why', 'answer_check=off')}"]
-    head = f"answers ({block['preset']} check, {block['questions']} questions, {block['model']}):"
-    lines = [head]
+    lines = [answers_verdict(block)]
+    lines.append(f"answers ({block['preset']} check, {block['questions']} questions, {block['model']}):")
     production = next((n for n in block["named"] if n["config_id"] == block["production"]), None)
     base_p95 = ((production or {}).get("first_token") or {}).get("p95")
     for entry in block["named"]:
         lines.append(f"  {entry['config_id']} ({', '.join(entry['roles'])}): {_answer_text(entry, base_p95)}")
+    latency = block.get("latency") or {}
+    if latency.get("source"):
+        use = "constrains the advice and the gate" if latency.get("constrains") else "shown only: it constrains nothing"
+        lines.append(f"first-token latency: {latency['source']}: {use}")
     routing = block.get("routing") or {}
     if routing.get("rule"):
         lines.append(f"stuff or retrieve: {routing['rule']}")
-    sizing = block.get("sizing") or {}
-    if block.get("smoke") and sizing.get("planning_discordance") is not None and not sizing.get("questions_needed"):
-        lines.append(
-            f"smoke check: showing 'not worse by more than {100 * sizing['margin']:g} points' with "
-            f"{sizing['power']:.0%} power at the measured discordance ({sizing['measured_discordance']:.2f}, planned "
-            f"at {sizing['planning_discordance']:.2f}) needs more questions than this set has: grow the set, or "
-            f"widen the answer margin in the gate's margins file"
-        )
-    if block.get("smoke") and sizing.get("questions_needed"):
-        estimate = block.get("powered_seconds_estimate")
-        at_pace = "" if estimate is None else f" (~{estimate / 3600:.1f} h at this run's pace on this machine)"
-        lines.append(
-            f"smoke check: showing 'not worse by more than {100 * sizing['margin']:g} points' with "
-            f"{sizing['power']:.0%} power takes about {sizing['questions_needed']} questions per config: "
-            f"{block.get('powered_command')}{at_pace}"
-        )
     return lines
+
+
+def answers_verdict(block: dict[str, Any]) -> str:
+    """One line: what the answers changed, or that they decided nothing and what size would."""
+    changed = block.get("changed") or []
+    states = [n.get("state") for n in block.get("named", []) if n.get("state")]
+    if changed:
+        return f"answers decided: {'; '.join(changed)} (a config shown worse than production is removed)"
+    sizing = block.get("sizing") or {}
+    margin = 100 * float(sizing.get("margin") or 0.05)
+    if block.get("decides") and states and all(s == SHOWN_NOT_WORSE for s in states):
+        return f"answers decided: every named config shown not worse than production by more than {margin:g} points"
+    why = ("a smoke check reports and never decides" if block.get("smoke") else
+           f"{block.get('questions')} questions per config cannot show a {margin:g}-point difference")  # fmt: skip
+    needed = sizing.get("questions_needed")
+    estimate = block.get("powered_seconds_estimate")
+    usd = block.get("powered_usd_estimate")
+    if needed:
+        at = "" if estimate is None else f", about {estimate / 3600:.1f} h at this run's pace"
+        cost = "" if usd is None else f", ${usd:,.2f}"
+        powered = f"powered: {block.get('powered_command')} (about {needed} questions per config{at}{cost})"
+    elif sizing.get("planning_discordance") is not None:
+        powered = "powered: more questions than this set has (grow the set, or widen the answer margin)"
+    else:
+        powered = f"powered: {block.get('powered_command')}"
+    return f"answers did not decide: {why}; the advice is answer_check=off's; {powered}"
 
 
 def _answer_text(entry: dict[str, Any], base_p95: float | None) -> str:
@@ -226,6 +241,8 @@ def _answer_text(entry: dict[str, Any], base_p95: float | None) -> str:
     delta = entry.get("accuracy_delta")
     if delta:
         text += f", Δ {_points(delta)} ({delta['verdict']})"
+    if entry.get("state") and not delta:
+        text += f" ({entry['state']})"
     first = entry.get("first_token") or {}
     if first.get("p50") is not None:
         text += f", first token p50 {first['p50']:.2f} s / p95 {first['p95']:.2f} s"

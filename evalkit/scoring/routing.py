@@ -3,10 +3,13 @@
 Each checked answerable question is answered twice with the same model and prompt: with its gold's whole
 document(s) in the context (stuff) and with production's own retrieval. By the documents' length in tokens:
 accuracy of each with the paired difference and its interval, mean input tokens, $/day at the configured
-volume and the modelled first-token p95. The rule: "documents up to N tokens go in whole" for the largest N
-such that every length bucket up to N is non-inferior in accuracy (interval low end above ``-margin``) and
-within the cost and latency caps; otherwise "always retrieve", with the first reason. Documents carrying an
-access-control list (``meta.acl``) always go through retrieval: stuffing a document bypasses the filters
+volume and the modelled per-request first-token p95 (production's latency only: a stand-in's is left out).
+Each bucket's accuracy evidence is one of :mod:`evalkit.scoring.evidence`'s states, with the questions it
+rests on and the size that would show it. The rule: "documents up to N tokens go in whole" for the largest N
+such that every length bucket up to N is *shown not worse* in accuracy and within the cost and latency
+caps; "always retrieve" when the shortest bucket is shown worse or breaks a cap; and no rule ("not shown")
+when the shortest bucket's evidence is too small to decide: a rule from a handful of answers is no rule.
+Documents carrying an access-control list (``meta.acl``) always go through retrieval: stuffing a document bypasses the filters
 that keep a role from seeing it.
 """
 
@@ -22,7 +25,9 @@ import pandas as pd
 
 from evalkit.scoring.answer_check import outcome_table, paired_accuracy
 from evalkit.scoring.clusters import labels_for
-from evalkit.scoring.latency import LatencyModel
+from evalkit.scoring.evidence import NOT_CHECKED, SHOWN_NOT_WORSE, SHOWN_WORSE
+from evalkit.scoring.latency import LatencyModel, latency_percentiles
+from evalkit.scoring.stats.noninferiority import planning_discordance, questions_for_noninferiority
 
 BUCKET_EDGES = (500, 1000, 2000, 4000, 8000)
 """Upper edges (tokens) of the document-length buckets; the last bucket is everything longer."""
@@ -97,8 +102,9 @@ def _bucket(
     p95 = {arm: _p95(latency, stuffed.loc[ids, "planned_tokens"] if arm == "stuff" else own.loc[ids, "planned_tokens"])
            for arm in tokens}  # fmt: skip
     breaks = []
-    if effect is None or not effect["low"] > -caps.accuracy_margin:
-        breaks.append(f"accuracy not shown within {100 * caps.accuracy_margin:g} points")
+    state = NOT_CHECKED if effect is None else effect["verdict"]
+    if state == SHOWN_WORSE:
+        breaks.append(f"accuracy shown worse by more than {100 * caps.accuracy_margin:g} points")
     if caps.cost_max_rise_pct is not None and _rise(cost) > caps.cost_max_rise_pct:
         breaks.append(f"$/query +{_rise(cost):.0f}% (cap {caps.cost_max_rise_pct:g}%)")
     if caps.latency_max_rise_pct is not None and _rise(p95) > caps.latency_max_rise_pct:
@@ -107,17 +113,29 @@ def _bucket(
         "bucket": bucket_label(upper, lower),
         "upper_tokens": None if math.isinf(upper) else upper,
         "n": len(ids),
+        "state": state,
+        "questions_to_show": None if state in (SHOWN_NOT_WORSE, SHOWN_WORSE) else _to_show(effect, caps),
         "accuracy": effect,
         "input_tokens": tokens,
         "usd_per_day": {arm: c * queries_per_day for arm, c in cost.items()},
         "first_token_p95_s": p95,
-        "stuff_allowed": not breaks,
+        "stuff_allowed": not breaks and state == SHOWN_NOT_WORSE,
         "breaks": breaks,
     }
 
 
+def _to_show(effect: dict[str, Any] | None, caps: RoutingCaps) -> int | None:
+    """Questions in the bucket that would show stuffing not worse at the bucket's discordance (None: too many)."""
+    if effect is None or not effect.get("n"):
+        return None
+    discordant = int(effect["wins"]) + int(effect["losses"])
+    accuracy = min(max(float(effect["production"]), 0.05), 0.99)
+    return questions_for_noninferiority(planning_discordance(discordant, int(effect["n"])), caps.accuracy_margin,
+                                        caps.level, 0.8, accuracy, max_n=20_000)  # fmt: skip
+
+
 def _p95(model: LatencyModel | None, tokens: pd.Series) -> float:
-    return math.nan if model is None else float(np.percentile(model.predict(tokens.to_numpy(dtype=float)), 95))
+    return math.nan if model is None else latency_percentiles(model, tokens.to_numpy(dtype=float))["p95"]
 
 
 def _rise(values: dict[str, float]) -> float:
@@ -127,21 +145,31 @@ def _rise(values: dict[str, float]) -> float:
 
 
 def _rule(table: list[dict[str, Any]], acl_documents: int) -> tuple[str, float | None]:
-    """The largest prefix of buckets where stuffing is allowed, as a rule in words."""
+    """The largest prefix of buckets where stuffing is shown allowed, as a rule in words (module docstring)."""
     up_to = None
+    stopped: dict[str, Any] | None = None
     for row in table:
         if not row["stuff_allowed"]:
+            stopped = row
             break
         up_to = row["upper_tokens"] if row["upper_tokens"] is not None else math.inf
     acl = (
         f"; the {acl_documents} documents with an access-control list always through retrieval" if acl_documents else ""
     )
     if up_to is None:
-        why = table[0]["breaks"][0] if table else "no bucket measured"
-        return (
-            f"always retrieve: for the shortest documents ({table[0]['bucket'] if table else 'none'} tokens) {why}",
-            None,
-        )
+        if not table:
+            return "no rule: no bucket measured", None
+        first = table[0]
+        if not first["breaks"]:  # neither shown allowed nor refused: too few answers to say
+            return f"no rule: {_not_shown(first)}", None
+        return f"always retrieve: for the shortest documents ({first['bucket']} tokens) {first['breaks'][0]}", None
     if math.isinf(up_to):
         return f"send every document whole (stuffing is within the margins at every measured length){acl}", math.inf
-    return f"documents up to {int(up_to):,} tokens go in whole; longer ones through retrieval{acl}", float(up_to)
+    after = "" if stopped is None or stopped["breaks"] else f" ({stopped['bucket']} tokens: {_not_shown(stopped)})"
+    return f"documents up to {int(up_to):,} tokens go in whole; longer ones through retrieval{after}{acl}", float(up_to)
+
+
+def _not_shown(row: dict[str, Any]) -> str:
+    size = row.get("questions_to_show")
+    would = f"about {size} would show it" if size else "more than the set holds would be needed"
+    return f"stuffing {row['bucket']} tokens {row['state']} on {row['n']} questions ({would})"

@@ -177,8 +177,9 @@ def _measure(
     price = model_price_or_none(job.cost_model, job.pricing_dir)
     caps = RoutingCaps(job.accuracy_margin, job.cost_max_rise_pct, job.latency_max_rise_pct, job.level, job.clusters)
     acl = sum(1 for d in labelset.documents if (d.meta or {}).get("acl"))
+    production_latency = latency if source["constrains"] else None  # a stand-in's speed caps nothing
     routing = stuff_or_retrieve(rows, configs[0].config_id, caps, _cost_of(price, job.output_tokens),
-                                job.queries_per_day, latency, acl)  # fmt: skip
+                                job.queries_per_day, production_latency, acl)  # fmt: skip
     return {
         "version": 1,
         "decides": job.settings.preset != "smoke",
@@ -235,9 +236,12 @@ def _run_record(rows: pd.DataFrame, seconds: float, n_questions: int, settings: 
     fresh = int((~sent["cached"].astype(bool)).sum())
     pace = seconds / fresh if fresh else None
     per_question = len(sent) / n_questions if n_questions else n_configs
-    needed = None
+    needed = usd = None
     if pace is not None and sized.get("questions_needed"):
         needed = round(pace * per_question * int(sized["questions_needed"]), 0)
+        spent = pd.to_numeric(sent.loc[~sent["cached"].astype(bool), "cost_usd"], errors="coerce")
+        if spent.notna().any():  # a priced generator: dollars per fresh answer times the answers needed
+            usd = round(float(spent.mean()) * per_question * int(sized["questions_needed"]), 2)
     return {
         "preset": settings.preset,
         "questions": n_questions,
@@ -247,6 +251,7 @@ def _run_record(rows: pd.DataFrame, seconds: float, n_questions: int, settings: 
         "seconds_per_answer": None if pace is None else round(pace, 2),
         "powered_command": job.command,
         "powered_seconds_estimate": needed,
+        "powered_usd_estimate": usd,
         "model": str(job.generator.model),
         "configs": n_configs,
     }

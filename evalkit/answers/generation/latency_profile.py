@@ -23,9 +23,7 @@ VERSION = 1
 REQUIRED = ("intercept", "slope", "residual_sd", "n", "r_squared")
 
 
-def profile_record(
-    tokens: Sequence[float], seconds: Sequence[float], meta: Mapping[str, Any]
-) -> dict[str, Any]:
+def profile_record(tokens: Sequence[float], seconds: Sequence[float], meta: Mapping[str, Any]) -> dict[str, Any]:
     """The profile of measured (prompt tokens, first-token seconds) pairs: the line and per-length quantiles."""
     model = fit_latency(tokens, seconds)
     if model is None:
