@@ -9,8 +9,8 @@ rests on and the size that would show it. The rule: "documents up to N tokens go
 such that every length bucket up to N is *shown not worse* in accuracy and within the cost and latency
 caps; "always retrieve" when the shortest bucket is shown worse or breaks a cap; and no rule ("not shown")
 when the shortest bucket's evidence is too small to decide: a rule from a handful of answers is no rule.
-Documents carrying an access-control list (``meta.acl``) always go through retrieval: stuffing a document bypasses the filters
-that keep a role from seeing it.
+Documents carrying an access-control list (``meta.acl``) always go through retrieval: stuffing a document
+bypasses the filters that keep a role from seeing it.
 """
 
 from __future__ import annotations
