@@ -12,6 +12,12 @@ This module is the entry point only: the comparison is :mod:`evalkit.scoring.com
 (the same the report makes), measure names and directions come from
 :mod:`evalkit.scoring.registry`, the run folders are read by :mod:`evalkit.run.folder`.
 
+Answers: an answer or latency check decides only when its evidence does (shown not worse: pass; shown
+worse: fail; not shown: it decides nothing, and the line says so). Where the run has an answer check and a
+compared config was not answered, the gate prints ``answers: not checked for ID``; ``--answer`` answers it
+first on the check's own seeded sample (cached, resumable). In CI mode (``--require-answers``, or the
+environment's ``CI=true``) a compared config without answers, while the check is on, fails the gate.
+
 Exit codes: 0 every check passed, 1 a check failed, 2 bad input (one line on
 stderr: different labelled sets, unknown config, broken margins file, ...).
 """
@@ -21,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -39,8 +46,10 @@ from evalkit.run.folder import Run, RunError, load_run, write_json
 from evalkit.scoring.answer_columns import answered_values, with_answer_columns
 from evalkit.scoring.clusters import cluster_map
 from evalkit.scoring.decide import find_production
-from evalkit.scoring.gatecheck import Check, ConfigData, GateConfig, GateError, evaluate
+from evalkit.scoring.evidence import NOT_CHECKED, NOT_SHOWN, SHOWN_NOT_WORSE, SHOWN_WORSE, combined_state
+from evalkit.scoring.gatecheck import EVIDENCE_COLUMNS, Check, ConfigData, GateConfig, GateError, evaluate
 from evalkit.scoring.latency import LatencyModel
+from evalkit.scoring.registry import FIRST_TOKEN_S, MEASURES
 
 
 @dataclass(frozen=True)
@@ -59,10 +68,12 @@ class Side:
 
 
 def results_with_answers(run: Run) -> pd.DataFrame:
-    """The run's results with the answer check's columns, as the sweep's decision gated them."""
+    """The run's results with the answer check's columns; first-token seconds only when the check's latency is
+    production's (its generator, or a latency profile): a stand-in's speed is never a gate check."""
     if run.answer_rows is None or run.answer_check is None:
         return run.results
-    latency = LatencyModel.from_record(run.answer_check.get("latency"))
+    record = run.answer_check.get("latency") or {}
+    latency = LatencyModel.from_record(record) if record.get("constrains", True) else None
     system = float(run.answer_check.get("system_tokens") or 0.0)
     answered = with_answer_columns(run.results, answered_values(run.answer_rows), latency, system)
     assert isinstance(answered, pd.DataFrame)
@@ -126,11 +137,13 @@ def report_payload(
     checks: Sequence[Check],
     skipped: Sequence[Mapping[str, str]],
     route: str | None = None,
+    answers: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The content of gate.json."""
-    passed = all(c.passed for c in checks)
+    """The content of gate.json; ``answers``: :func:`answer_evidence`'s record."""
+    passed = all(c.passed for c in checks) and not (answers or {}).get("fails_closed")
     return {
         "passed": passed,
+        "answers": dict(answers) if answers else None,
         "route": route,
         "verdict": "pass" if passed else "fail",
         "confidence": config.confidence,
@@ -146,6 +159,48 @@ def report_payload(
         "checks": [_finite_or_none(asdict(c)) for c in checks],
         "skipped": [dict(s) for s in skipped],
     }
+
+
+def answer_evidence(
+    baseline: Side, candidate: Side, checks: Sequence[Check], skipped: Sequence[Mapping[str, Any]], require: bool
+) -> tuple[dict[str, Any] | None, tuple[Check, ...], tuple[Mapping[str, Any], ...]]:
+    """What the answers say about this pair, in one of the evidence states, and the checks as they decide.
+
+    None when neither run has an answer check (answer_check=off: the gate is retrieval's). A smoke check's
+    answer checks are reported as skipped (a smoke check reports and never decides). ``require`` (CI mode):
+    a compared config the check did not answer fails the gate closed.
+    """
+    from evalkit.pipeline.gate_answers import answered_configs
+
+    runs = [side for side in (baseline, candidate) if side.run.answer_check is not None]
+    if not runs:
+        return None, tuple(checks), tuple(skipped)
+    smoke = any((side.run.answer_check.get("run") or {}).get("preset") == "smoke" for side in runs)  # type: ignore[union-attr]
+    if smoke:
+        moved = [c for c in checks if MEASURES[c.metric].column in EVIDENCE_COLUMNS]
+        checks = [c for c in checks if c not in moved]
+        skipped = [*skipped, *({"metric": c.metric, "state": SHOWN_NOT_WORSE if c.passed else SHOWN_WORSE,
+                                "reason": "a smoke check reports and never decides"} for c in moved)]  # fmt: skip
+    unanswered = [side.config_id for side in (baseline, candidate) if side.config_id not in answered_configs(side.run)]
+    answer_states = [
+        (c.passed and SHOWN_NOT_WORSE) or SHOWN_WORSE
+        for c in checks
+        if MEASURES[c.metric].column in EVIDENCE_COLUMNS and MEASURES[c.metric].column != FIRST_TOKEN_S
+    ]
+    answer_states += [str(s["state"]) for s in skipped
+                      if s.get("state") and MEASURES[s["metric"]].column != FIRST_TOKEN_S]  # fmt: skip
+    state = NOT_CHECKED if unanswered else combined_state(answer_states)
+    if smoke and state in (SHOWN_NOT_WORSE, SHOWN_WORSE):
+        state = NOT_SHOWN
+    if unanswered:
+        line = f"answers: not checked for {', '.join(dict.fromkeys(unanswered))}"
+        hint = " (python -m evalkit.gate ... --answer answers it on the check's sample)"
+    else:
+        line, hint = f"answers: {state} for {candidate.config_id}", ""
+    fails = require and state == NOT_CHECKED
+    record = {"state": state, "line": line + hint, "unanswered": unanswered, "smoke": smoke, "required": require,
+              "fails_closed": fails}  # fmt: skip
+    return record, tuple(checks), tuple(skipped)
 
 
 def _finite_or_none(record: dict[str, Any]) -> dict[str, Any]:
@@ -183,7 +238,12 @@ def markdown(payload: Mapping[str, Any]) -> str:
         if c.get("method") == "point":
             lines.append(f"\n{c['label']}: per-config means (the results hold no per-question values), no interval.")
     for s in payload["skipped"]:
-        lines.append(f"\nSkipped {s['metric']}: {s['reason']}.")
+        state = f" ({s['state']})" if s.get("state") else ""
+        lines.append(f"\nSkipped {s['metric']}{state}: {s['reason']}.")
+    answers = payload.get("answers") or {}
+    if answers.get("line"):
+        closed = " In CI mode a compared config without answers fails the gate." if answers.get("fails_closed") else ""
+        lines.append(f"\n**{answers['line']}**.{closed}")
     failed = [c["label"] for c in payload["checks"] if not c["passed"]]
     if failed:
         lines.append(f"\nWorse than production beyond the margin (or not shown to be within it): {', '.join(failed)}.")
@@ -224,7 +284,25 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--route", metavar="TEXT", help="why these two configs are compared (shown in gate.md)")
     parser.add_argument("--margins", default="default", help="a file, or a name in conf/gate/ (default: default)")
     parser.add_argument("--out", metavar="DIR", help="where to write gate.json and gate.md (default: candidate folder)")
+    parser.add_argument(
+        "--answer",
+        action="store_true",
+        help="answer a compared config the run's answer check did not answer, on the check's own sample, with the "
+        "generator the config names (cached, resumable), before deciding",
+    )
+    parser.add_argument(
+        "--require-answers",
+        action="store_true",
+        help="CI mode (also CI=true): a compared config without answers, while the run's answer check is on, fails",
+    )
+    parser.add_argument("--config-dir", help="with --answer: a project's conf/ (default ./conf with project.yaml)")
+    parser.add_argument("overrides", nargs="*", help="with --answer: config overrides, as for python -m evalkit.sweep")
     return parser.parse_args(argv)
+
+
+def ci_mode(args: argparse.Namespace) -> bool:
+    """``--require-answers``, or a CI environment (``CI=true``, as GitHub Actions and most CI services set)."""
+    return bool(args.require_answers) or os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
 
 
 def gate(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
@@ -250,11 +328,41 @@ def gate(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
     else:
         raise GateError("give --baseline RUN --candidate RUN, or --run RUN --candidate-config ID")
     config = replace(load_gate_config(args.margins), clusters=run_clusters(candidate.run, baseline.run))
+    if args.answer:
+        baseline, candidate = _answered(args, baseline, candidate, config)
+    elif args.overrides or args.config_dir:
+        raise GateError("config overrides and --config-dir are for --answer (the generator that answers)")
     checks, skipped = evaluate(baseline.data, candidate.data, config)
+    answers, checks, skipped = answer_evidence(baseline, candidate, checks, skipped, ci_mode(args))
     if not checks:
         raise GateError("no check could run (every metric of the margins file lacks data)")
-    payload = report_payload(baseline, candidate, config, checks, skipped, args.route)
+    payload = report_payload(baseline, candidate, config, checks, skipped, args.route, answers)
     return payload, Path(args.out) if args.out else candidate.run.root
+
+
+def _answered(args: argparse.Namespace, baseline: Side, candidate: Side, config: GateConfig) -> tuple[Side, Side]:
+    """Both sides with their configs answered on the check's sample (each run folder re-read after)."""
+    from evalkit.overrides import compose_run
+    from evalkit.pipeline.gate_answers import answer_configs
+    from evalkit.project.layers import find_source
+    from evalkit.settings import ConfigError
+    from evalkit.sweep import plan_from
+
+    argv = [*(["--config-dir", args.config_dir] if args.config_dir else []), *args.overrides]
+    source = find_source(argv, Path.cwd())
+    try:
+        cfg = compose_run(source, source.argv)
+    except ConfigError as exc:
+        raise GateError(str(exc)) from None
+    plan, _, _ = plan_from(cfg)  # a bad key is one line and exit 2 there
+    wanted: dict[Path, list[str]] = {}
+    runs = {side.run.root: side.run for side in (baseline, candidate)}
+    for side in (baseline, candidate):
+        wanted.setdefault(side.run.root, []).append(side.config_id)
+    for root, config_ids in wanted.items():
+        answer_configs(runs[root], config_ids, plan, config)
+    fresh = {root: load_run(root) for root in runs}
+    return Side(fresh[baseline.run.root], baseline.config_id), Side(fresh[candidate.run.root], candidate.config_id)
 
 
 def run_clusters(*runs: Run) -> pd.Series | None:
@@ -286,6 +394,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{'pass' if c['passed'] else 'FAIL'}  {c['metric']}: {_md_delta(c)} (margin {c['margin_text']})",
             file=sys.stderr,
         )
+    for s in payload["skipped"]:
+        if s.get("state"):
+            print(f"{s['state']}  {s['metric']}: {s['reason']}", file=sys.stderr)
+    answers = payload.get("answers") or {}
+    if answers.get("line"):
+        closed = ": fails the gate in CI mode" if answers.get("fails_closed") else ""
+        print(f"evalkit.gate: {answers['line']}{closed}", file=sys.stderr)
     print(f"evalkit.gate: {payload['verdict'].upper()} -> {json_path}", file=sys.stderr)
     return 0 if payload["passed"] else 1
 

@@ -254,6 +254,8 @@ def _run_record(rows: pd.DataFrame, seconds: float, n_questions: int, settings: 
         "powered_usd_estimate": usd,
         "model": str(job.generator.model),
         "configs": n_configs,
+        "seed": settings.seed,
+        "unanswerable_share": settings.unanswerable_share,
     }
 
 
