@@ -30,7 +30,11 @@ from evalkit.scoring.evidence import evidence_state, with_floor
 from evalkit.scoring.stats import paired_difference_ci, wilson_ci
 from evalkit.scoring.stats.cluster_intervals import cluster_difference, cluster_mean_ci, measured_design_effect
 from evalkit.scoring.stats.cluster_paired import cluster_paired_bootstrap
-from evalkit.scoring.stats.noninferiority import planning_discordance, questions_for_noninferiority
+from evalkit.scoring.stats.noninferiority import (
+    feasible_accuracy,
+    planning_discordance,
+    questions_for_noninferiority,
+)
 from evalkit.scoring.stats.power import mcnemar_exact_p
 
 RETRIEVE = "retrieve"
@@ -233,7 +237,7 @@ def sizing(
         return {"measured_discordance": None, "planning_discordance": None, "questions_needed": None}
     planned = planning_discordance(*worst)
     accuracy = float(correct[production_id].dropna().mean()) if production_id in correct.columns else 0.7
-    independent = questions_for_noninferiority(planned, margin, level, power, min(max(accuracy, planned / 2), 0.99),
+    independent = questions_for_noninferiority(planned, margin, level, power, feasible_accuracy(accuracy, planned),
                                                max_n)  # fmt: skip
     needed, effect = independent, 1.0
     if independent is not None:

@@ -27,7 +27,11 @@ from evalkit.scoring.answer_check import outcome_table, paired_accuracy
 from evalkit.scoring.clusters import labels_for
 from evalkit.scoring.evidence import NOT_CHECKED, SHOWN_NOT_WORSE, SHOWN_WORSE
 from evalkit.scoring.latency import LatencyModel, latency_percentiles
-from evalkit.scoring.stats.noninferiority import planning_discordance, questions_for_noninferiority
+from evalkit.scoring.stats.noninferiority import (
+    feasible_accuracy,
+    planning_discordance,
+    questions_for_noninferiority,
+)
 
 BUCKET_EDGES = (500, 1000, 2000, 4000, 8000)
 """Upper edges (tokens) of the document-length buckets; the last bucket is everything longer."""
@@ -128,10 +132,9 @@ def _to_show(effect: dict[str, Any] | None, caps: RoutingCaps) -> int | None:
     """Questions in the bucket that would show stuffing not worse at the bucket's discordance (None: too many)."""
     if effect is None or not effect.get("n"):
         return None
-    discordant = int(effect["wins"]) + int(effect["losses"])
-    accuracy = min(max(float(effect["production"]), 0.05), 0.99)
-    return questions_for_noninferiority(planning_discordance(discordant, int(effect["n"])), caps.accuracy_margin,
-                                        caps.level, 0.8, accuracy, max_n=20_000)  # fmt: skip
+    planned = planning_discordance(int(effect["wins"]) + int(effect["losses"]), int(effect["n"]))
+    accuracy = feasible_accuracy(float(effect["production"]), planned)
+    return questions_for_noninferiority(planned, caps.accuracy_margin, caps.level, 0.8, accuracy, max_n=20_000)
 
 
 def _p95(model: LatencyModel | None, tokens: pd.Series) -> float:

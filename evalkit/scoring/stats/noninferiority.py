@@ -111,6 +111,13 @@ def questions_for_noninferiority(
     return None
 
 
+def feasible_accuracy(accuracy: float, discordance: float) -> float:
+    """``accuracy`` moved into the range a 2x2 table with this discordance allows at a difference of 0
+    (both right ``accuracy - d/2`` and neither right ``1 - accuracy - d/2`` non-negative)."""
+    half = min(max(discordance, 0.0), 1.0) / 2.0
+    return min(max(accuracy, half), 1.0 - half)
+
+
 def planning_discordance(discordant: int, n: int) -> float:
     """The discordance the size is planned at: the upper one-sided 80% Wilson bound of the pilot's share."""
     if n < 1:
