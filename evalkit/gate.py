@@ -67,13 +67,18 @@ class Side:
         return {"run": str(self.run.root), "run_id": self.run.run_id, "config_id": self.config_id}
 
 
+def production_latency(run: Run) -> LatencyModel | None:
+    """The check's latency line when it is production's (never a stand-in's)."""
+    record = (run.answer_check or {}).get("latency") or {}
+    return LatencyModel.from_record(record) if record and record.get("constrains", True) else None
+
+
 def results_with_answers(run: Run) -> pd.DataFrame:
     """The run's results with the answer check's columns; first-token seconds only when the check's latency is
     production's (its generator, or a latency profile): a stand-in's speed is never a gate check."""
     if run.answer_rows is None or run.answer_check is None:
         return run.results
-    record = run.answer_check.get("latency") or {}
-    latency = LatencyModel.from_record(record) if record.get("constrains", True) else None
+    latency = production_latency(run)
     system = float(run.answer_check.get("system_tokens") or 0.0)
     answered = with_answer_columns(run.results, answered_values(run.answer_rows), latency, system)
     assert isinstance(answered, pd.DataFrame)
@@ -175,6 +180,12 @@ def answer_evidence(
     runs = [side for side in (baseline, candidate) if side.run.answer_check is not None]
     if not runs:
         return None, tuple(checks), tuple(skipped)
+    stand_in = next((latency for side in runs if not (latency := side.run.answer_check.get("latency") or {})  # type: ignore[union-attr]
+                     .get("constrains", True)), None)  # fmt: skip
+    if stand_in is not None:  # say why latency is not a check here, not "no answers"
+        skipped = [{**s, "state": NOT_CHECKED, "reason": f"first-token latency of a {stand_in.get('source')}: shown in "
+                    "the report, never gated (python -m evalkit.latency probe measures production's)"}
+                   if MEASURES[s["metric"]].column == FIRST_TOKEN_S else s for s in skipped]  # fmt: skip
     smoke = any((side.run.answer_check.get("run") or {}).get("preset") == "smoke" for side in runs)  # type: ignore[union-attr]
     if smoke:
         moved = [c for c in checks if MEASURES[c.metric].column in EVIDENCE_COLUMNS]
@@ -332,6 +343,7 @@ def gate(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
         baseline, candidate = _answered(args, baseline, candidate, config)
     elif args.overrides or args.config_dir:
         raise GateError("config overrides and --config-dir are for --answer (the generator that answers)")
+    config = replace(config, latency=production_latency(candidate.run))
     checks, skipped = evaluate(baseline.data, candidate.data, config)
     answers, checks, skipped = answer_evidence(baseline, candidate, checks, skipped, ci_mode(args))
     if not checks:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -167,3 +168,29 @@ def test_the_gate_answers_what_it_gates(planted: dict[str, Any]) -> None:
     # Asked again: nothing to answer, the same verdict.
     code, stderr, _ = _gate(planted, MIDDLE, "--answer", *planted["common"])
     assert code == 0 and "answering" not in stderr
+
+
+@pytest.mark.parametrize("constrains", [False, True])
+def test_a_stand_ins_latency_is_never_a_gate_check(planted: dict[str, Any], tmp_path: Path, constrains: bool) -> None:
+    """The check's latency record says whose it is; only production's generator (or its profile) is gated."""
+    run = tmp_path / "run"
+    shutil.copytree(planted["custom"]["dir"], run)
+    path = run / "answer_check" / "check.json"
+    check = json.loads(path.read_text(encoding="utf-8"))
+    source = "production's generator (m)" if constrains else "stand-in local (production serves claude-sonnet-5)"
+    check["latency"] = {"intercept": 0.5, "slope": 0.002, "residual_sd": 0.1, "n": 30, "r_squared": 0.9,
+                        "slope_se": 0.0001, "residuals": [-0.1, 0.0, 0.1], "source": source,
+                        "constrains": constrains}  # fmt: skip
+    path.write_text(json.dumps(check), encoding="utf-8")
+    margins = tmp_path / "margins.yaml"
+    margins.write_text("checks:\n  recall: {max_drop: 0.02}\n  first_token_s: {max_rise_pct: 10}\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "evalkit.gate", "--run", str(run), "--candidate-config", MIDDLE,
+                           "--margins", str(margins)], capture_output=True, text=True, env=_env())  # fmt: skip
+    payload = json.loads((run / "gate.json").read_text(encoding="utf-8"))
+    gated = [c["metric"] for c in payload["checks"]]
+    if constrains:
+        assert "first_token_s" in gated, done.stderr
+    else:
+        assert "first_token_s" not in gated and done.returncode == 0, done.stderr
+        reason = next(s["reason"] for s in payload["skipped"] if s["metric"] == "first_token_s")
+        assert "stand-in" in reason and "never gated" in reason

@@ -113,7 +113,8 @@ def _with_answers(
         latency = outcome.latency if (outcome.record.get("latency") or {}).get("constrains") else None
         answered = with_answer_columns(results, answered_values(outcome.rows), latency, outcome.system_tokens)
         production_id = first["production"]["config_id"]
-        record = decide(answered, summary, production_id, plan.objective, gate, segments, removed)
+        gated = replace(gate, latency=latency)  # the gate CLI reads the same line from check.json
+        record = decide(answered, summary, production_id, plan.objective, gated, segments, removed)
     chunking_of = dict(zip(summary["config_id"], summary["chunking"]))
     retrieval = {
         entry["config_id"]: retrieval_seconds(answers.retrieval_latency, chunking_of.get(entry["config_id"]))

@@ -15,10 +15,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.stats import norm
 
 from evalkit.scoring import compare, stats
 from evalkit.scoring.compare import MARGIN_KINDS, Margin, Resampling
 from evalkit.scoring.evidence import NOT_CHECKED, NOT_SHOWN, SHOWN_NOT_WORSE, evidence_state, with_floor
+from evalkit.scoring.latency import LatencyModel
 from evalkit.scoring.registry import (
     ANSWER_CORRECT,
     ANSWER_F1,
@@ -76,6 +78,8 @@ class GateConfig:
     source: str
     clusters: pd.Series | None = field(default=None, compare=False, repr=False)
     """question_id -> cluster (the run's clusters.parquet): whole clusters are resampled; None: questions."""
+    latency: LatencyModel | None = field(default=None, compare=False, repr=False)
+    """The line behind ``first_token_s`` (when it is production's): its slope's uncertainty widens the interval."""
 
     @property
     def resampling(self) -> Resampling:
@@ -191,6 +195,23 @@ def _comparison(
     return c, method
 
 
+def with_slope_uncertainty(c: stats.PairedComparison, model: LatencyModel, level: float) -> stats.PairedComparison:
+    """A modelled latency difference widened by the fitted slope's own uncertainty.
+
+    The per-question values are the line at each prompt length, so their paired bootstrap sees only which
+    questions were drawn; the difference of two configs' means is ``slope * (difference in prompt tokens)``,
+    and the slope was estimated from ``n`` requests: its standard error times the token difference is added
+    in quadrature on each side.
+    """
+    if not (model.slope and math.isfinite(model.slope_se)):
+        return c
+    tokens = c.delta / model.slope
+    extra = float(norm.isf((1.0 - level) / 2.0)) * abs(tokens) * model.slope_se
+    low = c.delta - math.hypot(c.delta - c.delta_low, extra)
+    high = c.delta + math.hypot(c.delta_high - c.delta, extra)
+    return replace(c, delta_low=low, delta_high=high)
+
+
 def evaluate(
     baseline: ConfigData, candidate: ConfigData, config: GateConfig
 ) -> tuple[tuple[Check, ...], tuple[dict[str, str], ...]]:
@@ -215,6 +236,8 @@ def evaluate(
         if m.column in ANSWER_COLUMNS:  # what n answers can show at all (2 equal F1 scores show nothing)
             low, high = with_floor(c.delta, c.delta_low, c.delta_high, c.n, config.confidence)
             c = replace(c, delta_low=low, delta_high=high)
+        if m.column == FIRST_TOKEN_S and config.latency is not None:
+            c = with_slope_uncertainty(c, config.latency, config.confidence)
         if m.column in EVIDENCE_COLUMNS:
             state = evidence_state(c.delta_low, c.delta_high, absolute, m.higher_is_better)
             if state == NOT_SHOWN:
