@@ -56,6 +56,8 @@ class OpenAILoopback(ThreadedLoopback):
         self.bodies: list[dict[str, Any]] = []
         self.headers_seen: list[dict[str, str]] = []
         self.trickle_finished = 0
+        self.prefill_s_per_kchar = 0.0
+        """Seconds of 'prompt processing' per 1,000 prompt characters before the first streamed token."""
         self._lock = threading.Lock()
 
     @property
@@ -124,6 +126,9 @@ class OpenAILoopback(ThreadedLoopback):
             self.send_json(handler, 200, {**reply, "choices": [choice], "usage": usage})
             return
         self.sse_head(handler)
+        if self.prefill_s_per_kchar:
+            chars = sum(len(str(m.get("content", ""))) for m in body["messages"])
+            time.sleep(self.prefill_s_per_kchar * chars / 1000)
         base = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": body["model"]}
         for i, word in enumerate(words):
             delta = {"content": word if i == 0 else " " + word}

@@ -23,12 +23,16 @@ VERSION = 1
 REQUIRED = ("intercept", "slope", "residual_sd", "n", "r_squared")
 
 
-def profile_record(tokens: Sequence[float], seconds: Sequence[float], meta: Mapping[str, Any]) -> dict[str, Any]:
-    """The profile of measured (prompt tokens, first-token seconds) pairs: the line and per-length quantiles."""
+def profile_record(
+    tokens: Sequence[float], seconds: Sequence[float], meta: Mapping[str, Any], groups: Sequence[float] | None = None
+) -> dict[str, Any]:
+    """The profile of measured (prompt tokens, first-token seconds) pairs: the line and per-length quantiles
+    (``groups``: the length each request was asked at; default its own token count)."""
     model = fit_latency(tokens, seconds)
     if model is None:
         raise ValueError("no request was timed")
-    x, y = np.asarray(tokens, dtype=float), np.asarray(seconds, dtype=float)
+    x = np.asarray(tokens if groups is None else groups, dtype=float)
+    y = np.asarray(seconds, dtype=float)
     lengths = []
     for length in sorted(set(x.tolist())):
         at = y[x == length]
