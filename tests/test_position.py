@@ -17,9 +17,10 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from evalkit.answers.context import DOES_NOT_FIT, Budget, parse_placement, render_context
+from evalkit.answers.pools import gold_doc_ids, pool_items
 from evalkit.answers.position.describe import describe
 from evalkit.answers.position.experiment import PositionJob, position_experiment, resolve_budget, swept_chunkings
-from evalkit.answers.position.items import choose_subset, gold_doc_ids, pool_items, scope_documents
+from evalkit.answers.position.items import choose_subset, scope_documents
 from evalkit.answers.position.plan import RequestSpec, plan_position
 from evalkit.answers.position.run import run_position
 from evalkit.answers.position.settings import BudgetSpec, PositionSettings, SubsetSpec, parse_arm

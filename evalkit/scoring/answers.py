@@ -291,7 +291,8 @@ class AnswerScore:
     contains: bool
     """Some gold answer occurs in the normalised answer on token boundaries."""
     f1: float
-    """Best token F1 over the gold answers (0.0 when there is none)."""
+    """Best token F1 over the gold answers; NaN on an unanswerable question, where F1 is not defined (a correct
+    refusal is not a 0.0 to average in): one rule for every experiment that scores answers."""
     refused: bool
     """The whole answer is a configured refusal."""
     citations: tuple[str, ...]
@@ -333,7 +334,7 @@ def score_answer(
         correct=(reason == "stated" and not refused) if question.answerable else refused,
         exact=_exact(body, golds, scheme),
         contains=contains,
-        f1=_f1(body, golds, scheme),
+        f1=_f1(body, golds, scheme) if question.answerable else math.nan,
         refused=refused,
         citations=citations,
         citations_valid=all(doc_id in provided for doc_id in citations),

@@ -27,8 +27,8 @@ from evalkit.answers.generation import make_generator, refusal_for
 from evalkit.answers.generation.base import Generator
 from evalkit.answers.generation.latency_profile import read_profile
 from evalkit.answers.generation.settings import GeneratorSettings
-from evalkit.answers.position.items import pool_items
-from evalkit.answers.position.requests import RequestSpec
+from evalkit.answers.pools import pool_items
+from evalkit.answers.requests import RequestSpec
 from evalkit.cost.budget import SpendGuard
 from evalkit.cost.model import TokenUsage, call_cost
 from evalkit.cost.prices import ModelPrice, model_price_or_none

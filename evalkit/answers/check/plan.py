@@ -24,8 +24,8 @@ from evalkit.answers.check.settings import AnswerCheckSettings
 from evalkit.answers.context import Budget, assemble, whole_item
 from evalkit.answers.generation.request import GenerationRequest
 from evalkit.answers.placement import parse_placement
-from evalkit.answers.position.items import gold_doc_ids
-from evalkit.answers.position.requests import RequestSpec, build_position_request
+from evalkit.answers.pools import gold_doc_ids
+from evalkit.answers.requests import RequestSpec, build_context_request
 from evalkit.records import Document, Question
 from evalkit.settings import ConfigError
 
@@ -173,7 +173,7 @@ def _retrieve(
     returned = returned_items(ranked, config.top_k, config.threshold)
     prompts = spec.prompts(question.lang)
     placed = assemble(prompts["system"], question.question, returned, budget, count_tokens, _RANK_ORDER, 0)
-    request = build_position_request(spec, question, placed.items)
+    request = build_context_request(spec, question, placed.items)
     return PlannedRequest(
         config.config_id, question.id, RETRIEVE, request, tuple(i.unit_id for i in placed.items),
         tuple(dict.fromkeys(i.doc_id for i in placed.items)), len(returned), len(placed.dropped),
@@ -196,7 +196,7 @@ def _stuff(
     )
     doc_ids = tuple(d.doc_id for d in docs)
     doc_tokens = sum(count_tokens(d.text) for d in docs)
-    request = build_position_request(spec, question, items)
+    request = build_context_request(spec, question, items)
     return PlannedRequest(
         STUFF, question.id, STUFF, request, doc_ids, doc_ids, len(items), 0, placed.total_tokens, placed.fits,
         doc_tokens,

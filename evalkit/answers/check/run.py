@@ -7,26 +7,24 @@ holds (answers are cached by the full request, so configs that build the same co
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from evalkit.answers.answer_rows import score_columns, sent_columns
 from evalkit.answers.check.plan import PlannedRequest
 from evalkit.answers.generation.base import Generator
 from evalkit.answers.generation.batches import generate_many
 from evalkit.answers.generation.cached import request_key
-from evalkit.answers.generation.request import UNCACHED_STOPS
 from evalkit.answers.generation.tally import GenerationCounter
 from evalkit.cost.budget import SpendGuard
-from evalkit.cost.model import TokenUsage, call_cost
 from evalkit.cost.prices import ModelPrice
 from evalkit.records import Answer, Question
 from evalkit.run.folder import write_table
 from evalkit.run.progress import bar as progress_bar
-from evalkit.scoring.answers import DEFAULT_REFUSALS, score_answer
+from evalkit.scoring.answers import DEFAULT_REFUSALS
 
 if TYPE_CHECKING:
     from evalkit.cache import Cache
@@ -35,7 +33,7 @@ ROW_COLUMNS = (
     "config_id", "arm", "question_id", "lang", "answerable", "doc_id", "n_returned", "n_dropped", "unit_ids",
     "planned_tokens", "doc_tokens", "fits", "sent", "answer", "stop_reason", "cached", "input_tokens",
     "output_tokens", "first_token_s", "in_flight", "cost_usd", "correct", "exact", "contains", "f1", "refused",
-    "citations_valid", "request_key",
+    "citations_valid", "quotes_valid", "request_key",
 )  # fmt: skip
 """Columns of ``answer_check/rows.parquet``, in order."""
 
@@ -109,41 +107,10 @@ def _answered(
     price: ModelPrice | None,
 ) -> dict[str, Any]:
     """A sent request's answer, scored (an overflow or error answer is recorded, not scored)."""
-    row: dict[str, Any] = {
-        "sent": True,
-        "answer": answer.text,
-        "stop_reason": answer.stop_reason,
-        "cached": answer.cached,
-        "input_tokens": answer.usage.input_tokens,
-        "output_tokens": answer.usage.output_tokens,
-        "first_token_s": math.nan if answer.first_token_s is None else answer.first_token_s,
-        "in_flight": math.nan if answer.in_flight is None else answer.in_flight,
-        "cost_usd": _cost(price, answer),
-    }
-    if answer.stop_reason in UNCACHED_STOPS:
-        return row
-    score = score_answer(question, answer.text, refusals, set(entry.doc_ids), documents)
-    return row | {
-        "correct": score.correct,
-        "exact": score.exact,
-        "contains": score.contains,
-        "f1": score.f1 if question.answerable else math.nan,
-        "refused": score.refused,
-        "citations_valid": score.citations_valid,
-    }
+    return sent_columns(answer, price) | score_columns(question, answer, refusals, set(entry.doc_ids), documents)
 
 
-def _cost(price: ModelPrice | None, answer: Answer) -> float:
-    """Dollars the answer cost when generated; NaN when the model is not priced."""
-    if price is None:
-        return math.nan
-    usage = answer.usage
-    tokens = TokenUsage(usage.input_tokens, usage.output_tokens, usage.cache_creation_input_tokens,
-                        usage.cache_read_input_tokens, estimated=usage.estimated)  # fmt: skip
-    return call_cost(tokens, price, batch=answer.backend.endswith("-batch")).usd
-
-
-_BOOL_COLUMNS = ("correct", "exact", "contains", "refused", "citations_valid")
+_BOOL_COLUMNS = ("correct", "exact", "contains", "refused", "citations_valid", "quotes_valid")
 
 
 def rows_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:

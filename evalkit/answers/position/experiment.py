@@ -36,8 +36,9 @@ if TYPE_CHECKING:
     from evalkit.cache import Cache
     from evalkit.labels.read import LabelSet
 
+from evalkit.answers.pools import pool_items
 from evalkit.answers.position.describe import describe
-from evalkit.answers.position.items import choose_subset, pool_items
+from evalkit.answers.position.items import choose_subset
 from evalkit.answers.position.notes import (
     detectable_lines,
     measured_pace,

@@ -19,14 +19,14 @@ from evalkit.answers.context import (
 from evalkit.answers.generation.request import GenerationRequest
 from evalkit.answers.position.items import arm_items, shuffle_seed
 from evalkit.answers.position.placing import PositionBucket, block_bucket, char_bucket, gold_block_index, place_gold
-from evalkit.answers.position.requests import (
+from evalkit.answers.position.settings import CLOSED_BOOK, SHUFFLE, Arm, PositionSettings
+from evalkit.answers.requests import (
     CLOSED_BOOK_SYSTEM,
     RequestSpec,
-    build_position_request,
+    build_context_request,
     estimate_request_tokens,
     fixed_text,
 )
-from evalkit.answers.position.settings import CLOSED_BOOK, SHUFFLE, Arm, PositionSettings
 from evalkit.cost.prices import ModelPrice
 from evalkit.cost.tokens import estimate_tokens
 from evalkit.records import Document, Question
@@ -178,7 +178,7 @@ def _overflow(arm: Arm, settings: PositionSettings) -> Overflow:
 
 def request_for(plan: PositionPlan, entry: PlannedAnswer) -> GenerationRequest:
     """The generation request of a planned answer (rebuilt on demand: contexts are not held twice)."""
-    return build_position_request(
+    return build_context_request(
         plan.request_spec, plan.question(entry.question_id), entry.items, entry.arm == CLOSED_BOOK
     )
 
@@ -313,7 +313,7 @@ class QuestionPlanner:
                 assembled = place_gold(assembled, placement, seed)
             tokens, estimated = 0, False
             if assembled.fits:
-                request = build_position_request(
+                request = build_context_request(
                     self.request_spec, question, assembled.items, closed_book=arm.kind == "closed"
                 )
                 counted = self.count_request(request) if self.count_request is not None else None

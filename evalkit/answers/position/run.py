@@ -10,21 +10,20 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from evalkit.answers.answer_rows import score_columns, sent_columns
 from evalkit.answers.generation.base import Generator
 from evalkit.answers.generation.batches import generate_many
 from evalkit.answers.generation.cached import request_key
 from evalkit.answers.generation.loglik import AnswerLoglik, answer_logliks
-from evalkit.answers.generation.request import UNCACHED_STOPS, GenerationRequest
+from evalkit.answers.generation.request import GenerationRequest
 from evalkit.answers.generation.tally import GenerationCounter
 from evalkit.answers.position.notes import planned_seconds_of
 from evalkit.cost.budget import SpendGuard
-from evalkit.cost.model import TokenUsage, call_cost
-from evalkit.cost.prices import ModelPrice
 from evalkit.records import Answer, Question
 from evalkit.run.files import BATCHES_JSON
 from evalkit.run.folder import write_json, write_table
 from evalkit.run.progress import bar as progress_bar
-from evalkit.scoring.answers import DEFAULT_REFUSALS, score_answer
+from evalkit.scoring.answers import DEFAULT_REFUSALS
 from evalkit.scoring.clusters import QUESTION, cluster_map, question_clusters
 
 if TYPE_CHECKING:
@@ -106,52 +105,13 @@ def _answer_row(
     plan: PositionPlan, entry: PlannedAnswer, question: Question, answer: Answer, key: str, refusals: Sequence[str]
 ) -> dict[str, Any]:
     """A sent request's answer, scored; an overflow or error answer is recorded but not scored."""
-    usage = answer.usage
-    row = _base_row(plan, entry) | {
-        "sent": True,
-        "answer": answer.text,
-        "stop_reason": answer.stop_reason,
-        "truncated": answer.truncated,
-        "overflow": answer.stop_reason == "overflow",
-        "cached": answer.cached,
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
-        "cache_read_input_tokens": usage.cache_read_input_tokens,
-        "usage_estimated": usage.estimated,
-        "cost_usd": _cost(plan.price, answer),
-        "model": answer.model or plan.request_spec.model,
-        "backend": answer.backend,
-        "request_key": key,
-    }
-    if answer.stop_reason in UNCACHED_STOPS:
-        return row
     provided = {item.doc_id for item in entry.items}
-    score = score_answer(question, answer.text, refusals, provided, plan.doc_texts)
-    return row | {
-        "correct": score.correct,
-        "exact": score.exact,
-        "contains": score.contains,
-        "f1": score.f1,
-        "refused": score.refused,
-        "citations_valid": score.citations_valid,
-        "quotes_valid": score.quotes_valid,
-    }
-
-
-def _cost(price: ModelPrice | None, answer: Answer) -> float:
-    """Dollars the answer cost when it was generated (a cache hit costs nothing now); NaN when unpriced."""
-    if price is None:
-        return math.nan
-    usage = answer.usage
-    tokens = TokenUsage(
-        usage.input_tokens,
-        usage.output_tokens,
-        usage.cache_creation_input_tokens,
-        usage.cache_read_input_tokens,
-        estimated=usage.estimated,
+    return (
+        _base_row(plan, entry)
+        | sent_columns(answer, plan.price)
+        | {"model": answer.model or plan.request_spec.model, "request_key": key}
+        | score_columns(question, answer, refusals, provided, plan.doc_texts)
     )
-    return call_cost(tokens, price, batch=answer.backend.endswith("-batch")).usd
 
 
 def rows_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:

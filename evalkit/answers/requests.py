@@ -1,4 +1,8 @@
-"""How a planned context becomes a generation request (pure): prompts, the closed-book control, token estimates."""
+"""How a context becomes a generation request (pure): prompts, the closed-book control, token estimates.
+
+One request builder for every experiment that answers (the answer check and the position experiment): the
+same prompts, the same rendering of the context, so an answer cached by one is the other's too.
+"""
 
 from __future__ import annotations
 
@@ -59,7 +63,7 @@ def fixed_text(prompts: Mapping[str, str], question: Question) -> str:
     )
 
 
-def build_position_request(
+def build_context_request(
     spec: RequestSpec, question: Question, items: Sequence[ContextItem], closed_book: bool = False
 ) -> GenerationRequest:
     """The request of one context; closed-book: the question alone under a prompt that allows own knowledge."""
