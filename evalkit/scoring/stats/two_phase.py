@@ -19,10 +19,11 @@ predictor must not be fitted on the same answers it corrects: callers cross-fit 
 Variance: ``z_i`` are independent across documents (questions and their sampling draws are), so the
 cluster-robust (CR1) variance of their mean over clusters applies, with a t reference on (sampled clusters
 - 1) degrees of freedom, the number of clusters that carry information. A small-sample floor keeps a
-handful of agreeing answers from claiming certainty: each stratum's residual variance is shrunk toward
-:data:`PRIOR_VARIANCE` (a Bernoulli at 0.5) with :data:`PRIOR_WEIGHT` pseudo-answers, and the interval is
-never narrower than that floor's. Simulated coverage, predictors from useless to perfect, clustered as the
-shared sets are: ``tests/test_two_phase_coverage.py``.
+handful of agreeing answers from claiming certainty: in each stratum the residual variance is at least
+Wilson's upper share at zero events, ``z**2 / (k + z**2)`` for ``k`` answers (no disagreement seen in ``k``
+pairs bounds the share that disagree by that much: :func:`evalkit.scoring.evidence.floor_half_width`'s
+rule), and the interval is never narrower than that floor's design variance. Simulated coverage and power,
+predictors from useless to perfect, clustered as the shared sets are: ``tests/test_answer_design.py``.
 """
 
 from __future__ import annotations
@@ -31,12 +32,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import norm
 from scipy.stats import t as student_t
-
-PRIOR_VARIANCE = 0.25
-"""Residual variance assumed before any answer is seen (a fair coin: the widest a 0/1 outcome can be)."""
-PRIOR_WEIGHT = 1.0
-"""Pseudo-answers that prior weighs in each stratum: 2 agreeing answers cannot show a 5-point margin."""
 
 
 @dataclass(frozen=True)
@@ -83,7 +80,10 @@ def two_phase_mean(
     z = lam * f + np.where(r, (y - lam * f) / pi, 0.0)
     n = z.size
     mean = float(z.mean())
-    variance = max(_cr1_variance(z, clusters), _floor_variance(y - lam * f, r, pi, strata, n))
+    variance = max(
+        _cr1_variance(z, clusters),
+        _floor_variance(y - lam * f, r, np.asarray(inclusion, dtype=float), strata, n, level),
+    )
     se = math.sqrt(variance)
     g = len(set(np.asarray(clusters)[r].tolist()))
     t = float(student_t.isf((1.0 - level) / 2.0, max(g - 1, 1)))
@@ -103,26 +103,28 @@ def _cr1_variance(z: np.ndarray, clusters: np.ndarray) -> float:
 
 
 def _floor_variance(
-    residual: np.ndarray, measured: np.ndarray, inclusion: np.ndarray, strata: np.ndarray, n: int
+    residual: np.ndarray, measured: np.ndarray, inclusion: np.ndarray, strata: np.ndarray, n: int, level: float
 ) -> float:
-    """The design variance of the residual total with each stratum's variance shrunk toward the prior.
+    """The design variance of the residual total with each stratum's variance at least its zero-event floor.
 
     Poisson sampling: ``Var = sum_i (1 - pi_i) / pi_i * e_i**2 / N**2``; ``e_i**2`` is replaced by the
-    stratum's shrunk variance, so a stratum measured twice with equal answers still has width.
+    stratum's variance, floored, so a stratum measured twice with equal answers still has width.
     """
+    z2 = float(norm.isf((1.0 - level) / 2.0)) ** 2
     total = 0.0
     labels = np.asarray(strata)
     for stratum in np.unique(labels):
         inside = labels == stratum
         sampled = inside & measured
         k = int(sampled.sum())
-        pi = inclusion[inside & measured] if k else np.array([1.0])
         observed = float(np.var(residual[sampled], ddof=1)) if k > 1 else 0.0
-        shrunk = (max(k - 1, 0) * observed + PRIOR_WEIGHT * PRIOR_VARIANCE) / (max(k - 1, 0) + PRIOR_WEIGHT)
-        expected_pi = float(np.mean(pi))
+        shrunk = max(observed, z2 / (k + z2))
+        expected_pi = float(np.mean(np.clip(inclusion[inside], 0.0, 1.0)))
         size = int(inside.sum())
         if expected_pi >= 1.0:
             continue
+        if expected_pi <= 0.0:  # a stratum no question of which could be drawn: nothing bounds its mean
+            return math.inf
         total += size * (1.0 - expected_pi) / expected_pi * shrunk
     return total / n**2
 
