@@ -73,6 +73,17 @@ def production_latency(run: Run) -> LatencyModel | None:
     return LatencyModel.from_record(record) if record and record.get("constrains", True) else None
 
 
+def answer_design(run: Run) -> Any:
+    """A stratified check's estimates for any two of its configs (None: answers are paired per question)."""
+    check, rows = run.answer_check or {}, run.answer_rows
+    path = run.root / files.ANSWER_CHECK_DESIGN
+    if check.get("design") != "stratified" or rows is None or not path.is_file():
+        return None
+    from evalkit.answers.check.stratified import design_estimates
+
+    return design_estimates(rows, pd.read_parquet(path), check)
+
+
 def results_with_answers(run: Run) -> pd.DataFrame:
     """The run's results with the answer check's columns; first-token seconds only when the check's latency is
     production's (its generator, or a latency profile): a stand-in's speed is never a gate check."""
@@ -343,7 +354,7 @@ def gate(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
         baseline, candidate = _answered(args, baseline, candidate, config)
     elif args.overrides or args.config_dir:
         raise GateError("config overrides and --config-dir are for --answer (the generator that answers)")
-    config = replace(config, latency=production_latency(candidate.run))
+    config = replace(config, latency=production_latency(candidate.run), answer_design=answer_design(candidate.run))
     checks, skipped = evaluate(baseline.data, candidate.data, config)
     answers, checks, skipped = answer_evidence(baseline, candidate, checks, skipped, ci_mode(args))
     if not checks:

@@ -72,6 +72,7 @@ def planted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "smoke-agree": ["answer_check=smoke", "answer_check.seed=5"],
         "smoke": ["answer_check=smoke"],
         "custom": ["answer_check=custom", "answer_check.questions=40", "answer_check.roles=[recommended]"],
+        "powered": ["answer_check=powered", "answer_check.pilot_questions=20"],
     }
     out: dict[str, Any] = {"root": root, "common": common, "margins": margins}
     for name, extra in runs.items():
@@ -194,3 +195,27 @@ def test_a_stand_ins_latency_is_never_a_gate_check(planted: dict[str, Any], tmp_
         assert "first_token_s" not in gated and done.returncode == 0, done.stderr
         reason = next(s["reason"] for s in payload["skipped"] if s["metric"] == "first_token_s")
         assert "stand-in" in reason and "never gated" in reason
+
+
+def test_a_stratified_powered_check_and_the_gate_compute_the_same_evidence(planted: dict[str, Any]) -> None:
+    """The powered check's stratified estimate removes the config shown worse; the gate recomputes each
+    interval from design.parquet with the same function; identical contexts are counted, never asked."""
+    run = planted["powered"]["dir"]
+    check = json.loads((run / "answer_check" / "check.json").read_text(encoding="utf-8"))
+    assert check["design"] == "stratified" and (run / "answer_check" / "design.parquet").is_file()
+    assert check["sizing"]["askable"][MIDDLE] < 40, "s512 returns production's very chunk for some questions"
+    assert _advice(planted["powered"]["record"])["recommended"] == MIDDLE
+    for config_id, state in ((LARGE, "shown worse"), (MIDDLE, "not shown")):
+        effect = check["effects"][config_id]["accuracy"]
+        assert effect["verdict"] == state, (config_id, effect)
+        command = [sys.executable, "-m", "evalkit.gate", "--run", str(run), "--candidate-config", config_id,
+                   "--margins", str(planted["margins"])]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True, env=_env())
+        payload = json.loads((run / "gate.json").read_text(encoding="utf-8"))
+        found = next((c for c in payload["checks"] if c["metric"] == "answer_accuracy"), None)
+        if state == "shown worse":
+            assert done.returncode == 1 and found is not None
+            assert (found["delta_low"], found["delta_high"]) == pytest.approx((effect["low"], effect["high"]))
+        else:
+            assert done.returncode == 0 and found is None, done.stderr
+            assert payload["answers"]["state"] == "not shown"

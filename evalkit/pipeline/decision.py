@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from evalkit.answers.check.experiment import answer_check
+from evalkit.answers.check.stratified import design_estimates
 from evalkit.console import milliseconds
 from evalkit.pipeline.answers import AnswerInputs, answer_vetoes, answers_record, any_shown_worse, retrieval_seconds
 from evalkit.pipeline.margins import load_gate_config
@@ -113,7 +114,7 @@ def _with_answers(
         latency = outcome.latency if (outcome.record.get("latency") or {}).get("constrains") else None
         answered = with_answer_columns(results, answered_values(outcome.rows), latency, outcome.system_tokens)
         production_id = first["production"]["config_id"]
-        gated = replace(gate, latency=latency)  # the gate CLI reads the same line from check.json
+        gated = replace(gate, latency=latency, answer_design=_design(outcome.record, outcome.rows, run_dir))
         record = decide(answered, summary, production_id, plan.objective, gated, segments, removed)
     chunking_of = dict(zip(summary["config_id"], summary["chunking"]))
     retrieval = {
@@ -121,6 +122,13 @@ def _with_answers(
         for entry in outcome.record.get("configs", [])
     }
     return record | {"answers": answers_record(outcome.record, first, retrieval, record)}
+
+
+def _design(check: dict[str, Any], rows: pd.DataFrame, run_dir: Path) -> Any:
+    """A stratified check's estimates for the gate's answer checks (the gate CLI builds the same from the files)."""
+    if check.get("design") != "stratified":
+        return None
+    return design_estimates(rows, pd.read_parquet(run_dir / files.ANSWER_CHECK_DESIGN), check)
 
 
 def equal_budget(results: Results, production: str, summary: pd.DataFrame, run_dir: Path) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 import pandas as pd
 
@@ -34,6 +35,13 @@ def answered_configs(run: Run) -> set[str]:
     return set(scored["config_id"].astype(str))
 
 
+def _preset(check: dict[str, Any] | Any) -> str:
+    ran = check.get("run") or {}
+    if ran.get("preset") == "smoke":
+        return "smoke"
+    return "powered" if check.get("design") == "stratified" else "custom"
+
+
 def answer_configs(run: Run, config_ids: Sequence[str], plan: SweepPlan, gate: GateConfig) -> list[str]:
     """Answer ``config_ids`` the run's check did not answer; returns the ones answered now (empty: none missing).
 
@@ -51,8 +59,10 @@ def answer_configs(run: Run, config_ids: Sequence[str], plan: SweepPlan, gate: G
     ran = check.get("run") or {}
     settings = replace(
         plan.answer_check,
-        # the size it ran at, not a new pilot (the same seeded questions); a smoke check stays one: it never decides
-        preset="smoke" if ran.get("preset") == "smoke" else "custom",
+        # the size it ran at (the same seeded questions); a smoke check stays one (it never decides), and a
+        # stratified powered check plans again with the new pair in it (its seeded draws are the same: every
+        # answer it gave is in the cache)
+        preset=_preset(check),
         questions=max(2, int(ran.get("questions") or plan.answer_check.questions)),
         seed=int(ran["seed"]) if ran.get("seed") is not None else plan.answer_check.seed,
         unanswerable_share=float(ran.get("unanswerable_share", plan.answer_check.unanswerable_share)),

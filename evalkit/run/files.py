@@ -86,6 +86,10 @@ ANSWER_CHECK_JSON = f"{ANSWER_CHECK_DIR}/check.json"
 """What the check found: the configs and their roles, the sample and how it was sized, per candidate the paired
 answer differences against production, the latency model and each config's first-token p50/p95, and the
 stuff-or-retrieve table and routing rule (evalkit/scoring/answer_check.py)."""
+ANSWER_CHECK_DESIGN = f"{ANSWER_CHECK_DIR}/design.parquet"
+"""A stratified powered check's design: per (config, question of the set) the retrieval features and context key
+the estimate stratifies and predicts with, and per question its seeded draw, inclusion probability and
+document (evalkit/answers/check/stratified.py ``DESIGN_COLUMNS``): the gate recomputes the same intervals."""
 RETRIEVAL_LATENCY_JSON = "retrieval_latency.json"
 """The retrieval stage's per-query seconds (query embedding, search, rerank), one query at a time on a sample."""
 CHUNK_HEALTH_JSON = "chunk_health.json"

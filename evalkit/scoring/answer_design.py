@@ -25,12 +25,16 @@ import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from evalkit.scoring.stats.logistic import cross_fitted
 from evalkit.scoring.stats.noninferiority import planning_discordance
 from evalkit.scoring.stats.two_phase import TwoPhaseEstimate, two_phase_mean
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 IDENTICAL, UNANSWERABLE = "identical context", "unanswerable"
 BOTH, PRODUCTION_ONLY, CANDIDATE_ONLY, NEITHER = (
@@ -159,7 +163,7 @@ def pair_effect(design: PairDesign, correct_production: np.ndarray, correct_cand
     prediction = (predicted_difference(design, correct_production, correct_candidate, measured & ~identical)
                   if use_predictor else np.zeros(len(differences)))  # fmt: skip
     return two_phase_mean(differences, known, pi, prediction, design.clusters, design.strata, level,
-                          lam=None if use_predictor else 0.0)  # fmt: skip
+                          lam=None if use_predictor else 0.0, exact=identical)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -208,3 +212,60 @@ def plan_answers(
         return AnswerPlan(np.where(strata == IDENTICAL, 0.0, 1.0), None, effect, variances)
     inclusion = np.maximum(pilot, neyman_inclusion(strata, variances, n))
     return AnswerPlan(inclusion, float(inclusion.sum()), effect, variances)
+
+
+def context_key(unit_ids: Sequence[str]) -> str:
+    """A short key of a returned list (units in order): equal keys, identical contexts, identical prompts."""
+    return hashlib.sha256("\x1f".join(unit_ids).encode()).hexdigest()[:16]
+
+
+def feature_rows(frame: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The predictor's features (:data:`FEATURES`) from a config's per-question retrieval columns."""
+    tokens = np.log1p(np.maximum(np.asarray(frame["returned_tokens"], dtype=float), 0.0))
+    return np.column_stack([
+        np.nan_to_num(np.asarray(frame["hit"], dtype=float)), np.nan_to_num(np.asarray(frame["recall"], dtype=float)),
+        np.nan_to_num(np.asarray(frame["mrr"], dtype=float)), tokens, np.asarray(frame["answerable"], dtype=float),
+    ])  # fmt: skip
+
+
+def design_pair(table: pd.DataFrame, production: str, candidate: str) -> PairDesign:
+    """The pair's design from ``answer_check/design.parquet`` (one row per config and question, every question
+    of the set in the same order under every config)."""
+    p = table[table["config_id"] == production].reset_index(drop=True)
+    c = table[table["config_id"] == candidate].reset_index(drop=True)
+    identical = (p["context_key"] == c["context_key"]).to_numpy()
+    strata = pair_strata(p["hit"].to_numpy(), c["hit"].to_numpy(), p["answerable"].to_numpy(bool), identical)
+    return PairDesign(p["question_id"].to_numpy(), p["cluster"].to_numpy(), strata, feature_rows(p), feature_rows(c))
+
+
+def subset(design: PairDesign, keep: np.ndarray) -> PairDesign:
+    """The design restricted to some questions (e.g. the answerable ones, where F1 is defined)."""
+    return PairDesign(design.question_ids[keep], design.clusters[keep], design.strata[keep],
+                      design.production[keep], design.candidate[keep])  # fmt: skip
+
+
+def effect_record(estimate: TwoPhaseEstimate | None, margin: float, production: np.ndarray, candidate: np.ndarray,
+                  measured: np.ndarray) -> dict[str, object] | None:  # fmt: skip
+    """The check's effect record (the shape :func:`evalkit.scoring.answer_check.paired_accuracy` writes) of a
+    design estimate: the set's difference with its interval and evidence state; the answered pairs' counts."""
+    from evalkit.scoring.evidence import evidence_state
+
+    if estimate is None:
+        return None
+    both = measured & np.isfinite(production) & np.isfinite(candidate)
+    p, c = production[both], candidate[both]
+    return {
+        "n": int(both.sum()),
+        "n_set": estimate.n_set,
+        "production": float(p.mean()) if p.size else None,
+        "candidate": float(c.mean()) if c.size else None,
+        "delta": estimate.mean,
+        "low": estimate.low,
+        "high": estimate.high,
+        "method": f"{estimate.method}; {estimate.clusters_measured} documents answered, prediction weight "
+        f"{estimate.lam:.2f}",
+        "wins": int(np.sum(c > p)),
+        "losses": int(np.sum(c < p)),
+        "p_value": None,
+        "verdict": evidence_state(estimate.low, estimate.high, margin),
+    }

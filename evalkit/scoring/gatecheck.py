@@ -9,7 +9,7 @@ callers' job (:mod:`evalkit.pipeline.margins`, :mod:`evalkit.run.folder`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -78,6 +78,10 @@ class GateConfig:
     source: str
     clusters: pd.Series | None = field(default=None, compare=False, repr=False)
     """question_id -> cluster (the run's clusters.parquet): whole clusters are resampled; None: questions."""
+    answer_design: Callable[[str, str], Mapping[str, Any] | None] | None = field(default=None, compare=False,
+                                                                                repr=False)  # fmt: skip
+    """A stratified answer check's estimates for (baseline, candidate): {"accuracy": effect, "f1": effect} in the
+    check's effect records, None when the design holds neither config; None: answers paired per question."""
     latency: LatencyModel | None = field(default=None, compare=False, repr=False)
     """The line behind ``first_token_s`` (when it is production's): its slope's uncertainty widens the interval."""
 
@@ -195,6 +199,18 @@ def _comparison(
     return c, method
 
 
+DESIGN_KEYS = {ANSWER_CORRECT: "accuracy", ANSWER_F1: "f1"}
+
+
+def _from_effect(effect: Mapping[str, Any], m: Measure) -> tuple[stats.PairedComparison, str]:
+    """A design estimate as a comparison: the set's difference and interval (already floored and clustered)."""
+    comparison = stats.PairedComparison(
+        m.name, float(effect.get("production") or 0.0), float(effect.get("candidate") or 0.0), float(effect["delta"]),
+        float(effect["low"]), float(effect["high"]), math.nan, int(effect["n"]), "stratified design",
+    )  # fmt: skip
+    return comparison, str(effect.get("method", "stratified, prediction-powered"))
+
+
 def with_slope_uncertainty(c: stats.PairedComparison, model: LatencyModel, level: float) -> stats.PairedComparison:
     """A modelled latency difference widened by the fitted slope's own uncertainty.
 
@@ -226,14 +242,23 @@ def evaluate(
     skipped: list[dict[str, Any]] = []
     for margin in config.margins:
         m = MEASURES[margin.metric]
-        found = _comparison(baseline, candidate, m, config)
+        if m.column in ANSWER_COLUMNS and config.answer_design is not None:
+            effects = config.answer_design(baseline.config_id, candidate.config_id)
+            effect = (effects or {}).get(DESIGN_KEYS[m.column])
+            if effect is None:
+                skipped.append({"metric": m.name, "state": NOT_CHECKED,
+                                "reason": "the answer check's design did not answer both configs"})  # fmt: skip
+                continue
+            found = _from_effect(effect, m)
+        else:
+            found = _comparison(baseline, candidate, m, config)
         if isinstance(found, str):
             state = NOT_CHECKED if m.column in EVIDENCE_COLUMNS else None
             skipped.append({"metric": m.name, "reason": found} | ({"state": state} if state else {}))
             continue
         c, method = found
         absolute, passed = compare.non_inferiority(c, margin, m.higher_is_better)
-        if m.column in ANSWER_COLUMNS:  # what n answers can show at all (2 equal F1 scores show nothing)
+        if m.column in ANSWER_COLUMNS and config.answer_design is None:  # what n answers can show at all
             low, high = with_floor(c.delta, c.delta_low, c.delta_high, c.n, config.confidence)
             c = replace(c, delta_low=low, delta_high=high)
         if m.column == FIRST_TOKEN_S and config.latency is not None:

@@ -22,6 +22,7 @@ import pandas as pd
 from evalkit.answers.check.plan import CheckedConfig, configs_to_check, plan_requests, sample_questions
 from evalkit.answers.check.run import answer_check_rows
 from evalkit.answers.check.settings import AnswerCheckSettings
+from evalkit.answers.check.stratified import design_table, stratified_check
 from evalkit.answers.context import Budget
 from evalkit.answers.generation import make_generator, refusal_for
 from evalkit.answers.generation.base import Generator
@@ -33,8 +34,9 @@ from evalkit.cost.budget import SpendGuard
 from evalkit.cost.model import TokenUsage, call_cost
 from evalkit.cost.prices import ModelPrice, model_price_or_none
 from evalkit.cost.tokens import estimate_tokens
+from evalkit.records import Question
 from evalkit.run import files
-from evalkit.run.folder import RunFolder, write_json
+from evalkit.run.folder import RunFolder, write_json, write_table
 from evalkit.scoring.answer_check import candidate_effects, config_summary, design_effect, effect_line, sizing
 from evalkit.scoring.latency import MIN_POINTS, LatencyModel, fit_latency, latency_percentiles
 from evalkit.scoring.routing import RoutingCaps, stuff_or_retrieve
@@ -122,8 +124,9 @@ def answer_check(
     n = settings.pilot_questions if settings.preset == "powered" else settings.questions
     refusals = tuple(refusal_for(job.generator.as_config(), lang) for lang in ("en", "zh"))
 
-    def answer(size: int) -> tuple[pd.DataFrame, float, tuple[Any, ...]]:
-        questions = sample_questions(asked, size, settings.unanswerable_share, int(settings.seed or 0))
+    elapsed = [0.0]
+
+    def answer_questions(questions: tuple[Question, ...]) -> pd.DataFrame:
         planned = plan_requests(configs, questions, ranked, documents, spec, budget, count, stuff=settings.stuff)
         started = time.perf_counter()
         frame = answer_check_rows(
@@ -131,13 +134,38 @@ def answer_check(
             run_dir / files.ANSWER_CHECK_ROWS, refusals=refusals, price=price, flush_every=settings.flush_every,
             workers=settings.workers, progress=job.progress, spend=spend,
         )  # fmt: skip
-        return frame, time.perf_counter() - started, questions
+        elapsed[0] += time.perf_counter() - started
+        return frame
 
-    log(f"answer check: {len(configs)} configs x {min(n, len(asked))} questions with {spec.model} ({settings.preset})")
-    rows, seconds, questions = answer(n)
+    def answer(size: int) -> tuple[pd.DataFrame, float, tuple[Any, ...]]:
+        questions = sample_questions(asked, size, settings.unanswerable_share, int(settings.seed or 0))
+        before = elapsed[0]
+        return answer_questions(questions), elapsed[0] - before, questions
+
     production = configs[0].config_id
     candidates = [c.config_id for c in configs[1:]]
     effect = design_effect(config_frame, production, candidates, job.clusters)
+    if settings.preset == "powered" and settings.design == "stratified" and candidates:
+        log(f"answer check: {len(configs)} configs, stratified by retrieval, with {spec.model} (powered)")
+        design = design_table(configs, asked, ranked, config_frame, job.clusters, int(settings.seed or 0))
+        found = stratified_check(
+            configs, asked, design, answer_questions, pilot=settings.pilot_questions, margin=job.accuracy_margin,
+            f1_margin=job.f1_margin, level=job.level, power=settings.target_power, set_design_effect=effect,
+            max_questions=settings.max_questions, log=log,
+        )  # fmt: skip
+        write_table(run_dir / files.ANSWER_CHECK_DESIGN, found.design)
+        system_tokens = float(count(spec.prompts("en")["system"]))
+        outcome = _measure(job, found.rows, configs, candidates, config_frame, system_tokens, found.sizing, labelset,
+                           found.effects)  # fmt: skip
+        outcome["run"] = _run_record(found.rows, elapsed[0], len(found.questions), settings, job, len(configs),
+                                     found.sizing)  # fmt: skip
+        write_json(run_dir / files.ANSWER_CHECK_JSON, outcome)
+        for config_id, entry in outcome["effects"].items():
+            log(f"answer check: {config_id}: {effect_line(config_id, entry['accuracy'])}")
+        return CheckOutcome(found.rows, outcome, LatencyModel.from_record(outcome["latency"]), system_tokens)
+
+    log(f"answer check: {len(configs)} configs x {min(n, len(asked))} questions with {spec.model} ({settings.preset})")
+    rows, seconds, questions = answer(n)
     sized = sizing(rows, production, candidates, job.accuracy_margin, job.level, settings.target_power,
                    settings.max_questions or len(asked), effect, len(asked))  # fmt: skip
     if settings.preset == "powered" and sized["questions_needed"] and sized["questions_needed"] > len(questions):
@@ -163,6 +191,7 @@ def _measure(
     system_tokens: float,
     sized: dict[str, Any],
     labelset: LabelSet,
+    effects: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     measured = fit_latency(*timed_requests(rows))
     latency, source = latency_source(measured, job)
@@ -185,9 +214,12 @@ def _measure(
         "decides": job.settings.preset != "smoke",
         "production": configs[0].config_id,
         "configs": summaries,
-        "effects": candidate_effects(
+        "effects": effects
+        if effects is not None
+        else candidate_effects(
             rows, configs[0].config_id, candidates, job.level, job.accuracy_margin, job.f1_margin, job.clusters
         ),
+        "design": "stratified" if effects is not None else "uniform",
         "margins": {"answer_accuracy": job.accuracy_margin, "answer_f1": job.f1_margin},
         "level": job.level,
         "sizing": sized,

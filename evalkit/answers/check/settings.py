@@ -15,6 +15,7 @@ from evalkit.settings import ConfigError, parse_settings
 ROLES = ("recommended", "cheaper", "moves", "gate_passing")
 """Configs of the retrieval decision the check can answer, beside production (always answered)."""
 PRESETS = ("off", "smoke", "powered", "custom")
+DESIGNS = ("stratified", "uniform")
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,9 @@ class AnswerCheckSettings:
     smoke's 2 keep the Quickstart at about 5 minutes (3 configs x 2 + 2 stuffed answers, ~25 s each locally)."""
     unanswerable_share: float = field(default=0.2, metadata={"min": 0.0, "max": 0.9})
     """Share of unanswerable questions in the sample (as many as the set has, up to this share)."""
+    design: str = field(default="stratified", metadata={"choices": DESIGNS})
+    """Powered: ``stratified`` draws where retrieval says answers can differ (identical contexts never asked,
+    Neyman over retrieval-discordance strata, a prediction-powered estimate); ``uniform``: one paired sample."""
     pilot_questions: int = field(default=40, metadata={"min": 2})
     """Powered: the pilot whose discordance sizes the check."""
     max_questions: int | None = field(default=None, metadata={"min": 2})

@@ -62,12 +62,15 @@ def two_phase_mean(
     level: float,
     lam: float | None = None,
     bounds: tuple[float, float] = (-1.0, 1.0),
+    exact: np.ndarray | None = None,
 ) -> TwoPhaseEstimate | None:
     """The set mean of ``values`` (read only where ``measured``), one entry per question of the set.
 
     ``inclusion``: each question's probability of having been drawn (> 0 wherever ``measured``);
     ``prediction``: finite for every question (0 where nothing is predicted); ``clusters``/``strata``: labels.
-    ``lam``: None chooses it (variance-minimising, in [0, 1]). None when nothing was measured.
+    ``lam``: None chooses it (variance-minimising, in [0, 1]). ``exact``: questions whose value is known by
+    construction, not by an answer (identical contexts: a difference of exactly 0); they carry no floor.
+    None when nothing was measured.
     """
     y = np.where(measured, np.nan_to_num(np.asarray(values, dtype=float)), 0.0)
     r = np.asarray(measured, dtype=bool)
@@ -82,7 +85,7 @@ def two_phase_mean(
     mean = float(z.mean())
     variance = max(
         _cr1_variance(z, clusters),
-        _floor_variance(y - lam * f, r, np.asarray(inclusion, dtype=float), strata, n, level),
+        _floor_variance(y - lam * f, r, np.asarray(inclusion, dtype=float), strata, n, level, exact),
     )
     se = math.sqrt(variance)
     g = len(set(np.asarray(clusters)[r].tolist()))
@@ -103,29 +106,35 @@ def _cr1_variance(z: np.ndarray, clusters: np.ndarray) -> float:
 
 
 def _floor_variance(
-    residual: np.ndarray, measured: np.ndarray, inclusion: np.ndarray, strata: np.ndarray, n: int, level: float
+    residual: np.ndarray,
+    measured: np.ndarray,
+    inclusion: np.ndarray,
+    strata: np.ndarray,
+    n: int,
+    level: float,
+    exact: np.ndarray | None = None,
 ) -> float:
-    """The design variance of the residual total with each stratum's variance at least its zero-event floor.
+    """The variance of the residual total with each stratum's variance at least its zero-event floor.
 
-    Poisson sampling: ``Var = sum_i (1 - pi_i) / pi_i * e_i**2 / N**2``; ``e_i**2`` is replaced by the
-    stratum's variance, floored, so a stratum measured twice with equal answers still has width.
+    ``Var = sum_s N_s / pi_s * e_s**2 / N**2``, with ``e_s**2`` the stratum's residual variance, floored, so a
+    stratum measured twice with equal answers still has width. No finite-population correction: the question
+    is about questions like these, not only this set's (a census of 20 agreeing answers shows what 20 show).
     """
     z2 = float(norm.isf((1.0 - level) / 2.0)) ** 2
     total = 0.0
     labels = np.asarray(strata)
-    for stratum in np.unique(labels):
-        inside = labels == stratum
+    certain = np.zeros(labels.size, dtype=bool) if exact is None else np.asarray(exact, dtype=bool)
+    for stratum in np.unique(labels[~certain]):
+        inside = (labels == stratum) & ~certain
         sampled = inside & measured
         k = int(sampled.sum())
         observed = float(np.var(residual[sampled], ddof=1)) if k > 1 else 0.0
         shrunk = max(observed, z2 / (k + z2))
         expected_pi = float(np.mean(np.clip(inclusion[inside], 0.0, 1.0)))
         size = int(inside.sum())
-        if expected_pi >= 1.0:
-            continue
         if expected_pi <= 0.0:  # a stratum no question of which could be drawn: nothing bounds its mean
             return math.inf
-        total += size * (1.0 - expected_pi) / expected_pi * shrunk
+        total += size / expected_pi * shrunk
     return total / n**2
 
 
