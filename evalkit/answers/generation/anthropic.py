@@ -44,6 +44,7 @@ from evalkit.answers.generation.prompt_cache import (
 )
 from evalkit.answers.generation.request import TRUNCATING_STOPS, GenerationError, GenerationRequest
 from evalkit.answers.generation.settings import ANTHROPIC_API_KEY_ENV
+from evalkit.http_call import SDK_MAX_BYTES, HttpError, http_error_in, sdk_client
 from evalkit.records import Answer, Usage
 from evalkit.retry import SHOULD_RETRY_HEADER, RetriesExhausted, RetryPolicy, Transient, call_with_retries
 
@@ -130,8 +131,9 @@ class AnthropicGenerator(Generator):
         self._jitter = jitter if jitter is not None else random.Random()
         self._sdk = _sdk()
         # The key is passed explicitly so the SDK never falls back to profiles or other credentials on disk.
-        # max_retries=0: evalkit's loop retries (see the module docstring); two loops would multiply attempts.
-        self._client: Anthropic = self._sdk.Anthropic(api_key=key, base_url=base_url, max_retries=0, timeout=timeout_s)
+        # max_retries=0: evalkit's loop retries; HTTP by evalkit's rule (http_call; the SDK 2.x is on httpx2).
+        client = sdk_client(timeout_s, SDK_MAX_BYTES, "httpx2")
+        self._client: Anthropic = self._sdk.Anthropic(api_key=key, base_url=base_url, max_retries=0, http_client=client)
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], **overrides: Any) -> AnthropicGenerator:
@@ -310,9 +312,12 @@ class AnthropicGenerator(Generator):
                 if not self.retry.retryable(err.status_code, err.response.headers):
                     raise
                 raise Transient(f"HTTP {err.status_code}: {_api_message(err)}", err.response.headers) from err
-            except (sdk.APIConnectionError, json.JSONDecodeError, sdk.APIResponseValidationError) as err:
-                # A reset, a timeout, or a 200 whose body is empty, not JSON or cut short.
-                reason = f"{type(err).__name__}: {err.__cause__ or err}"
+            except (sdk.APIConnectionError, json.JSONDecodeError, sdk.APIResponseValidationError, HttpError) as err:
+                # A reset, a timeout, a body empty, not JSON or cut short; over the cap or too deep: one line at once.
+                rule = http_error_in(err)
+                if rule is not None and not rule.retryable:
+                    raise GenerationError(f"{what}: {rule.reason}") from None
+                reason = rule.reason if rule is not None else f"{type(err).__name__}: {err.__cause__ or err}"
                 if not resend_lost:
                     raise GenerationError(
                         f"{what}: the reply was lost ({reason}); it may have been accepted, so it is not resent"

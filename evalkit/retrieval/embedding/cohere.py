@@ -120,7 +120,7 @@ class CohereEmbedder(Embedder):
         try:
             response, vectors = call_with_cohere_retries(
                 send, self.retry, _ImpossibleReply, attempts, sleep=self._sleep, jitter=self._jitter,
-                on_resend=self.resent,
+                on_resend=self.resent, error=EmbeddingError,
             )  # fmt: skip
         except ApiError as exc:  # a status a retry cannot fix
             raise EmbeddingError(describe(exc, what, attempts.n, False, self.settings.api_key_env)) from None

@@ -197,7 +197,7 @@ class CohereReranker(Reranker):
         try:
             response, scores = call_with_cohere_retries(
                 send, self.retry, _ImpossibleReply, attempts, sleep=self._sleep, jitter=self._jitter,
-                on_resend=on_resend,
+                on_resend=on_resend, error=RerankError,
             )  # fmt: skip
         except ApiError as exc:  # a status a retry cannot fix
             self._count_failure(counter, attempts.n)
