@@ -1,0 +1,271 @@
+"""The one HTTP rule (evalkit.http_call) for every client, against real loopback servers.
+
+Every client evalkit has (the external retriever's own requests, generator=openai streamed and whole,
+embedder=openai, generator=anthropic, reranker=cohere) x every way a server frames a reply (HTTP/1.0,
+``Connection: close``, keep-alive) x every fault (a trickle, a huge body, not JSON, 100,000 levels deep,
+a body shorter than its Content-Length): one line from the client's own error class, never a hang, a
+RecursionError or a body held whole. A good reply reads through every framing too.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalkit.http_call import DepthGuard, HttpError, loads_json, request
+from tests.conftest import REPO
+from tests.loopback.rule_server import FAULTS, FRAMINGS, RuleServer
+
+TIMEOUT_S = 1.0
+CAP_MB = 1.0
+
+_SSE = (
+    "".join(
+        "data: "
+        + json.dumps(
+            {
+                "id": "c1",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": "m",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
+        )
+        + "\n\n"
+        for delta, finish in (({"role": "assistant", "content": "Ann [d1]"}, None), ({}, "stop"))
+    )
+    + "data: [DONE]\n\n"
+)
+_EMBEDDINGS = {
+    "object": "list",
+    "data": [{"object": "embedding", "index": 0, "embedding": [0.1, 0.2, 0.3, 0.4]}],
+    "model": "m",
+    "usage": {"prompt_tokens": 1, "total_tokens": 1},
+}
+_MESSAGE = {
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-sonnet-5",
+    "content": [{"type": "text", "text": "Ann [d1]"}],
+    "stop_reason": "end_turn",
+    "stop_sequence": None,
+    "usage": {"input_tokens": 3, "output_tokens": 2},
+}
+_RERANK = {"id": "r1", "results": [{"index": 0, "relevance_score": 0.9}], "meta": {"billed_units": {"search_units": 1}}}
+
+
+def _ask(model: str) -> Any:
+    from evalkit.answers.generation.request import build_request
+
+    return build_request("Who wrote it?", "[d1] Ann wrote it.", model=model, max_tokens=16, system="Answer.")
+
+
+def _raw(url: str) -> str:
+    reply = request("POST", url + "/search", b"{}", timeout_s=TIMEOUT_S, max_bytes=int(CAP_MB * 1024 * 1024))
+    return str(loads_json(reply.body))
+
+
+def _openai_chat(url: str, stream: bool = True) -> str:
+    from evalkit.answers.generation.openai_compat import OpenAICompatGenerator
+
+    made = OpenAICompatGenerator(
+        "m", base_url=url + "/v1", api_key_env=None, timeout_s=TIMEOUT_S, max_reply_mb=CAP_MB, max_retries=0
+    )
+    made.stream = stream
+    return made.generate(_ask("m")).text
+
+
+def _openai_embed(url: str) -> str:
+    from evalkit.retrieval.embedding.openai_compat import OpenAICompatEmbedder
+    from evalkit.retrieval.embedding.settings import EmbedderSettings
+
+    settings = EmbedderSettings(
+        name="openai",
+        model="m",
+        dimension=4,
+        base_url=url + "/v1",
+        api_key_env=None,
+        timeout_s=TIMEOUT_S,
+        max_reply_mb=CAP_MB,
+        max_retries=0,
+    )
+    return str(OpenAICompatEmbedder(settings).embed_batch(["a"], "passage").shape)
+
+
+def _anthropic(url: str) -> str:
+    from evalkit.answers.generation.anthropic import AnthropicGenerator
+
+    made = AnthropicGenerator(
+        "claude-sonnet-5", api_key="k", base_url=url, timeout_s=TIMEOUT_S, max_retries=0, window=0, precount=False
+    )
+    return made.generate(_ask("claude-sonnet-5")).text
+
+
+def _cohere(url: str) -> str:
+    from evalkit.retrieval.rerank.cohere import CohereReranker
+
+    return str(CohereReranker(base_url=url, api_key="k", timeout=TIMEOUT_S, max_retries=0).score_pairs("q", ["d"]))
+
+
+def _errors() -> dict[str, type[Exception]]:
+    from evalkit.answers.generation.request import GenerationError
+    from evalkit.retrieval.embedding.base import EmbeddingError
+    from evalkit.retrieval.rerank.base import RerankError
+
+    return {
+        "raw": HttpError,
+        "openai-chat": GenerationError,
+        "openai-whole": GenerationError,
+        "openai-embed": EmbeddingError,
+        "anthropic": GenerationError,
+        "cohere": RerankError,
+    }
+
+
+CLIENTS: dict[str, tuple[Callable[[str], str], bytes, str]] = {
+    "raw": (_raw, b'{"results": [[]]}', "application/json"),
+    "openai-chat": (_openai_chat, _SSE.encode(), "text/event-stream"),
+    "openai-whole": (
+        lambda url: _openai_chat(url, stream=False),
+        json.dumps(
+            {
+                "id": "c1",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "m",
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": "Ann [d1]"}, "finish_reason": "stop"}
+                ],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+            }
+        ).encode(),
+        "application/json",
+    ),
+    "openai-embed": (_openai_embed, json.dumps(_EMBEDDINGS).encode(), "application/json"),
+    "anthropic": (_anthropic, json.dumps(_MESSAGE).encode(), "application/json"),
+    "cohere": (_cohere, json.dumps(_RERANK).encode(), "application/json"),
+}
+SAYS = {
+    "trickle": "no whole reply within timeout_s=1 s",
+    "huge": "byte cap",
+    "malformed": "",
+    "deep": "nested deeper than 64 levels",
+    "short": "the reply ended after",
+}
+
+
+@pytest.mark.parametrize("framing", FRAMINGS)
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+def test_a_good_reply_reads_through_every_framing(client: str, framing: str) -> None:
+    call, body, content_type = CLIENTS[client]
+    with RuleServer(framing, "ok", body, content_type) as server:
+        assert call(server.url)
+        assert server.requests == 1
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+@pytest.mark.parametrize("framing", FRAMINGS)
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+def test_every_fault_is_one_line_from_the_clients_own_error(client: str, framing: str, fault: str) -> None:
+    call, body, content_type = CLIENTS[client]
+    with RuleServer(framing, fault, body, content_type) as server, pytest.raises(_errors()[client]) as err:
+        call(server.url)
+    line = str(err.value)
+    assert "\n" not in line and "Traceback" not in line and len(line) < 700, line
+    assert SAYS[fault] in line, line
+    if fault in ("huge", "deep"):  # the same request gets the same reply: never retried (max_retries=0 anyway)
+        assert not getattr(err.value, "retryable", False)
+    assert server.requests == 1
+
+
+def test_a_huge_reply_is_refused_with_memory_bounded_by_the_cap() -> None:
+    cap = 1024 * 1024
+    with RuleServer("http10", "huge") as server:
+        tracemalloc.start()
+        try:
+            with pytest.raises(HttpError, match="byte cap") as err:
+                request("GET", server.url, None, timeout_s=30.0, max_bytes=cap)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert not err.value.retryable
+    assert peak < 8 * cap, peak  # the server sent up to 200 MB; what was held stayed near the cap
+
+
+@pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://host/x", "not-a-url", "http://", "http://h:0/"])
+def test_only_http_and_https_urls_with_a_host_are_called(url: str) -> None:
+    with pytest.raises(HttpError) as err:
+        request("GET", url, None, timeout_s=1.0, max_bytes=100)
+    assert not err.value.retryable
+
+
+def test_the_depth_guard_reads_strings_escapes_and_pieces() -> None:
+    text = json.dumps({"a": ["[[[[" * 40, '\\"[[[', {"b": [1, 2, {"c": "]]]}}}"}]}]}).encode()
+    guard = DepthGuard(limit=5)
+    for i in range(len(text)):  # fed one byte at a time: escapes split across pieces
+        guard.feed(text[i : i + 1])
+    assert guard.depth == 0 and not guard.in_string
+    with pytest.raises(HttpError, match="deeper than 5"):
+        DepthGuard(limit=5).feed(b'{"x": "\\\\", "y": [[[[[[]]]]]]}')
+
+
+@pytest.mark.parametrize(
+    ("group", "fields"),
+    [
+        ("retriever=external", ["retriever.url={url}/search", "retriever.timeout_s=3", "retriever.max_retries=0"]),
+        (
+            "generator=openai",
+            [
+                "+experiment=position",
+                "position.subset.size=2",
+                "position.repeats=1",
+                "generator.base_url={url}/v1",
+                "generator.api_key_env=null",
+                "generator.timeout_s=3",
+                "generator.max_retries=0",
+            ],
+        ),
+        (
+            "embedder=openai",
+            [
+                "retriever=dense",
+                "embedder.base_url={url}/v1",
+                "embedder.api_key_env=null",
+                "embedder.dimension=4",
+                "embedder.timeout_s=3",
+                "embedder.max_retries=0",
+            ],
+        ),
+    ],
+)
+def test_a_sweep_against_a_trickling_http10_server_exits_2_in_one_line(
+    tmp_path: Path, small_demo: Path, group: str, fields: list[str]
+) -> None:
+    """The issue's acceptance: one byte per 0.5 s on HTTP/1.0, timeout_s=3, no retries: exit 2, one line."""
+    with RuleServer("http10", "trickle") as server:
+        command = [
+            sys.executable,
+            "-m",
+            "evalkit.sweep",
+            group,
+            f"labelset.path={small_demo}",
+            f"reports_dir={tmp_path}",
+            f"cache_path={tmp_path / 'cache.sqlite'}",
+            "progress=false",
+            *(field.format(url=server.url) for field in fields),
+        ]
+        if group == "generator=openai":
+            command.append("retriever=bm25")
+        done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=300, check=False)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert "no whole reply within timeout_s=3 s" in last, done.stderr[-2000:]
