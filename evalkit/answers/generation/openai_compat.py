@@ -95,7 +95,7 @@ class OpenAICompatGenerator(Generator):
         stream: bool = True,
         concurrency: int = 4,
         timeout_s: float = 120.0,
-        max_reply_mb: float = 32.0,
+        max_reply_mb: float = 8.0,
         max_retries: int = 4,
         retry_base_delay_s: float = 0.5,
         retry_max_delay_s: float = 60.0,

@@ -102,8 +102,8 @@ class OpenAISettings(GeneratorCommon):
     """Requests in flight at once."""
     timeout_s: float = field(default=120.0, metadata={"above": 0.0})
     """Whole-request deadline, from connect to the last byte (not per socket read)."""
-    max_reply_mb: float = field(default=32.0, metadata={"above": 0.0})
-    """A larger reply is refused (one line), never held whole."""
+    max_reply_mb: float = field(default=8.0, metadata={"above": 0.0})
+    """A larger reply is refused (one line), never held whole (a 4k-token answer streams about 1 MB)."""
     max_retries: int = field(default=4, metadata={"min": 0, "max": 100})
     retry_base_delay_s: float = field(default=0.5, metadata={"min": 0.0})
     retry_max_delay_s: float = field(default=60.0, metadata={"min": 0.0})
