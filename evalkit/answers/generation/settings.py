@@ -13,6 +13,7 @@ back as a read-only mapping for code that reads prompts and refusals by key.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -252,3 +253,19 @@ def _check_texts(texts: Mapping[str, Any], where: str) -> None:
     for key, text in texts.items():
         if not isinstance(text, str):
             raise ConfigError(f"{where}.{key}: {text!r} is not a string")
+
+
+def endpoint_problem(settings: GeneratorSettings, *, need_key: bool = True) -> str | None:
+    """Why a remote generator cannot be called (a base_url that is not http/https, a key's variable unset),
+    or None: checked before any work, so it is one line at once, not after the retrieval sweep."""
+    from evalkit.http_call import url_problem
+
+    base_url = getattr(settings, "base_url", None)
+    if isinstance(base_url, str):
+        problem = url_problem(base_url)
+        if problem is not None:
+            return f"generator.base_url: {problem}"
+    env = generator_backend(settings.name).api_key_env or getattr(settings, "api_key_env", None)
+    if need_key and env and not os.environ.get(env, "").strip():
+        return f"{env} is not set: export it to use generator={settings.name} (or pick another generator)"
+    return None
