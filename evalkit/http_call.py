@@ -208,6 +208,7 @@ class Exchange:
             self.close()
             raise self._failure(exc) from None
         self.status = self._reply.status
+        self.version = self._reply.version
         self.headers = [(k, v) for k, v in self._reply.getheaders()]
         declared = (self._reply.getheader("content-length") or "").strip()
         self.declared = int(declared) if declared.isdigit() else None
@@ -321,6 +322,9 @@ def _transport_class(httpx: Any) -> Any:
                 headers={k: v for k, v in request.headers.items() if k.lower() not in _FRAMING},
                 depth_guard=True,
             )
-            return httpx.Response(exchange.status, headers=exchange.headers, stream=Body(exchange), request=request)
+            version = {"http_version": b"HTTP/1.0" if exchange.version == 10 else b"HTTP/1.1"}  # for the SDK's logs
+            return httpx.Response(
+                exchange.status, headers=exchange.headers, stream=Body(exchange), request=request, extensions=version
+            )
 
     return RuleTransport
