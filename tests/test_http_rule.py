@@ -104,7 +104,14 @@ def _anthropic(url: str) -> str:
     from evalkit.answers.generation.anthropic import AnthropicGenerator
 
     made = AnthropicGenerator(
-        "claude-sonnet-5", api_key="k", base_url=url, timeout_s=TIMEOUT_S, max_retries=0, window=0, precount=False
+        "claude-sonnet-5",
+        api_key="k",
+        base_url=url,
+        timeout_s=TIMEOUT_S,
+        max_reply_mb=CAP_MB,
+        max_retries=0,
+        window=0,
+        precount=False,
     )
     return made.generate(_ask("claude-sonnet-5")).text
 
@@ -112,7 +119,11 @@ def _anthropic(url: str) -> str:
 def _cohere(url: str) -> str:
     from evalkit.retrieval.rerank.cohere import CohereReranker
 
-    return str(CohereReranker(base_url=url, api_key="k", timeout=TIMEOUT_S, max_retries=0).score_pairs("q", ["d"]))
+    return str(
+        CohereReranker(base_url=url, api_key="k", timeout=TIMEOUT_S, max_reply_mb=CAP_MB, max_retries=0).score_pairs(
+            "q", ["d"]
+        )
+    )
 
 
 def _errors() -> dict[str, type[Exception]]:

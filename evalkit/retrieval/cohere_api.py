@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from evalkit.http_call import HttpError, sdk_client
+from evalkit.http_call import SDK_MAX_BYTES, HttpError, sdk_client
 from evalkit.retry import RetryPolicy, Transient, attempts_text, call_with_retries
 
 T = TypeVar("T")
@@ -32,8 +32,15 @@ def resolve_api_key(api_key: str | None, api_key_env: str, error: type[Exception
     raise error(f"{what} needs an API key: set {api_key_env} (or {SDK_API_KEY_ENV}), or {offline}")
 
 
-def make_client(api_key: str, base_url: str | None, timeout: float, error: type[Exception], what: str) -> Any:
-    """A ``cohere.ClientV2`` with the SDK's own retries off."""
+def make_client(
+    api_key: str,
+    base_url: str | None,
+    timeout: float,
+    error: type[Exception],
+    what: str,
+    max_reply_mb: float = SDK_MAX_BYTES / (1024 * 1024),
+) -> Any:
+    """A ``cohere.ClientV2`` with the SDK's own retries off; a reply over ``max_reply_mb`` is refused unread."""
     try:
         import cohere
     except ImportError as exc:
@@ -43,7 +50,7 @@ def make_client(api_key: str, base_url: str | None, timeout: float, error: type[
         # Passing base_url=None explicitly would bypass the SDK's CO_API_URL default, so only pass a real URL.
         options["base_url"] = base_url
     # Every request under evalkit's HTTP rule (evalkit.http_call): a whole-request deadline, a reply cap.
-    options["httpx_client"] = sdk_client(timeout)
+    options["httpx_client"] = sdk_client(timeout, int(max_reply_mb * 1024 * 1024))
     return cohere.ClientV2(**options)
 
 

@@ -98,6 +98,7 @@ class AnthropicGenerator(Generator):
         retry_max_delay_s: float = 60.0,
         retry_deadline_s: float | None = None,
         timeout_s: float = 120.0,
+        max_reply_mb: float = SDK_MAX_BYTES / (1024 * 1024),
         window: int | None = None,
         headroom: int = 0,
         precount: bool = True,
@@ -132,7 +133,7 @@ class AnthropicGenerator(Generator):
         self._sdk = _sdk()
         # The key is passed explicitly so the SDK never falls back to profiles or other credentials on disk.
         # max_retries=0: evalkit's loop retries; HTTP by evalkit's rule (http_call; the SDK 2.x is on httpx2).
-        client = sdk_client(timeout_s, SDK_MAX_BYTES, "httpx2")
+        client = sdk_client(timeout_s, int(max_reply_mb * 1024 * 1024), "httpx2")
         self._client: Anthropic = self._sdk.Anthropic(api_key=key, base_url=base_url, max_retries=0, http_client=client)
 
     @classmethod
@@ -153,6 +154,7 @@ class AnthropicGenerator(Generator):
             "retry_max_delay_s": settings.retry_max_delay_s,
             "retry_deadline_s": settings.retry_deadline_s,
             "timeout_s": settings.timeout_s,
+            "max_reply_mb": settings.max_reply_mb,
             "window": settings.window or windows.get(model),
             "headroom": settings.headroom,
             "precount": settings.precount,

