@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import math
 import sys
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -120,19 +119,18 @@ def answer_check(
     n = settings.pilot_questions if settings.preset == "powered" else settings.questions
     refusals = tuple(refusal_for(job.generator.as_config(), lang) for lang in ("en", "zh"))
 
-    def answer(size: int) -> tuple[pd.DataFrame, float, tuple[Any, ...]]:
+    def answer(size: int) -> tuple[pd.DataFrame, tuple[Any, ...]]:
         questions = sample_questions(asked, size, settings.unanswerable_share, int(settings.seed or 0))
         planned = plan_requests(configs, questions, ranked, documents, spec, budget, count, stuff=settings.stuff)
-        started = time.perf_counter()
         frame = answer_check_rows(
             planned, {q.id: q for q in questions}, {k: d.text for k, d in documents.items()}, generator, cache,
             run_dir / files.ANSWER_CHECK_ROWS, refusals=refusals, price=price, flush_every=settings.flush_every,
             workers=settings.workers, progress=job.progress, spend=spend,
         )  # fmt: skip
-        return frame, time.perf_counter() - started, questions
+        return frame, questions
 
     log(f"answer check: {len(configs)} configs x {min(n, len(asked))} questions with {spec.model} ({settings.preset})")
-    rows, seconds, questions = answer(n)
+    rows, questions = answer(n)
     production = configs[0].config_id
     candidates = [c.config_id for c in configs[1:]]
     sized = sizing(rows, production, candidates, job.accuracy_margin, job.level, settings.target_power,
@@ -140,8 +138,9 @@ def answer_check(
     if settings.preset == "powered" and sized["questions_needed"] and sized["questions_needed"] > len(questions):
         grown = min(int(sized["questions_needed"]), settings.max_questions or len(asked), len(asked))
         log(f"answer check: the pilot's discordance asks {sized['questions_needed']} questions; answering {grown}")
-        rows, more, questions = answer(grown)
-        seconds += more
+        rows, questions = answer(grown)  # the pilot's answers come from the cache with their answer_s
+    # Every run's generating time (rows carry it across a resume), not this run's cache reads alone.
+    seconds = float(rows["answer_s"].fillna(0.0).sum())
     system_tokens = float(count(spec.prompts("en")["system"]))
     outcome = _measure(job, rows, configs, candidates, prompt_tokens, system_tokens, sized, labelset)
     outcome["run"] = _run_record(rows, seconds, len(questions), settings, job, len(configs), sized)
@@ -196,7 +195,8 @@ def _run_record(rows: pd.DataFrame, seconds: float, n_questions: int, settings: 
     one per config, plus the stuffed one)."""
     sent = rows[rows["sent"]]
     fresh = int((~sent["cached"].astype(bool)).sum())
-    pace = seconds / fresh if fresh else None
+    timed = int((sent["answer_s"].fillna(0.0) > 0).sum())  # generated in this run or an earlier one of its folder
+    pace = seconds / timed if timed else None
     per_question = len(sent) / n_questions if n_questions else n_configs
     needed = None
     if pace is not None and sized.get("questions_needed"):
