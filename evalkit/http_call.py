@@ -12,10 +12,13 @@
 - Only ``http://`` and ``https://`` URLs with a host: ``file:///`` and the like are refused, never read.
 - JSON is read depth-safe: :class:`DepthGuard` counts nesting on the raw bytes as they arrive (a loop,
   not recursion) and refuses past :data:`MAX_DEPTH`, so no parser ever sees a 100,000-deep reply.
+- An event stream (a streamed chat reply) is refused once one line passes :data:`MAX_EVENT_LINE`:
+  an SDK's event decoder copies its line buffer on every piece, so a cap-sized line with no newline cost a
+  few copies of the cap per request in flight (a position run at 4 in flight peaked 80 MB higher).
 
-:func:`request` reads a whole reply (the external retriever, MLflow, the PR comment). :func:`sdk_client`
-is an ``httpx.Client`` whose transport is this same code, given to the OpenAI, Anthropic and Cohere SDKs,
-so their requests follow the rule too (streamed bodies are read piece by piece under the same deadline).
+:func:`request` reads a whole reply (the external retriever, MLflow, the PR comment). The SDKs (OpenAI,
+Anthropic, Cohere, the judge's async Anthropic) send through :class:`Exchange` too: :mod:`evalkit.http_sdk`
+only adapts it to httpx's transport interface (streamed bodies are read piece by piece under the same deadline).
 
 Failures are :class:`HttpError`: one bounded line, ``retryable`` when another attempt may get through (a
 lost connection, a timeout, a body cut short or not JSON), never for a reply over the cap or nested too
@@ -25,7 +28,6 @@ deep (the same request gets the same reply). A reply's status is the caller's to
 from __future__ import annotations
 
 import http.client
-import importlib
 import json
 import re
 import socket
@@ -34,7 +36,6 @@ import threading
 from collections.abc import Iterator, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -44,7 +45,9 @@ PIECE = 1 << 16
 MAX_DEPTH = 64
 """Nesting a JSON reply may have (an external retriever's reply is four deep, an OpenAI chunk about six)."""
 SDK_MAX_BYTES = 64 * 1024 * 1024
-"""The cap on one reply to an SDK whose settings have no ``max_reply_mb`` (Anthropic, Cohere)."""
+"""The cap on one reply to an SDK whose settings have no ``max_reply_mb``."""
+MAX_EVENT_LINE = 1024 * 1024
+"""Bytes one line of a ``text/event-stream`` reply may have (an OpenAI chunk is under 1 KB)."""
 
 
 class HttpError(Exception):
@@ -132,6 +135,28 @@ class DepthGuard:
                 self.depth = max(0, self.depth - 1)
 
 
+class LineGuard:
+    """Refuses a stream once one line (ended by ``\\n`` or ``\\r``) passes ``limit`` bytes; fed in pieces.
+
+    Pieces are at most :data:`PIECE` bytes, under any sensible limit, so only a line that spans pieces can pass it.
+    """
+
+    def __init__(self, limit: int = MAX_EVENT_LINE) -> None:
+        self.limit = limit
+        self.run = 0  # bytes since the last line end
+
+    def feed(self, piece: bytes) -> None:
+        ends = [at for at in (piece.find(b"\n"), piece.find(b"\r")) if at >= 0]
+        if ends:
+            longest = self.run + min(ends)  # the line running into this piece ends here
+            self.run = len(piece) - max(piece.rfind(b"\n"), piece.rfind(b"\r")) - 1
+        else:
+            self.run += len(piece)
+            longest = self.run
+        if max(longest, self.run) > self.limit:
+            raise HttpError(f"the event stream has a line over the {self.limit:,} byte cap", retryable=False)
+
+
 def loads_json(body: bytes) -> Any:
     """The body as JSON: :class:`HttpError` (retryable) when it is not JSON, (not retryable) when nested too deep."""
     DepthGuard().feed(body)
@@ -212,6 +237,11 @@ class Exchange:
         self.headers = [(k, v) for k, v in self._reply.getheaders()]
         declared = (self._reply.getheader("content-length") or "").strip()
         self.declared = int(declared) if declared.isdigit() else None
+        # An event stream the client asked for (Accept) or the server says it sends: its lines are capped.
+        accept = " ".join(v for k, v in (headers or {}).items() if k.lower() == "accept").lower()
+        kind = (self._reply.getheader("content-type") or "").lower()
+        streamed = "text/event-stream" in accept or kind.startswith("text/event-stream")
+        self._lines = LineGuard() if depth_guard and streamed else None
         if self.declared is not None and self.declared > max_bytes:
             self.close()
             raise HttpError(f"the reply declares {self.declared:,} bytes, over the {max_bytes:,} byte cap", False)
@@ -240,6 +270,8 @@ class Exchange:
                     raise HttpError(f"the reply passed the {self.max_bytes:,} byte cap (the rest was not read)", False)
                 if self._guard is not None:
                     self._guard.feed(piece)
+                if self._lines is not None:
+                    self._lines.feed(piece)
                 yield piece
             if self._watchdog.expired.is_set():
                 raise self._watchdog.late()
@@ -273,58 +305,3 @@ def request(
     exchange = Exchange(method, url, body, timeout_s=timeout_s, max_bytes=max_bytes, headers=headers)
     received = b"".join(exchange.pieces())
     return Reply(exchange.status, received, {k.lower(): v for k, v in exchange.headers})
-
-
-def sdk_client(timeout_s: float, max_bytes: int = SDK_MAX_BYTES, library: str = "httpx") -> Any:
-    """An ``httpx.Client`` for an SDK (``http_client=``): every request under the rule, no pooling.
-
-    ``library``: the HTTP library the SDK is built on (``httpx``, or ``httpx2`` for anthropic 2.x); its
-    client, transport and stream classes are used, so the SDK's own type checks and error handling hold.
-    """
-    httpx = importlib.import_module(library)
-    return httpx.Client(transport=_transport_class(httpx)(timeout_s, max_bytes), timeout=timeout_s)
-
-
-_FRAMING = ("content-length", "transfer-encoding")
-
-
-@cache
-def _transport_class(httpx: Any) -> Any:
-    """An httpx transport (of the library ``httpx``) that sends each request through :class:`Exchange`.
-
-    The SDK's own timeout is ignored; ``timeout_s`` is each request's whole deadline. Errors are
-    :class:`HttpError` (an SDK wraps them as its connection error, with this as the cause).
-    """
-
-    class Body(httpx.SyncByteStream):  # type: ignore[misc,name-defined]
-        def __init__(self, exchange: Exchange) -> None:
-            self._exchange = exchange
-
-        def __iter__(self) -> Iterator[bytes]:
-            yield from self._exchange.pieces()
-
-        def close(self) -> None:
-            self._exchange.close()
-
-    class RuleTransport(httpx.BaseTransport):  # type: ignore[misc,name-defined]
-        def __init__(self, timeout_s: float, max_bytes: int) -> None:
-            self.timeout_s = timeout_s
-            self.max_bytes = max_bytes
-
-        def handle_request(self, request: Any) -> Any:
-            exchange = Exchange(
-                request.method,
-                str(request.url),
-                request.read() or None,
-                timeout_s=self.timeout_s,
-                max_bytes=self.max_bytes,
-                # http.client frames the body itself (read whole above): the SDK's framing headers would lie.
-                headers={k: v for k, v in request.headers.items() if k.lower() not in _FRAMING},
-                depth_guard=True,
-            )
-            version = {"http_version": b"HTTP/1.0" if exchange.version == 10 else b"HTTP/1.1"}  # for the SDK's logs
-            return httpx.Response(
-                exchange.status, headers=exchange.headers, stream=Body(exchange), request=request, extensions=version
-            )
-
-    return RuleTransport

@@ -5,7 +5,7 @@ Used by ``generator=openai`` (:mod:`evalkit.answers.generation.openai_compat`) a
 
 - the key comes from the environment variable the config names (None: no key, for a local
   server); it is passed to the SDK explicitly and never printed, logged or cached;
-- the SDK's HTTP client is :func:`evalkit.http_call.sdk_client`: every request follows the one
+- the SDK's HTTP client is :func:`evalkit.http_sdk.sdk_client`: every request follows the one
   HTTP rule (a whole-request deadline that holds on closing and keep-alive servers alike, the
   ``max_reply_mb`` cap, depth-safe JSON, a body shorter than its Content-Length refused);
 - the SDK's own retry loop is off (``max_retries=0``): :func:`call` retries by the shared
@@ -24,7 +24,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from evalkit.http_call import HttpError, http_error_in, sdk_client, url_problem
+from evalkit.http_call import HttpError, http_error_in, url_problem
+from evalkit.http_sdk import sdk_client
 from evalkit.retry import RetriesExhausted, RetryPolicy, Transient, call_with_retries
 
 T = TypeVar("T")

@@ -10,17 +10,13 @@ RecursionError or a body held whole. A good reply reads through every framing to
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tracemalloc
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from evalkit.http_call import DepthGuard, HttpError, loads_json, request
-from tests.conftest import REPO
 from tests.loopback.rule_server import FAULTS, FRAMINGS, RuleServer
 
 TIMEOUT_S = 1.0
@@ -228,55 +224,50 @@ def test_the_depth_guard_reads_strings_escapes_and_pieces() -> None:
         DepthGuard(limit=5).feed(b'{"x": "\\\\", "y": [[[[[[]]]]]]}')
 
 
-@pytest.mark.parametrize(
-    ("group", "fields"),
-    [
-        ("retriever=external", ["retriever.url={url}/search", "retriever.timeout_s=3", "retriever.max_retries=0"]),
-        (
-            "generator=openai",
-            [
-                "+experiment=position",
-                "position.subset.size=2",
-                "position.repeats=1",
-                "generator.base_url={url}/v1",
-                "generator.api_key_env=null",
-                "generator.timeout_s=3",
-                "generator.max_retries=0",
-            ],
-        ),
-        (
-            "embedder=openai",
-            [
-                "retriever=dense",
-                "embedder.base_url={url}/v1",
-                "embedder.api_key_env=null",
-                "embedder.dimension=4",
-                "embedder.timeout_s=3",
-                "embedder.max_retries=0",
-            ],
-        ),
-    ],
-)
-def test_a_sweep_against_a_trickling_http10_server_exits_2_in_one_line(
-    tmp_path: Path, small_demo: Path, group: str, fields: list[str]
-) -> None:
-    """The issue's acceptance: one byte per 0.5 s on HTTP/1.0, timeout_s=3, no retries: exit 2, one line."""
-    with RuleServer("http10", "trickle") as server:
-        command = [
-            sys.executable,
-            "-m",
-            "evalkit.sweep",
-            group,
-            f"labelset.path={small_demo}",
-            f"reports_dir={tmp_path}",
-            f"cache_path={tmp_path / 'cache.sqlite'}",
-            "progress=false",
-            *(field.format(url=server.url) for field in fields),
-        ]
-        if group == "generator=openai":
-            command.append("retriever=bm25")
-        done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=300, check=False)
-    assert done.returncode == 2, done.stderr[-2000:]
-    assert "Traceback" not in done.stderr
-    last = done.stderr.strip().splitlines()[-1]
-    assert "no whole reply within timeout_s=3 s" in last, done.stderr[-2000:]
+def _judge(url: str, cap_mb: float = CAP_MB) -> str:
+    from evalkit.answers.judge import JudgeRow, judge_answers, ragas_llm
+
+    llm = ragas_llm("claude-sonnet-5", url, "k", 64, max_retries=0, timeout_s=TIMEOUT_S, max_reply_mb=cap_mb)
+    [score] = judge_answers([JudgeRow("q1", "Who wrote it?", "Ann wrote it.", "Ann.")], llm)
+    return score.note
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+@pytest.mark.parametrize("framing", FRAMINGS)
+def test_the_judges_async_client_follows_the_rule(framing: str, fault: str) -> None:
+    """The advisory judge (ragas over AsyncAnthropic) gets the same rule: its row's note names the limit."""
+    with RuleServer(framing, fault, json.dumps(_MESSAGE).encode()) as server:
+        note = _judge(server.url)
+    assert note.startswith("judge error:") and "\n" not in note, note
+    assert SAYS[fault] in note, note
+
+
+def test_a_streamed_reply_with_an_endless_line_is_refused_under_a_larger_cap() -> None:
+    """An event stream's line is capped at 1 MB whatever max_reply_mb allows: an SDK's event decoder copies
+    its line buffer on every piece, so an 8 MB line cost several copies per request in flight."""
+    from evalkit.answers.generation.openai_compat import OpenAICompatGenerator
+    from evalkit.answers.generation.request import GenerationError
+
+    with RuleServer("close", "huge", b"", "text/event-stream") as server:
+        made = OpenAICompatGenerator(
+            "m", base_url=server.url + "/v1", api_key_env=None, timeout_s=30.0, max_reply_mb=8.0, max_retries=0
+        )
+        with pytest.raises(GenerationError, match="event stream has a line over the 1,048,576 byte cap"):
+            made.generate(_ask("m"))
+
+
+def test_a_whole_reply_on_one_long_line_is_read_under_the_cap() -> None:
+    """The line cap is for event streams only: a 2 MB embeddings reply on one line reads whole."""
+    from evalkit.retrieval.embedding.openai_compat import OpenAICompatEmbedder
+    from evalkit.retrieval.embedding.settings import EmbedderSettings
+
+    n, dimension = 64, 1536
+    body = {**_EMBEDDINGS, "data": [{"object": "embedding", "index": i, "embedding": [0.123456789] * dimension}
+                                    for i in range(n)]}  # fmt: skip
+    raw = json.dumps(body, separators=(",", ":")).encode()
+    assert len(raw) > 1024 * 1024 and b"\n" not in raw
+    with RuleServer("keepalive", "ok", raw) as server:
+        settings = EmbedderSettings(name="openai", model="m", dimension=dimension, base_url=server.url + "/v1",
+                                    api_key_env=None, timeout_s=30.0, max_reply_mb=8.0, max_retries=0)  # fmt: skip
+        vectors = OpenAICompatEmbedder(settings).embed_batch(["a"] * n, "passage")
+    assert vectors.shape == (n, dimension)

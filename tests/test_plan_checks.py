@@ -102,3 +102,45 @@ def test_an_answer_check_id_outside_the_grid_is_one_line_and_a_grid_point_is_acc
     plan = plan_of(["answer_check=smoke", "top_k=[5]", "threshold=[0]"])
     point = f"{plan.chunkings[0].key}|bm25|none|k5|t0"
     assert plan_of(["answer_check=smoke", "top_k=[5]", "threshold=[0]", f"answer_check.configs=[{point}]"])
+
+
+def sweep_in_process(overrides: list[str]) -> tuple[int, list[str]]:
+    """The sweep's entry point in process, the answer check as the overrides say: (exit code, stderr lines)."""
+    import contextlib
+    import io
+
+    from evalkit.overrides import composition_error
+    from evalkit.sweep import sweep
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        assert composition_error(REPO / "conf", overrides) is None
+        with initialize_config_dir(version_base="1.3", config_dir=str(REPO / "conf")):
+            cfg = compose(config_name="config", overrides=overrides)
+        try:
+            sweep(cfg)
+        except SystemExit as exc:
+            return int(exc.code or 0), err.getvalue().splitlines()
+    return 0, err.getvalue().splitlines()
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        "objective.margins={bad}",
+        "generator.base_url=file:///etc",
+        "answer_check.configs=[recursive-s999-o0|bm25|none|k1|t0]",
+    ],
+)
+def test_the_sweep_stops_on_a_bad_setting_with_one_line_before_the_first_chunk(tmp_path: Path, setting: str) -> None:
+    """End to end through the sweep's entry point: exit 2, one error line, no traceback, no chunk computed."""
+    bad = tmp_path / "margins.yaml"
+    bad.write_text("checks:\n  recall:\n    max_drop: -0.5\n", encoding="utf-8")
+    code, lines = sweep_in_process(
+        [f"labelset.path={REPO / 'labelsets' / 'demo'}", f"reports_dir={tmp_path / 'r'}", "run_id=stopped",
+         f"cache_path={tmp_path / 'c.sqlite'}", "progress=false", "report=false", "retriever=bm25",
+         "answer_check=smoke", "generator=openai", "generator.api_key_env=null", setting.format(bad=bad)]
+    )  # fmt: skip
+    errors = [line for line in lines if "error" in line]
+    assert code == 2 and len(errors) == 1 and not any("Traceback" in line for line in lines), lines
+    assert not list((tmp_path / "r").glob("*/chunkings/*")), "nothing computed"

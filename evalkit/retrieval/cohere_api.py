@@ -12,7 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from evalkit.http_call import SDK_MAX_BYTES, HttpError, sdk_client
+from evalkit.http_call import SDK_MAX_BYTES, HttpError
+from evalkit.http_sdk import sdk_client
 from evalkit.retry import RetryPolicy, Transient, attempts_text, call_with_retries
 
 T = TypeVar("T")

@@ -1,15 +1,13 @@
 """Claude through the official ``anthropic`` SDK: single Messages calls, token counts and Message Batches.
 
-Retries are evalkit's (:mod:`~evalkit.retry`, shared with the Cohere reranker), with the
-SDK's own loop switched off (``max_retries=0``) so attempts are exactly
-``1 + max_retries`` and the backoff is configurable (``retry_base_delay_s``).
-Retried (the shared policy): 408/409/429/5xx but 501/505, 529 (OverloadedError) included, lost or reset
-connections, bodies that are not JSON, empty or cut short, and replies that
-cannot be right (a message with no text block and no stop reason that explains
-it, an unknown stop reason, a negative token count). ``retry-after-ms`` /
-``retry-after`` / ``x-should-retry`` are honoured. Exhausted retries are one
-:class:`GenerationError` line naming the last failure. A batch is never
-resubmitted after a lost reply (it may exist already): that is an error at once.
+Retries are evalkit's (:mod:`~evalkit.retry`, shared with the Cohere reranker), with the SDK's own loop
+switched off (``max_retries=0``) so attempts are exactly ``1 + max_retries`` and the backoff is configurable
+(``retry_base_delay_s``). Retried (the shared policy): 408/409/429/5xx but 501/505, 529 (OverloadedError)
+included, lost or reset connections, bodies that are not JSON, empty or cut short, and replies that cannot be
+right (a message with no text block and no stop reason that explains it, an unknown stop reason, a negative
+token count). ``retry-after-ms`` / ``retry-after`` / ``x-should-retry`` are honoured. Exhausted retries are
+one :class:`GenerationError` line naming the last failure. A batch is never resubmitted after a lost reply
+(it may exist already): that is an error at once.
 
 A lost reply may still have been billed (the provider did the work, the answer
 never arrived): its attempt is added to the answer's usage as the provider bills
@@ -18,9 +16,8 @@ cache *write*, its output), so a run under faults never records less than it pai
 Prompt caching is asked for (``cache_control``) only where the prefix reaches the
 model's minimum cacheable length (:mod:`~evalkit.answers.generation.prompt_cache`, counted by the model).
 
-Note: ``messages.create`` in anthropic 2.x takes no ``temperature``/``top_p``,
-so answers are not sampled with a fixed seed: evalkit's cache is what makes a
-re-run reproducible.
+Note: ``messages.create`` in anthropic 2.x takes no ``temperature``/``top_p``, so answers are not sampled
+with a fixed seed: evalkit's cache is what makes a re-run reproducible.
 """
 
 from __future__ import annotations
@@ -44,7 +41,8 @@ from evalkit.answers.generation.prompt_cache import (
 )
 from evalkit.answers.generation.request import TRUNCATING_STOPS, GenerationError, GenerationRequest
 from evalkit.answers.generation.settings import ANTHROPIC_API_KEY_ENV
-from evalkit.http_call import SDK_MAX_BYTES, HttpError, http_error_in, sdk_client
+from evalkit.http_call import SDK_MAX_BYTES, HttpError, http_error_in
+from evalkit.http_sdk import sdk_client
 from evalkit.records import Answer, Usage
 from evalkit.retry import SHOULD_RETRY_HEADER, RetriesExhausted, RetryPolicy, Transient, call_with_retries
 

@@ -56,6 +56,9 @@ _TOO_LONG = (
 """How OpenAI, vLLM, llama.cpp and TGI say a prompt does not fit (lower-case substrings of the error)."""
 
 
+_EVENTS = {"Accept": "text/event-stream"}
+
+
 def chat_body(request: GenerationRequest, settings: Mapping[str, Any], *, stream: bool) -> dict[str, Any]:
     """The chat-completions body: the request's turns (blocks joined, as generator=local) plus sampling."""
     messages = [{"role": "system", "content": request.system}] if request.system else []
@@ -195,7 +198,8 @@ class OpenAICompatGenerator(Generator):
         parts: list[str] = []
         finish: str | None = None
         usage: Any = None
-        stream = self._client.chat.completions.create(**body, extra_body=extra or None)
+        # Accept: an event stream (as the SSE spec asks), so the transport caps its lines (http_call.LineGuard).
+        stream = self._client.chat.completions.create(**body, extra_body=extra or None, extra_headers=_EVENTS)
         try:
             for chunk in stream:
                 if getattr(chunk, "usage", None) is not None:
