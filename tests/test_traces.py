@@ -222,6 +222,7 @@ def test_a_resource_spans_item_that_is_not_an_object_is_one_line_from_labels_sam
     result = run("sample", path, tmp_path / "out", "--docs", REPO / "labelsets" / "demo")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().count("\n") == 0 and result.stderr.strip(), result.stderr
+    assert "t.otlp.jsonl:1: span ?: field 'resourceSpans[0]': expected an object" in result.stderr  # why, not only that
 
 
 def test_a_double_value_that_is_text_names_file_line_span_and_field(tmp_path: Path) -> None:
