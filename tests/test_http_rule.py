@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import tracemalloc
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -273,3 +274,24 @@ def test_a_whole_reply_on_one_long_line_is_read_under_the_cap() -> None:
                                     api_key_env=None, timeout_s=30.0, max_reply_mb=8.0, max_retries=0)  # fmt: skip
         vectors = OpenAICompatEmbedder(settings).embed_batch(["a"] * n, "passage")
     assert vectors.shape == (n, dimension)
+
+
+def test_after_a_failed_request_the_queued_ones_are_not_sent(tmp_path: Path) -> None:
+    """Six requests, four in flight, every one trickled past its deadline: the four fail, the other two are
+    dropped (sending them would cost a further deadline each before the run could say what is wrong)."""
+    from evalkit.answers.generation.batches import generate_many
+    from evalkit.answers.generation.openai_compat import OpenAICompatGenerator
+    from evalkit.answers.generation.request import GenerationError, build_request
+    from evalkit.cache import Cache
+
+    with RuleServer("http10", "trickle") as server, Cache(tmp_path / "c.sqlite") as cache:
+        made = OpenAICompatGenerator(
+            "m", base_url=server.url + "/v1", api_key_env=None, timeout_s=TIMEOUT_S, max_retries=0, concurrency=4
+        )
+        asked = [
+            build_request(f"Who wrote part {i}?", "[d1] Ann wrote it.", model="m", max_tokens=16, system="Answer.")
+            for i in range(6)
+        ]
+        with pytest.raises(GenerationError, match="no whole reply within"):
+            generate_many(made, asked, cache, workers=4)
+    assert server.requests == 4
