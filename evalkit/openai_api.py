@@ -5,11 +5,14 @@ Used by ``generator=openai`` (:mod:`evalkit.answers.generation.openai_compat`) a
 
 - the key comes from the environment variable the config names (None: no key, for a local
   server); it is passed to the SDK explicitly and never printed, logged or cached;
+- the SDK's HTTP client is :func:`evalkit.http_sdk.sdk_client`: every request follows the one
+  HTTP rule (a whole-request deadline that holds on closing and keep-alive servers alike, the
+  ``max_reply_mb`` cap, depth-safe JSON, a body shorter than its Content-Length refused);
 - the SDK's own retry loop is off (``max_retries=0``): :func:`call` retries by the shared
-  policy (:mod:`evalkit.retry`), each attempt under a whole-request deadline
-  (:mod:`evalkit.http_deadline`): 408/409/429/5xx (``Retry-After`` honoured), lost or reset
-  connections, deadlines passed and bodies that are not JSON are retried; any other status
-  error reaches the caller as the SDK's ``APIStatusError``, for :func:`status_line`.
+  policy (:mod:`evalkit.retry`): 408/409/429/5xx (``Retry-After`` honoured), lost or reset
+  connections, deadlines passed, bodies cut short or not JSON are retried; a reply over the cap
+  or nested too deep is one ``error`` line at once (the same request gets the same reply); any
+  other status error reaches the caller as the SDK's ``APIStatusError``, for :func:`status_line`.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from evalkit.http_deadline import Deadline, DeadlineExceeded, run_with_deadline
+from evalkit.http_call import HttpError, http_error_in, url_problem
+from evalkit.http_sdk import sdk_client
 from evalkit.retry import RetriesExhausted, RetryPolicy, Transient, call_with_retries
 
 T = TypeVar("T")
@@ -50,50 +54,64 @@ def read_api_key(env: str | None, what: str, error: type[Exception]) -> str:
 
 
 def check_base_url(base_url: str, where: str, error: type[Exception]) -> str:
-    if not base_url.startswith(("http://", "https://")):
-        raise error(f"{where}: {base_url!r} is not an http:// or https:// URL")
+    problem = url_problem(base_url)
+    if problem is not None:
+        raise error(f"{where}: {problem}")
     return base_url.rstrip("/")
 
 
 def make_client(
-    openai: Any, api_key_env: str | None, base_url: str, timeout_s: float, what: str, error: type[Exception]
+    openai: Any,
+    api_key_env: str | None,
+    base_url: str,
+    timeout_s: float,
+    max_bytes: int,
+    what: str,
+    error: type[Exception],
 ) -> Any:
-    """An ``openai.OpenAI`` client with the key from ``api_key_env`` and no retry loop of its own."""
+    """An ``openai.OpenAI`` client with the key from ``api_key_env``, the HTTP rule, no retry loop of its own."""
     key = read_api_key(api_key_env, what, error)
-    # The SDK's timeout bounds each phase (connect, each read) by the whole deadline; the deadline itself is
-    # enforced around each attempt (run_with_deadline). An empty key sends no Authorization header.
-    return openai.OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout_s)
+    # Each HTTP request's whole deadline and size cap are the transport's (evalkit.http_call). An empty key
+    # sends no Authorization header.
+    client = sdk_client(timeout_s, max_bytes)
+    return openai.OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout_s, http_client=client)
 
 
 def call(
     openai: Any,
-    send: Callable[[Deadline], T],
+    send: Callable[[], T],
     *,
     what: str,
     policy: RetryPolicy,
-    timeout_s: float,
     error: type[Exception],
     sleep: Callable[[float], None] = time.sleep,
     jitter: random.Random | None = None,
 ) -> T:
-    """``send(deadline)`` under the whole-request deadline, retried by the shared policy.
+    """``send()`` (its HTTP requests under the rule), retried by the shared policy.
 
-    A status error a retry cannot fix passes through (``openai.APIStatusError``); exhausted retries are one
-    ``error`` line naming the last failure. ``send`` raises :class:`~evalkit.retry.Transient` for a reply
+    A status error a retry cannot fix passes through (``openai.APIStatusError``); a reply over the cap or
+    nested too deep is one ``error`` line; exhausted retries are one ``error`` line naming the last failure.
+    ``send`` raises :class:`~evalkit.retry.Transient` for a reply
     that parsed but cannot be right.
     """
     import httpx  # the SDK's HTTP client: errors while iterating a stream reach the caller unwrapped
 
     def attempt() -> T:
         try:
-            return run_with_deadline(send, timeout_s, what=what)
+            return send()
         except openai.APIStatusError as err:
             if not policy.retryable(err.status_code, err.response.headers):
                 raise
             raise Transient(f"HTTP {err.status_code}: {api_message(err)}", err.response.headers) from err
-        except (openai.APIError, httpx.TransportError, json.JSONDecodeError, DeadlineExceeded) as err:
-            # A reset, a refused connection, a deadline passed, a body cut short or not JSON.
-            raise Transient(f"{type(err).__name__}: {err.__cause__ or err}") from err
+        except (openai.APIError, httpx.TransportError, json.JSONDecodeError, HttpError) as err:
+            # A reset, a refused connection, a deadline passed, a body cut short or not JSON; the rule's own
+            # refusals (over the cap, nested too deep) are final: the same request gets the same reply.
+            rule = http_error_in(err)
+            if rule is not None and not rule.retryable:
+                raise error(f"{what}: {rule.reason}") from None
+            raise Transient(
+                rule.reason if rule is not None else f"{type(err).__name__}: {err.__cause__ or err}"
+            ) from err
 
     try:
         return call_with_retries(attempt, policy, sleep=sleep, jitter=jitter)

@@ -156,8 +156,15 @@ def test_the_gate_fails_a_candidate_whose_answers_are_worse_though_its_retrieval
     by_metric = {c["metric"]: c for c in verdicts}
     assert by_metric["recall"]["passed"] and not by_metric["answer_accuracy"]["passed"]
     assert by_metric["answer_accuracy"]["method"].startswith("Newcombe interval, exact McNemar")
+    first = pd.read_parquet(run / "answer_check" / "rows.parquet")
+    assert (first["answer_s"] > 0).all() and check["run"]["seconds_per_answer"] is not None
     # The same command again: every answer comes from the cache, nothing is asked twice.
     again = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
     rows = pd.read_parquet(run / "answer_check" / "rows.parquet")
     assert rows["sent"].all() and rows["cached"].all()
+    # ...and the check's time is still the first run's work (issue 45: it read 0.0 after a resume).
+    assert rows["answer_s"].tolist() == first["answer_s"].tolist()
+    resumed = json.loads((run / "answer_check" / "check.json").read_text(encoding="utf-8"))["run"]
+    assert resumed["seconds"] == check["run"]["seconds"]
+    assert resumed["seconds_per_answer"] == check["run"]["seconds_per_answer"]

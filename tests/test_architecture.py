@@ -34,8 +34,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "cache_file.py": ("console.py",),
     "retry.py": NOTHING,
     "http_call.py": NOTHING,
-    "http_deadline.py": NOTHING,
-    "openai_api.py": ("http_deadline.py", "retry.py"),  # the transport both OpenAI-compatible backends share
+    "http_sdk.py": ("http_call.py",),  # the rule as httpx transports, for the SDKs
+    "openai_api.py": ("http_call.py", "http_sdk.py", "retry.py"),  # the transport both OpenAI-compatible backends share
     "settings.py": NOTHING,
     "confdir.py": NOTHING,
     "distribution.py": NOTHING,
@@ -71,7 +71,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "usercode.py",
         "retry.py",
         "http_call.py",
-        "http_deadline.py",
+        "http_sdk.py",
         "openai_api.py",
         "cost/",
         "run/",
@@ -85,7 +85,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "plugins.py",
         "usercode.py",
         "retry.py",
-        "http_deadline.py",
+        "http_call.py",
+        "http_sdk.py",
         "openai_api.py",
         "labels/",
         "chunking/",

@@ -82,6 +82,16 @@ def test_a_read_only_reports_dir_is_one_line_before_any_work(tmp_path: Path, sma
     assert not (tmp_path / "c.sqlite").exists(), "refused before any work: the cache is not even created"
 
 
+def test_an_empty_read_only_vector_store_is_one_line(tmp_path: Path, small_demo: Path) -> None:
+    """The store's folder (beside the cache) on a read-only disk: LanceDB cannot write its table (issue 45)."""
+    pytest.importorskip("lancedb")
+    with tmpfs(tmp_path / "vectorstore", "1m", read_only=True) as store:
+        done = _sweep(small_demo, f"reports_dir={tmp_path / 'r'}", f"cache_path={tmp_path / 'c.sqlite'}",
+                      "retriever=dense", "retriever.index=lancedb", "embedder=fake")  # fmt: skip
+        line = _one_error_line(done)
+        assert "retriever.index=lancedb: cannot write" in line and str(store) in line and "Read-only" in line, line
+
+
 def test_a_full_disk_stops_with_one_line_and_every_reader_refuses_the_partial_folder(
     tmp_path: Path, small_demo: Path
 ) -> None:

@@ -154,3 +154,87 @@ def test_the_weekly_replay_reads_a_trace_file(tmp_path: Path, small_demo: Path) 
     assert "6 rows, 0 skipped" in result.stdout and "replayed the 6 most asked" in result.stdout
     history = [json.loads(line) for line in (tmp_path / "replay" / "history.jsonl").read_text().splitlines()]
     assert history[-1]["questions"] == 6 and history[-1]["log"] == str(path)
+
+
+_WRONG: tuple[object, ...] = ("x", 5, 1.5, True, None, [], {}, ["x"], {"k": "v"})
+
+
+def _paths(value: object, path: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    """Every place in a JSON tree (object members and list items), parents before children."""
+    places = [path] if path else []
+    children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in children:
+        places += _paths(child, (*path, key))
+    return places
+
+
+def _at(tree: object, path: tuple[object, ...]) -> object:
+    for key in path:
+        tree = tree[key]  # type: ignore[index]
+    return tree
+
+
+def _replaced(tree: object, path: tuple[object, ...], new: object) -> object:
+    copy = json.loads(json.dumps(tree))
+    *parents, last = path
+    holder = copy
+    for key in parents:
+        holder = holder[key]  # type: ignore[index]
+    holder[last] = new  # type: ignore[index]
+    return copy
+
+
+@pytest.mark.parametrize("convention", ["genai", "openinference"])
+def test_every_wrong_type_at_every_level_of_real_sdk_output_is_one_line_and_skips_only_its_span(
+    tmp_path: Path, convention: str
+) -> None:
+    """The SDK's own export, each place in it given each wrong JSON type in turn: never an exception but the
+    file-level one-line ValueError, every problem one line naming file, line and span, and no span lost but
+    the one (or the batch) the wrong type sits in."""
+    source = tmp_path / "traces.jsonl"
+    traced(source, convention, asked=ASKED[:1])
+    request = json.loads(source.read_text(encoding="utf-8").splitlines()[0])
+    clean = read_query_log(source)
+    assert clean.problems == () and len(clean.entries) == 1
+    mutated = tmp_path / "mutated.otlp.jsonl"
+    tried = 0
+    for path in _paths(request):
+        for wrong in _WRONG:
+            mutated.write_text(json.dumps(_replaced(request, path, wrong)) + "\n", encoding="utf-8")
+            tried += 1
+            try:
+                reading = read_query_log(mutated)
+            except ValueError as exc:  # the file as a whole is not an OTLP export (resourceSpans itself wrong)
+                assert "\n" not in str(exc) and str(mutated) in str(exc), (path, wrong, exc)
+                assert path == ("resourceSpans",), (path, wrong, exc)
+                continue
+            for problem in reading.problems:
+                assert "\n" not in problem and problem.startswith(f"{mutated}:1: span "), (path, wrong, problem)
+            assert len(reading.entries) <= 1
+            if not reading.entries and wrong is not None and type(wrong) is not type(_at(request, path)):
+                assert reading.problems, (path, wrong)  # a type changed and the span went: it is said why
+    assert tried > 500
+
+
+def test_a_resource_spans_item_that_is_not_an_object_is_one_line_from_labels_sample(tmp_path: Path) -> None:
+    path = tmp_path / "t.otlp.jsonl"
+    path.write_text('{"resourceSpans": ["x"]}\n', encoding="utf-8")
+    result = run("sample", path, tmp_path / "out", "--docs", REPO / "labelsets" / "demo")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().count("\n") == 0 and result.stderr.strip(), result.stderr
+    assert "t.otlp.jsonl:1: span ?: field 'resourceSpans[0]': expected an object" in result.stderr  # why, not only that
+
+
+def test_a_double_value_that_is_text_names_file_line_span_and_field(tmp_path: Path) -> None:
+    source = tmp_path / "traces.jsonl"
+    traced(source, "genai", asked=ASKED[:1])
+    text = source.read_text(encoding="utf-8")
+    request = json.loads(text.splitlines()[0])
+    span = request["resourceSpans"][0]["scopeSpans"][0]["spans"][-1]
+    span["attributes"].append({"key": "gen_ai.request.temperature", "value": {"doubleValue": "high"}})
+    bad = tmp_path / "bad.otlp.jsonl"
+    bad.write_text(json.dumps(request) + "\n", encoding="utf-8")
+    reading = read_query_log(bad)
+    assert len(reading.problems) == 1
+    assert reading.problems[0].startswith(f"{bad}:1: span {span['spanId']}: field '")
+    assert "doubleValue" in reading.problems[0] and "'high' is not a number" in reading.problems[0]

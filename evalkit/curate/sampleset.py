@@ -61,6 +61,8 @@ def sample_into_set(
 ) -> SampleOutcome:
     """Sample ``log`` into the set at ``out``; raises ``LabelsetError``/``ValueError``/``OSError`` on unusable input."""
     reading = read_query_log(log)
+    if not reading.entries and reading.problems:  # say why, not only that nothing is left
+        raise ValueError(f"no usable row in {log}: {len(reading.problems)} skipped, the first {reading.problems[0]}")
     if append:
         if not (out / "docs.jsonl").is_file():
             raise ValueError(f"{out}: --append needs an existing set (docs.jsonl); run sample without --append first")

@@ -105,31 +105,75 @@ def _field(obj: Mapping[str, Any], camel: str) -> Any:
     return obj.get(re.sub(r"(?<!^)([A-Z])", r"_\1", camel).lower())
 
 
-def any_value(value: Any) -> Any:
-    """An OTLP ``AnyValue`` as a Python value (``intValue`` comes as a string in JSON)."""
+def _kind_of(value: Any) -> str:
+    return (
+        "null"
+        if value is None
+        else {dict: "an object", list: "a list", str: "a string"}.get(type(value), type(value).__name__)
+    )
+
+
+def _object(value: Any, at: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
+        raise _Bad(at, f"expected an object, got {_kind_of(value)}")
+    return value
+
+
+def _list_field(obj: Mapping[str, Any], camel: str, at: str) -> list[Any]:
+    """A repeated OTLP field: absent or null is empty; anything but a list is a wrong type."""
+    value = _field(obj, camel)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _Bad(f"{at}.{camel}", f"expected a list, got {_kind_of(value)}")
+    return value
+
+
+def any_value(value: Any, at: str = "value") -> Any:
+    """An OTLP ``AnyValue`` as a Python value (``intValue`` is a string in JSON); :class:`_Bad` on a wrong type."""
+    if value is None:
         return None
-    for key, inner in value.items():
-        kind = key.replace("_", "").lower()
-        if kind == "stringvalue" or kind == "boolvalue" or kind == "bytesvalue":
+    for key, inner in _object(value, at).items():
+        kind, where = key.replace("_", "").lower(), f"{at}.{key}"
+        if kind in ("stringvalue", "bytesvalue"):
+            if not isinstance(inner, str):
+                raise _Bad(where, f"expected a string, got {_kind_of(inner)}")
+            return inner
+        if kind == "boolvalue":
+            if not isinstance(inner, bool):
+                raise _Bad(where, f"expected true or false, got {_kind_of(inner)}")
             return inner
         if kind == "intvalue":
-            return int(inner) if isinstance(inner, int | str) and str(inner).lstrip("-").isdigit() else None
+            if isinstance(inner, bool) or not isinstance(inner, int | str) or not str(inner).lstrip("-").isdigit():
+                raise _Bad(where, f"{inner!r} is not an integer")
+            return int(inner)
         if kind == "doublevalue":
-            return float(inner) if isinstance(inner, int | float | str) else None
+            try:
+                if isinstance(inner, bool) or not isinstance(inner, int | float | str):
+                    raise ValueError
+                return float(inner)  # protobuf's JSON writes NaN and Infinity as strings
+            except ValueError:
+                raise _Bad(where, f"{inner!r} is not a number") from None
         if kind == "arrayvalue":
-            return [any_value(v) for v in (inner or {}).get("values", [])]
+            items = [] if inner is None else _list_field(_object(inner, where), "values", where)
+            return [any_value(v, f"{where}.values[{i}]") for i, v in enumerate(items)]
         if kind == "kvlistvalue":
-            return attributes((inner or {}).get("values", []))
+            return attributes(None if inner is None else _object(inner, where).get("values"), f"{where}.values")
     return None
 
 
-def attributes(items: Any) -> dict[str, Any]:
-    """OTLP ``KeyValue`` list as a dict."""
+def attributes(items: Any, at: str = "attributes") -> dict[str, Any]:
+    """OTLP ``KeyValue`` list as a dict; :class:`_Bad` naming the attribute when a type is wrong."""
+    if items is None:
+        return {}
+    if not isinstance(items, list):
+        raise _Bad(at, f"expected a list, got {_kind_of(items)}")
     out: dict[str, Any] = {}
-    for item in items if isinstance(items, list) else []:
-        if isinstance(item, Mapping) and isinstance(item.get("key"), str):
-            out[item["key"]] = any_value(item.get("value"))
+    for i, item in enumerate(items):
+        key = _object(item, f"{at}[{i}]").get("key")
+        if not isinstance(key, str):
+            raise _Bad(f"{at}[{i}].key", f"expected a string, got {_kind_of(key)}")
+        out[key] = any_value(item.get("value"), f"{at}.{key}")
     return out
 
 
@@ -167,19 +211,51 @@ def _spans(path: Path) -> tuple[list[_Span], list[tuple[int, str]], int]:
             problems.append((line, f"{path}:{line}: {why}"))
             continue
         readable += 1
-        for batch in batches:
-            resource = attributes(_field(_field(batch, "resource") or {}, "attributes"))
-            for scope in _field(batch, "scopeSpans") or _field(batch, "instrumentationLibrarySpans") or []:
-                for span in _field(scope, "spans") or []:
-                    if not isinstance(span, Mapping):
-                        continue
-                    status = _field(span, "status") or {}
-                    code = status.get("code") if isinstance(status, Mapping) else None
-                    error = code in (2, "2", "STATUS_CODE_ERROR")
-                    trace, span_id = str(_field(span, "traceId") or ""), str(_field(span, "spanId") or "")
-                    attrs = attributes(_field(span, "attributes"))
-                    spans.append(_Span(line, trace, span_id, _field(span, "startTimeUnixNano"), attrs, resource, error))
+        for b, batch in enumerate(batches):
+            at = f"resourceSpans[{b}]"
+            try:  # a batch or scope of the wrong shape: its spans cannot be told apart, so all are skipped
+                resource_of = _field(_object(batch, at), "resource")
+                resource = _object(resource_of, f"{at}.resource") if resource_of is not None else {}
+                context = attributes(_field(resource, "attributes"), f"{at}.resource.attributes")
+                old = "instrumentationLibrarySpans" if _field(batch, "scopeSpans") is None else "scopeSpans"
+                scopes = [
+                    (f"{at}.{old}[{s}]", _object(x, f"{at}.{old}[{s}]"))
+                    for s, x in enumerate(_list_field(batch, old, at))
+                ]
+            except _Bad as exc:
+                problems.append((line, f"{path}:{line}: span ?: {exc}"))
+                continue
+            for where, scope in scopes:
+                try:
+                    listed = _list_field(scope, "spans", where)
+                except _Bad as exc:
+                    problems.append((line, f"{path}:{line}: span ?: {exc}"))
+                    continue
+                for n, span in enumerate(listed):
+                    try:
+                        spans.append(_span(line, span, context, f"{where}.spans[{n}]"))
+                    except _Bad as exc:
+                        named = _field(span, "spanId") if isinstance(span, Mapping) else None
+                        problems.append(
+                            (line, f"{path}:{line}: span {named if isinstance(named, str) else '?'}: {exc}")
+                        )
     return spans, problems, readable
+
+
+def _span(line: int, span: Any, resource: Mapping[str, Any], at: str) -> _Span:
+    """One span of a request, every field's type checked (:class:`_Bad` names the first that is wrong)."""
+    span = _object(span, at)
+    ids = []
+    for name in ("traceId", "spanId"):
+        value = _field(span, name)
+        if value is not None and not isinstance(value, str):
+            raise _Bad(f"{at}.{name}", f"expected a string, got {_kind_of(value)}")
+        ids.append(value or "")
+    status = _field(span, "status")
+    code = _object(status, f"{at}.status").get("code") if status is not None else None
+    attrs = attributes(_field(span, "attributes"), f"{at}.attributes")
+    error = code in (2, "2", "STATUS_CODE_ERROR")
+    return _Span(line, ids[0], ids[1], _field(span, "startTimeUnixNano"), attrs, resource, error)
 
 
 def _kind(attrs: Mapping[str, Any]) -> str:
@@ -196,7 +272,7 @@ def _question(kind: str, attrs: Mapping[str, Any]) -> str:
     if kind == "openinference" and isinstance(value, str) and value.lstrip().startswith("{"):
         try:
             parsed = json.loads(value)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             parsed = None
         if isinstance(parsed, Mapping):
             value = next((parsed[k] for k in _QUESTION_KEYS if isinstance(parsed.get(k), str)), None)
@@ -212,8 +288,8 @@ def _documents(kind: str, attrs: Mapping[str, Any]) -> tuple[str, list[Mapping[s
         if isinstance(raw, str):
             try:
                 raw = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise _Bad(name, f"not a JSON list of documents ({exc.msg})") from None
+            except (json.JSONDecodeError, RecursionError) as exc:
+                raise _Bad(name, f"not a JSON list of documents ({getattr(exc, 'msg', 'nested too deeply')})") from None
         if raw is None:
             return name, []
         if not isinstance(raw, list) or not all(isinstance(d, Mapping) for d in raw):
@@ -238,9 +314,11 @@ def _hit(document: Mapping[str, Any], at: str) -> LoggedHit:
     if isinstance(meta, str):
         try:
             meta = json.loads(meta)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             meta = None
-    doc_id = "" if raw_id is None or isinstance(raw_id, bool) else str(raw_id)
+    if raw_id is not None and (isinstance(raw_id, bool) or not isinstance(raw_id, str | int)):
+        raise _Bad(f"{at}.id", f"expected a string, got {_kind_of(raw_id)}")
+    doc_id = "" if raw_id is None else str(raw_id)
     start = end = 0
     match = CHUNK_ID.match(doc_id)
     if match:

@@ -27,6 +27,7 @@ from evalkit.cost.apply import CostSettings
 from evalkit.cost.prices import PricingError, price_table
 from evalkit.pipeline.config import PROJECT_ROOT, BaselineSettings, StatsSettings, SweepConfig
 from evalkit.pipeline.executor_settings import ExecutorSettings
+from evalkit.pipeline.plan_checks import check_before_work
 from evalkit.records import EXTERNAL_CHUNKING, ChunkingSpec
 from evalkit.retrieval.embedding.registry import EMBEDDERS
 from evalkit.retrieval.embedding.settings import EmbedderSettings
@@ -251,7 +252,7 @@ def build_plan(
         raise ConfigError(f"production_log: {config.production_log!r} is not a file (a query log or trace export)")
     if (config.position is not None or config.answer_check.enabled) and config.generator is None:
         raise ConfigError("generator: not set; add generator=local or generator=anthropic")
-    return SweepPlan(
+    plan = SweepPlan(
         labelset_path=str(resolved),
         labelset_limit=config.labelset.limit,
         chunkings=chunkings,
@@ -278,6 +279,8 @@ def build_plan(
         generator=config.generator,
         judge=config.judge,
     )
+    check_before_work(config, plan)
+    return plan
 
 
 def _chunkings(config: SweepConfig) -> tuple[ChunkingSpec, ...]:

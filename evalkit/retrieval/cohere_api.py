@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from evalkit.http_call import SDK_MAX_BYTES, HttpError
+from evalkit.http_sdk import sdk_client
 from evalkit.retry import RetryPolicy, Transient, attempts_text, call_with_retries
 
 T = TypeVar("T")
@@ -31,8 +33,15 @@ def resolve_api_key(api_key: str | None, api_key_env: str, error: type[Exception
     raise error(f"{what} needs an API key: set {api_key_env} (or {SDK_API_KEY_ENV}), or {offline}")
 
 
-def make_client(api_key: str, base_url: str | None, timeout: float, error: type[Exception], what: str) -> Any:
-    """A ``cohere.ClientV2`` with the SDK's own retries off."""
+def make_client(
+    api_key: str,
+    base_url: str | None,
+    timeout: float,
+    error: type[Exception],
+    what: str,
+    max_reply_mb: float = SDK_MAX_BYTES / (1024 * 1024),
+) -> Any:
+    """A ``cohere.ClientV2`` with the SDK's own retries off; a reply over ``max_reply_mb`` is refused unread."""
     try:
         import cohere
     except ImportError as exc:
@@ -41,6 +50,8 @@ def make_client(api_key: str, base_url: str | None, timeout: float, error: type[
     if base_url is not None:
         # Passing base_url=None explicitly would bypass the SDK's CO_API_URL default, so only pass a real URL.
         options["base_url"] = base_url
+    # Every request under evalkit's HTTP rule (evalkit.http_call): a whole-request deadline, a reply cap.
+    options["httpx_client"] = sdk_client(timeout, int(max_reply_mb * 1024 * 1024))
     return cohere.ClientV2(**options)
 
 
@@ -88,13 +99,15 @@ def call_with_cohere_retries(
     sleep: Callable[[float], None],
     jitter: random.Random,
     on_resend: Callable[[], None] | None = None,
+    error: type[Exception] = RuntimeError,
 ) -> T:
     """``send()`` (one SDK request and the check of its reply) under evalkit's retries.
 
     Retried: the policy's transient statuses, connection errors, bodies the SDK cannot parse and replies
     ``send`` finds ``impossible``. ``on_resend`` runs before a resend after a reply that arrived but could
     not be used (the server may have done, and billed, that work). A status a retry cannot fix is raised
-    as the SDK's ``ApiError``; exhausted retries as :class:`~evalkit.retry.RetriesExhausted`.
+    as the SDK's ``ApiError``; a reply over the cap or nested too deep (the HTTP rule's final refusals) as one
+    ``error`` line; exhausted retries as :class:`~evalkit.retry.RetriesExhausted`.
     """
     from cohere.core.api_error import ApiError
     from cohere.core.parse_error import ParsingError
@@ -108,6 +121,10 @@ def call_with_cohere_retries(
             if not retry.retryable(exc.status_code, exc.headers):
                 raise
             raise Transient(f"HTTP {exc.status_code}", exc.headers) from exc
+        except HttpError as exc:  # the HTTP rule's: a deadline passed, a body cut short, over the cap, too deep
+            if not exc.retryable:
+                raise error(f"{exc.reason}") from None
+            raise Transient(exc.reason) from exc
         except (ParsingError, TransportError, impossible) as exc:
             raise Transient(problem(exc, impossible)) from exc
 

@@ -37,6 +37,7 @@ TRANSPORT_KEYS = frozenset(
         "retry_max_delay_s",
         "retry_deadline_s",
         "api_key_env",
+        "max_reply_mb",
     }
 )
 """Backend settings that change how a call is made, never its result: kept out of run and unit ids."""
@@ -139,7 +140,8 @@ _RERANKER_KEYS = {
     "fake": {"name", "thresholds"},
     "cohere": {
         "name", "thresholds", "model", "max_documents_per_request", "max_tokens_per_doc", "max_retries",
-        "retry_base_delay_s", "retry_max_delay_s", "retry_deadline_s", "timeout_s", "api_key_env", "base_url",
+        "retry_base_delay_s", "retry_max_delay_s", "retry_deadline_s", "timeout_s", "max_reply_mb", "api_key_env",
+        "base_url",
     },
 }  # fmt: skip
 
@@ -167,6 +169,8 @@ class RerankerSettings:
     retry_deadline_s: float | None = field(default=None, metadata={"above": 0.0})
     """Give up rather than wait past this many seconds since a request's first attempt; None: no deadline."""
     timeout_s: float = field(default=60.0, metadata={"above": 0.0})
+    max_reply_mb: float = field(default=64.0, metadata={"above": 0.0})
+    """A larger reply is refused (one line), never held whole (a 1,000-document rerank reply is about 100 KB)."""
     api_key_env: str = "COHERE_API_KEY"
     base_url: str | None = None
 

@@ -152,7 +152,10 @@ def _build(db: Any, index: DenseIndex, table: StoreTable, settings: StoreSetting
         built = db.create_table(table.name, data, mode=mode)
     except Exception as exc:  # an old table too broken to overwrite (a crash mid-build, damage)
         heal_table(table, _cause(exc))
-        built = db.create_table(table.name, data, mode="create")
+        try:
+            built = db.create_table(table.name, data, mode="create")
+        except Exception as again:  # nothing left to heal: a read-only or full disk, a folder not ours to write
+            raise StoreError(f"retriever.index=lancedb: cannot write {table.folder}: {_cause(again)}") from None
     if not settings.exact:
         built.create_index("vector", config=_index_config(settings, len(vectors)), replace=True)
     marker.write_text(json.dumps({"fingerprint": wanted, "model": index.model, **asdict(settings)}), encoding="utf-8")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import math
 import sys
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -124,23 +123,17 @@ def answer_check(
     n = settings.pilot_questions if settings.preset == "powered" else settings.questions
     refusals = tuple(refusal_for(job.generator.as_config(), lang) for lang in ("en", "zh"))
 
-    elapsed = [0.0]
-
     def answer_questions(questions: tuple[Question, ...]) -> pd.DataFrame:
         planned = plan_requests(configs, questions, ranked, documents, spec, budget, count, stuff=settings.stuff)
-        started = time.perf_counter()
-        frame = answer_check_rows(
+        return answer_check_rows(
             planned, {q.id: q for q in questions}, {k: d.text for k, d in documents.items()}, generator, cache,
             run_dir / files.ANSWER_CHECK_ROWS, refusals=refusals, price=price, flush_every=settings.flush_every,
             workers=settings.workers, progress=job.progress, spend=spend,
         )  # fmt: skip
-        elapsed[0] += time.perf_counter() - started
-        return frame
 
-    def answer(size: int) -> tuple[pd.DataFrame, float, tuple[Any, ...]]:
+    def answer(size: int) -> tuple[pd.DataFrame, tuple[Any, ...]]:
         questions = sample_questions(asked, size, settings.unanswerable_share, int(settings.seed or 0))
-        before = elapsed[0]
-        return answer_questions(questions), elapsed[0] - before, questions
+        return answer_questions(questions), questions
 
     production = configs[0].config_id
     candidates = [c.config_id for c in configs[1:]]
@@ -157,7 +150,8 @@ def answer_check(
         system_tokens = float(count(spec.prompts("en")["system"]))
         outcome = _measure(job, found.rows, configs, candidates, config_frame, system_tokens, found.sizing, labelset,
                            found.effects)  # fmt: skip
-        outcome["run"] = _run_record(found.rows, elapsed[0], len(found.questions), settings, job, len(configs),
+        seconds = float(found.rows["answer_s"].fillna(0.0).sum())  # every run's generating time, resumes included
+        outcome["run"] = _run_record(found.rows, seconds, len(found.questions), settings, job, len(configs),
                                      found.sizing)  # fmt: skip
         write_json(run_dir / files.ANSWER_CHECK_JSON, outcome)
         for config_id, entry in outcome["effects"].items():
@@ -165,14 +159,15 @@ def answer_check(
         return CheckOutcome(found.rows, outcome, LatencyModel.from_record(outcome["latency"]), system_tokens)
 
     log(f"answer check: {len(configs)} configs x {min(n, len(asked))} questions with {spec.model} ({settings.preset})")
-    rows, seconds, questions = answer(n)
+    rows, questions = answer(n)
     sized = sizing(rows, production, candidates, job.accuracy_margin, job.level, settings.target_power,
                    settings.max_questions or len(asked), effect, len(asked))  # fmt: skip
     if settings.preset == "powered" and sized["questions_needed"] and sized["questions_needed"] > len(questions):
         grown = min(int(sized["questions_needed"]), settings.max_questions or len(asked), len(asked))
         log(f"answer check: the pilot's discordance asks {sized['questions_needed']} questions; answering {grown}")
-        rows, more, questions = answer(grown)
-        seconds += more
+        rows, questions = answer(grown)  # the pilot's answers come from the cache with their answer_s
+    # Every run's generating time (rows carry it across a resume), not this run's cache reads alone.
+    seconds = float(rows["answer_s"].fillna(0.0).sum())
     system_tokens = float(count(spec.prompts("en")["system"]))
     outcome = _measure(job, rows, configs, candidates, config_frame, system_tokens, sized, labelset)
     outcome["run"] = _run_record(rows, seconds, len(questions), settings, job, len(configs), sized)
@@ -266,7 +261,8 @@ def _run_record(rows: pd.DataFrame, seconds: float, n_questions: int, settings: 
     one per config, plus the stuffed one)."""
     sent = rows[rows["sent"]]
     fresh = int((~sent["cached"].astype(bool)).sum())
-    pace = seconds / fresh if fresh else None
+    timed = int((sent["answer_s"].fillna(0.0) > 0).sum())  # generated in this run or an earlier one of its folder
+    pace = seconds / timed if timed else None
     per_question = len(sent) / n_questions if n_questions else n_configs
     needed = usd = None
     if pace is not None and sized.get("questions_needed"):

@@ -1,15 +1,13 @@
 """Claude through the official ``anthropic`` SDK: single Messages calls, token counts and Message Batches.
 
-Retries are evalkit's (:mod:`~evalkit.retry`, shared with the Cohere reranker), with the
-SDK's own loop switched off (``max_retries=0``) so attempts are exactly
-``1 + max_retries`` and the backoff is configurable (``retry_base_delay_s``).
-Retried (the shared policy): 408/409/429/5xx but 501/505, 529 (OverloadedError) included, lost or reset
-connections, bodies that are not JSON, empty or cut short, and replies that
-cannot be right (a message with no text block and no stop reason that explains
-it, an unknown stop reason, a negative token count). ``retry-after-ms`` /
-``retry-after`` / ``x-should-retry`` are honoured. Exhausted retries are one
-:class:`GenerationError` line naming the last failure. A batch is never
-resubmitted after a lost reply (it may exist already): that is an error at once.
+Retries are evalkit's (:mod:`~evalkit.retry`, shared with the Cohere reranker), with the SDK's own loop
+switched off (``max_retries=0``) so attempts are exactly ``1 + max_retries`` and the backoff is configurable
+(``retry_base_delay_s``). Retried (the shared policy): 408/409/429/5xx but 501/505, 529 (OverloadedError)
+included, lost or reset connections, bodies that are not JSON, empty or cut short, and replies that cannot be
+right (a message with no text block and no stop reason that explains it, an unknown stop reason, a negative
+token count). ``retry-after-ms`` / ``retry-after`` / ``x-should-retry`` are honoured. Exhausted retries are
+one :class:`GenerationError` line naming the last failure. A batch is never resubmitted after a lost reply
+(it may exist already): that is an error at once.
 
 A lost reply may still have been billed (the provider did the work, the answer
 never arrived): its attempt is added to the answer's usage as the provider bills
@@ -18,9 +16,8 @@ cache *write*, its output), so a run under faults never records less than it pai
 Prompt caching is asked for (``cache_control``) only where the prefix reaches the
 model's minimum cacheable length (:mod:`~evalkit.answers.generation.prompt_cache`, counted by the model).
 
-Note: ``messages.create`` in anthropic 2.x takes no ``temperature``/``top_p``,
-so answers are not sampled with a fixed seed: evalkit's cache is what makes a
-re-run reproducible.
+Note: ``messages.create`` in anthropic 2.x takes no ``temperature``/``top_p``, so answers are not sampled
+with a fixed seed: evalkit's cache is what makes a re-run reproducible.
 """
 
 from __future__ import annotations
@@ -44,6 +41,8 @@ from evalkit.answers.generation.prompt_cache import (
 )
 from evalkit.answers.generation.request import TRUNCATING_STOPS, GenerationError, GenerationRequest
 from evalkit.answers.generation.settings import ANTHROPIC_API_KEY_ENV
+from evalkit.http_call import SDK_MAX_BYTES, HttpError, http_error_in
+from evalkit.http_sdk import sdk_client
 from evalkit.records import Answer, Usage
 from evalkit.retry import SHOULD_RETRY_HEADER, RetriesExhausted, RetryPolicy, Transient, call_with_retries
 
@@ -97,6 +96,7 @@ class AnthropicGenerator(Generator):
         retry_max_delay_s: float = 60.0,
         retry_deadline_s: float | None = None,
         timeout_s: float = 120.0,
+        max_reply_mb: float = SDK_MAX_BYTES / (1024 * 1024),
         window: int | None = None,
         headroom: int = 0,
         precount: bool = True,
@@ -130,8 +130,9 @@ class AnthropicGenerator(Generator):
         self._jitter = jitter if jitter is not None else random.Random()
         self._sdk = _sdk()
         # The key is passed explicitly so the SDK never falls back to profiles or other credentials on disk.
-        # max_retries=0: evalkit's loop retries (see the module docstring); two loops would multiply attempts.
-        self._client: Anthropic = self._sdk.Anthropic(api_key=key, base_url=base_url, max_retries=0, timeout=timeout_s)
+        # max_retries=0: evalkit's loop retries; HTTP by evalkit's rule (http_call; the SDK 2.x is on httpx2).
+        client = sdk_client(timeout_s, int(max_reply_mb * 1024 * 1024), "httpx2")
+        self._client: Anthropic = self._sdk.Anthropic(api_key=key, base_url=base_url, max_retries=0, http_client=client)
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], **overrides: Any) -> AnthropicGenerator:
@@ -151,6 +152,7 @@ class AnthropicGenerator(Generator):
             "retry_max_delay_s": settings.retry_max_delay_s,
             "retry_deadline_s": settings.retry_deadline_s,
             "timeout_s": settings.timeout_s,
+            "max_reply_mb": settings.max_reply_mb,
             "window": settings.window or windows.get(model),
             "headroom": settings.headroom,
             "precount": settings.precount,
@@ -310,9 +312,12 @@ class AnthropicGenerator(Generator):
                 if not self.retry.retryable(err.status_code, err.response.headers):
                     raise
                 raise Transient(f"HTTP {err.status_code}: {_api_message(err)}", err.response.headers) from err
-            except (sdk.APIConnectionError, json.JSONDecodeError, sdk.APIResponseValidationError) as err:
-                # A reset, a timeout, or a 200 whose body is empty, not JSON or cut short.
-                reason = f"{type(err).__name__}: {err.__cause__ or err}"
+            except (sdk.APIConnectionError, json.JSONDecodeError, sdk.APIResponseValidationError, HttpError) as err:
+                # A reset, a timeout, a body empty, not JSON or cut short; over the cap or too deep: one line at once.
+                rule = http_error_in(err)
+                if rule is not None and not rule.retryable:
+                    raise GenerationError(f"{what}: {rule.reason}") from None
+                reason = rule.reason if rule is not None else f"{type(err).__name__}: {err.__cause__ or err}"
                 if not resend_lost:
                     raise GenerationError(
                         f"{what}: the reply was lost ({reason}); it may have been accepted, so it is not resent"

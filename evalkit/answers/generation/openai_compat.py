@@ -6,9 +6,9 @@ same ``POST {base_url}/chat/completions`` body. The request is streamed
 the reply's usage comes from the final chunk (``stream_options.include_usage``).
 
 Rules (the transport's in :mod:`evalkit.openai_api`, shared with ``embedder=openai``):
-- Every attempt runs under a whole-request deadline (``timeout_s``, connect to last
-  byte; :mod:`evalkit.http_deadline`), so a server that trickles its body cannot
-  hold a request longer than that.
+- Every request follows the one HTTP rule (:mod:`evalkit.http_call`): a whole-request
+  deadline (``timeout_s``, connect to last byte, on closing and keep-alive servers alike),
+  a reply cap (``max_reply_mb``), depth-safe JSON, a body cut short refused.
 - Retries are evalkit's (:mod:`evalkit.retry`), the SDK's own loop is off
   (``max_retries=0``): 408/409/429/5xx (``Retry-After`` honoured), lost or reset
   connections, a deadline passed, bodies that are not JSON and replies that cannot
@@ -36,7 +36,6 @@ from evalkit import openai_api
 from evalkit.answers.generation.base import Generator
 from evalkit.answers.generation.cached import overflow_answer
 from evalkit.answers.generation.request import TRUNCATING_STOPS, GenerationError, GenerationRequest
-from evalkit.http_deadline import Deadline, shutdown_response
 from evalkit.records import Answer, Usage
 from evalkit.retry import RetryPolicy, Transient
 
@@ -55,6 +54,9 @@ _TOO_LONG = (
     "prompt is too long",
 )
 """How OpenAI, vLLM, llama.cpp and TGI say a prompt does not fit (lower-case substrings of the error)."""
+
+
+_EVENTS = {"Accept": "text/event-stream"}
 
 
 def chat_body(request: GenerationRequest, settings: Mapping[str, Any], *, stream: bool) -> dict[str, Any]:
@@ -96,6 +98,7 @@ class OpenAICompatGenerator(Generator):
         stream: bool = True,
         concurrency: int = 4,
         timeout_s: float = 120.0,
+        max_reply_mb: float = 8.0,
         max_retries: int = 4,
         retry_base_delay_s: float = 0.5,
         retry_max_delay_s: float = 60.0,
@@ -117,7 +120,9 @@ class OpenAICompatGenerator(Generator):
         self._sleep = sleep
         self._jitter = jitter if jitter is not None else random.Random()
         self._sdk = openai_api.sdk(GenerationError, WHAT)
-        self._client = openai_api.make_client(self._sdk, api_key_env, self.base_url, timeout_s, WHAT, GenerationError)
+        self._client = openai_api.make_client(
+            self._sdk, api_key_env, self.base_url, timeout_s, int(max_reply_mb * 1024 * 1024), WHAT, GenerationError
+        )
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], **overrides: Any) -> OpenAICompatGenerator:
@@ -138,6 +143,7 @@ class OpenAICompatGenerator(Generator):
             "stream": settings.stream,
             "concurrency": settings.concurrency,
             "timeout_s": settings.timeout_s,
+            "max_reply_mb": settings.max_reply_mb,
             "max_retries": settings.max_retries,
             "retry_base_delay_s": settings.retry_base_delay_s,
             "retry_max_delay_s": settings.retry_max_delay_s,
@@ -159,10 +165,9 @@ class OpenAICompatGenerator(Generator):
         try:
             return openai_api.call(
                 self._sdk,
-                lambda deadline: self._attempt(body, request, deadline),
+                lambda: self._attempt(body, request),
                 what=what,
                 policy=self.retry,
-                timeout_s=self.timeout_s,
                 error=GenerationError,
                 sleep=self._sleep,
                 jitter=self._jitter,
@@ -182,8 +187,8 @@ class OpenAICompatGenerator(Generator):
             )
             raise GenerationError(line) from err
 
-    def _attempt(self, body: dict[str, Any], request: GenerationRequest, deadline: Deadline) -> Answer:
-        """One call: streamed chunks read until the last byte, checking the deadline after each."""
+    def _attempt(self, body: dict[str, Any], request: GenerationRequest) -> Answer:
+        """One call: streamed chunks read until the last byte (the transport holds the deadline)."""
         start = time.monotonic()
         extra = {**self.extra_body}
         if not self.stream:
@@ -193,11 +198,10 @@ class OpenAICompatGenerator(Generator):
         parts: list[str] = []
         finish: str | None = None
         usage: Any = None
-        stream = self._client.chat.completions.create(**body, extra_body=extra or None)
-        deadline.on_expiry(lambda: shutdown_response(stream.response))
+        # Accept: an event stream (as the SSE spec asks), so the transport caps its lines (http_call.LineGuard).
+        stream = self._client.chat.completions.create(**body, extra_body=extra or None, extra_headers=_EVENTS)
         try:
             for chunk in stream:
-                deadline.check(f"chat completion from {self.base_url}")
                 if getattr(chunk, "usage", None) is not None:
                     usage = chunk.usage
                 for choice in chunk.choices or ():

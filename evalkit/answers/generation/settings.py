@@ -13,6 +13,7 @@ back as a read-only mapping for code that reads prompts and refusals by key.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -75,6 +76,8 @@ class AnthropicSettings(GeneratorCommon):
     retry_deadline_s: float | None = field(default=None, metadata={"above": 0.0})
     """Give up rather than wait past this many seconds since a request's first attempt; None: no deadline."""
     timeout_s: float = field(default=120.0, metadata={"above": 0.0})
+    max_reply_mb: float = field(default=64.0, metadata={"above": 0.0})
+    """A larger reply (a message, a count, a batch's results) is refused (one line), never held whole."""
     base_url: str | None = None
 
 
@@ -102,6 +105,8 @@ class OpenAISettings(GeneratorCommon):
     """Requests in flight at once."""
     timeout_s: float = field(default=120.0, metadata={"above": 0.0})
     """Whole-request deadline, from connect to the last byte (not per socket read)."""
+    max_reply_mb: float = field(default=8.0, metadata={"above": 0.0})
+    """A larger reply is refused (one line), never held whole (a 4k-token answer streams about 1 MB)."""
     max_retries: int = field(default=4, metadata={"min": 0, "max": 100})
     retry_base_delay_s: float = field(default=0.5, metadata={"min": 0.0})
     retry_max_delay_s: float = field(default=60.0, metadata={"min": 0.0})
@@ -250,3 +255,19 @@ def _check_texts(texts: Mapping[str, Any], where: str) -> None:
     for key, text in texts.items():
         if not isinstance(text, str):
             raise ConfigError(f"{where}.{key}: {text!r} is not a string")
+
+
+def endpoint_problem(settings: GeneratorSettings, *, need_key: bool = True) -> str | None:
+    """Why a remote generator cannot be called (a base_url that is not http/https, a key's variable unset),
+    or None: checked before any work, so it is one line at once, not after the retrieval sweep."""
+    from evalkit.http_call import url_problem
+
+    base_url = getattr(settings, "base_url", None)
+    if isinstance(base_url, str):
+        problem = url_problem(base_url)
+        if problem is not None:
+            return f"generator.base_url: {problem}"
+    env = generator_backend(settings.name).api_key_env or getattr(settings, "api_key_env", None)
+    if need_key and env and not os.environ.get(env, "").strip():
+        return f"{env} is not set: export it to use generator={settings.name} (or pick another generator)"
+    return None

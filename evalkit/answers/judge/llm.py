@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from evalkit.answers.judge.metrics import DEFAULT_METRIC, metric_spec
 from evalkit.answers.judge.records import JudgeError
+from evalkit.http_call import SDK_MAX_BYTES
+from evalkit.http_sdk import sdk_async_client
 from evalkit.settings import ConfigError, parse_settings
 
 if TYPE_CHECKING:
@@ -33,6 +35,7 @@ def ragas_llm(
     *,
     max_retries: int = 2,
     timeout_s: float = 120.0,
+    max_reply_mb: float = SDK_MAX_BYTES / (1024 * 1024),
     max_connections: int = 16,
 ) -> InstructorBaseRagasLLM:
     """ragas' LLM wrapper (``InstructorLLM``) around ``anthropic.AsyncAnthropic``, for the judge metrics.
@@ -48,7 +51,7 @@ def ragas_llm(
         raise JudgeError(f"{API_KEY_ENV} is not set: export it to use the advisory Claude judge, or leave it off")
     try:
         import anthropic
-        import httpx2  # the HTTP package of anthropic 2.x
+        import httpx2  # noqa: F401  (the HTTP package of anthropic 2.x; its absence is this one-line error)
         from ragas import _analytics
         from ragas.llms import llm_factory
     except Exception as exc:  # ImportError, or ragas failing inside its own imports
@@ -57,9 +60,9 @@ def ragas_llm(
         ) from exc
     # ragas reads the variable once and caches it: re-read in case something asked before it was set.
     _analytics.do_not_track.cache_clear()
-    http_client = anthropic.DefaultAsyncHttpxClient(
-        limits=httpx2.Limits(max_connections=max_connections, max_keepalive_connections=0)
-    )
+    # Every request under evalkit's HTTP rule (http_call): a whole-request deadline that holds on any server, a
+    # reply cap, depth-safe JSON, at most max_connections at once, and no kept-alive connection reused.
+    http_client = sdk_async_client(timeout_s, int(max_reply_mb * 1024 * 1024), "httpx2", max_connections)
     client = anthropic.AsyncAnthropic(
         api_key=key,
         base_url=base_url,
@@ -108,6 +111,9 @@ class JudgeConfig:
     max_concurrency: int = field(default=4, metadata={"min": 1})
     max_retries: int = field(default=2, metadata={"min": 0, "max": 100})
     timeout_s: float = field(default=120.0, metadata={"above": 0.0})
+    """Each request's whole deadline, from connect to the reply's last byte (evalkit.http_call)."""
+    max_reply_mb: float = field(default=64.0, metadata={"above": 0.0})
+    """A larger reply is refused (that row's note says so), never held whole."""
     base_url: str | None = None
 
     @classmethod
@@ -129,4 +135,5 @@ class JudgeConfig:
             self.max_tokens,
             max_retries=self.max_retries,
             timeout_s=self.timeout_s,
+            max_reply_mb=self.max_reply_mb,
         )

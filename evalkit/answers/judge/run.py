@@ -18,6 +18,7 @@ from evalkit.answers.judge.llm import INSTRUCTOR_ATTEMPTS
 from evalkit.answers.judge.metrics import DEFAULT_METRIC, MetricSpec, metric_spec
 from evalkit.answers.judge.records import JudgeError, JudgeRow, JudgeScore, NoiseFloor
 from evalkit.cache import Cache, cache_key, decode_json, encode_json
+from evalkit.http_call import http_error_in
 
 if TYPE_CHECKING:
     from ragas.llms.base import InstructorBaseRagasLLM
@@ -41,6 +42,9 @@ _TALLY: ContextVar[_Tally | None] = ContextVar("evalkit_judge_tally", default=No
 
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
+    rule = http_error_in(exc)  # the SDK says "Connection error."; the HTTP rule's reason says which limit
+    if rule is not None and rule is not exc:
+        text = f"{text} ({rule.reason})"
     return f"{type(exc).__name__}: {text}"[:300]
 
 

@@ -85,7 +85,9 @@ class CohereEmbedder(Embedder):
         self._jitter = jitter if jitter is not None else random.Random()
         offline = "embed offline with embedder=e5 (or embedder=usem3)"
         key = resolve_api_key(None, settings.api_key_env, EmbeddingError, WHAT, offline)
-        self._client = make_client(key, settings.base_url, settings.timeout_s, EmbeddingError, WHAT)
+        self._client = make_client(
+            key, settings.base_url, settings.timeout_s, EmbeddingError, WHAT, settings.max_reply_mb
+        )
 
     priced = True
 
@@ -120,7 +122,7 @@ class CohereEmbedder(Embedder):
         try:
             response, vectors = call_with_cohere_retries(
                 send, self.retry, _ImpossibleReply, attempts, sleep=self._sleep, jitter=self._jitter,
-                on_resend=self.resent,
+                on_resend=self.resent, error=EmbeddingError,
             )  # fmt: skip
         except ApiError as exc:  # a status a retry cannot fix
             raise EmbeddingError(describe(exc, what, attempts.n, False, self.settings.api_key_env)) from None

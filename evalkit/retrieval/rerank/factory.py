@@ -47,6 +47,7 @@ def _cohere(settings: RerankerSettings, cache: Cache, pricing_dir: Path) -> Rera
         retry_max_delay=settings.retry_max_delay_s,
         retry_deadline=settings.retry_deadline_s,
         timeout=settings.timeout_s,
+        max_reply_mb=settings.max_reply_mb,
     )
 
 
