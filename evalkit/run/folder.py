@@ -170,6 +170,13 @@ class Run:
     def config_ids(self) -> tuple[str, ...]:
         return tuple(self.summary["config_id"])
 
+    @property
+    def external(self) -> bool:
+        """Whether production's own retriever (``retriever=external``) returned every config's hits: its chunking
+        is its own, so production is found by top_k and threshold alone."""
+        retriever = (self.manifest.get("config") or {}).get("retriever") or {}
+        return isinstance(retriever, Mapping) and retriever.get("name") == "external"
+
     def baseline_point(self) -> BaselinePoint | None:
         """The manifest's production grid point, or None when the manifest has none."""
         block = (self.manifest.get("config") or {}).get("baseline") or {}
