@@ -66,7 +66,6 @@ def describe_retriever(identity: Mapping[str, str]) -> str:
 def base_retriever(base_conf: str, overrides: Sequence[str]) -> dict[str, str]:
     """The retriever the base branch's config names, composed as the sweep composes it (its conf/ first)."""
     from hydra.errors import HydraException
-    from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
     from evalkit.project.layers import compose_config, find_source, hydra_overrides
@@ -74,11 +73,11 @@ def base_retriever(base_conf: str, overrides: Sequence[str]) -> dict[str, str]:
     try:
         source = find_source(("--config-dir", base_conf), Path.cwd())
         cfg = compose_config(source, hydra_overrides(overrides))
-        block = OmegaConf.to_container(cfg.retriever, resolve=True)
+        # Only the identity's four keys are read (resolved on access), never the whole node as a raw dict.
+        block = {key: cfg.retriever.get(key) for key in IDENTITY_KEYS}
     except (HydraException, OmegaConfBaseException) as exc:
         problem = " ".join(str(exc).split())
         raise GateError(f"{base_conf}: the base branch's config does not compose ({problem})") from None
-    assert isinstance(block, dict)
     return retriever_identity(block)
 
 
