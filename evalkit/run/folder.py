@@ -34,11 +34,13 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from evalkit.run import files
+from evalkit.run.schemas import SchemaVersionError, check, stamp
 from evalkit.run.units import atomic_write
 
 
 def write_json(path: Path, payload: Mapping[str, Any]) -> None:
-    text = json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+    """Write ``payload`` as JSON, atomically; a file with a schema (``run/schemas/``) gets its version stamped."""
+    text = json.dumps(stamp(path.name, payload), indent=2, ensure_ascii=False, sort_keys=True, default=str)
     atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
@@ -217,7 +219,15 @@ def _read_table(path: Path) -> pd.DataFrame:
 
 
 def _optional_json(path: Path) -> dict[str, Any] | None:
-    return _read_object(path) if path.is_file() else None
+    """The file's object, None when absent; a versioned file of another schema version is refused here, once."""
+    if not path.is_file():
+        return None
+    payload = _read_object(path)
+    try:
+        check(path.name, payload, str(path))
+    except SchemaVersionError as exc:
+        raise RunError(str(exc)) from None
+    return payload
 
 
 def _optional_table(path: Path) -> pd.DataFrame | None:
