@@ -69,3 +69,28 @@ def test_a_file_of_another_version_is_refused_in_one_line(gated_run: Path, tmp_p
     del payload["schema_version"]  # a file from before versioning reads as it did
     path.write_text(json.dumps(payload), encoding="utf-8")
     assert load_run(copy).gate is not None
+
+
+def test_the_config_schemas_are_current_and_every_shipped_file_validates() -> None:
+    """conf/schemas/ is what the typed settings say (regenerate: python -m evalkit.project.conf_schema conf/schemas),
+    and every bundled config file passes its group's schema; a misspelt key does not."""
+    import yaml
+
+    from evalkit.project.conf_schema import render, schemas
+
+    shipped = Path(__file__).parents[1] / "conf" / "schemas"
+    generated = schemas()
+    assert sorted(p.name for p in shipped.glob("*.json")) == sorted(generated)
+    for name, body in generated.items():
+        assert (shipped / name).read_text(encoding="utf-8") == render(body), f"{name} is stale"
+    conf = shipped.parent
+    for name, body in generated.items():
+        group = name.removesuffix(".schema.json")
+        paths = [conf / "config.yaml"] if group == "config" else sorted((conf / group).glob("*.yaml"))
+        validator = Draft202012Validator(body)
+        for path in paths:
+            errors = [e.message for e in validator.iter_errors(yaml.safe_load(path.read_text(encoding="utf-8")) or {})]
+            assert errors == [], (path, errors[:2])
+    retriever = Draft202012Validator(generated["retriever.schema.json"])
+    assert not retriever.is_valid({"name": "external", "timout_s": 30}), "a misspelt key is an error"
+    assert not retriever.is_valid({"name": "external", "batch_size": 0}), "a bound is an error"
