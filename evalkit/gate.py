@@ -38,9 +38,9 @@ from evalkit.run.disk import describe_os_error
 from evalkit.run.folder import Run, RunError, load_run, write_json
 from evalkit.scoring.answer_columns import answered_values, with_answer_columns
 from evalkit.scoring.clusters import cluster_map
-from evalkit.scoring.decide import production_in_grid
 from evalkit.scoring.gatecheck import Check, ConfigData, GateConfig, GateError, evaluate
 from evalkit.scoring.latency import LatencyModel
+from evalkit.scoring.production import production_in_grid
 
 
 @dataclass(frozen=True)

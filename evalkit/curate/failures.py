@@ -3,7 +3,7 @@
 Reads a run folder (the layout :mod:`evalkit.run.files` names): the
 production config is ``recommendation.json``'s ``production.config_id``, or,
 for runs before it existed, the grid point the manifest's ``baseline:``
-block names (:func:`evalkit.scoring.decide.production_in_grid`). A question is a
+block names (:func:`evalkit.scoring.production.production_in_grid`). A question is a
 failure of that config when it is answerable and ``recall`` (span coverage at
 top_k) is below 1 (a miss, a partial multi-hop miss or a zero-hit), or, with
 ``unanswerable``, when it is unanswerable and the config returned context
@@ -25,7 +25,7 @@ import pandas as pd
 from evalkit.curate.queue import QueueItem
 from evalkit.labels.load import tolerant_load
 from evalkit.run import files
-from evalkit.scoring.decide import production_in_grid
+from evalkit.scoring.production import production_in_grid
 
 __all__ = ["FailureProposal", "propose_failures"]
 

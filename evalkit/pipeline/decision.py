@@ -28,10 +28,11 @@ from evalkit.run.folder import write_json, write_table
 from evalkit.scoring.answer_columns import answered_values, with_answer_columns
 from evalkit.scoring.at_budget import production_budget, recall_at_budget
 from evalkit.scoring.clusters import cluster_map, question_clusters
-from evalkit.scoring.decide import NO_PRODUCTION, RECOMMEND, decide, production_in_grid
+from evalkit.scoring.decide import NO_PRODUCTION, RECOMMEND, decide
 from evalkit.scoring.gatecheck import GateConfig
 from evalkit.scoring.objective import ObjectiveSettings
 from evalkit.scoring.per_config import Results, config_rows
+from evalkit.scoring.production import production_in_grid
 from evalkit.scoring.registry import MEASURES
 from evalkit.scoring.segments import segment_frame
 

@@ -22,7 +22,7 @@ from evalkit.run.folder import BaselinePoint
 from evalkit.run.review import BaselineComparison, Curve, HeadlineRow, Interval, Mde, Paired, Statistics, Step
 from evalkit.scoring import compare, stats
 from evalkit.scoring.compare import Resampling
-from evalkit.scoring.decide import production_in_grid
+from evalkit.scoring.production import production_in_grid
 from evalkit.scoring.registry import COST_PER_QUERY, HEADLINE, Measure, measure
 from evalkit.scoring.values import at_threshold, available, matrix, per_question
 

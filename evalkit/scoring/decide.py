@@ -238,26 +238,6 @@ def find_production(
     return None if match.empty else str(match.iloc[0]["config_id"])
 
 
-def production_in_grid(
-    summary: pd.DataFrame,
-    chunk_size: int | None,
-    chunk_overlap: int | None,
-    top_k: int | None,
-    threshold: float | None,
-    external: bool,
-) -> str | None:
-    """Production's config id in a run's grid, the one rule the decision and the gate share. An external
-    retriever's chunking is its own (every config is chunk 0/0 there): its production is found by top_k and
-    threshold alone, whatever chunk_size the production file names. None when production is not in the grid."""
-    if top_k is None:
-        return None
-    if external:
-        return find_production(summary, 0, 0, top_k, threshold)
-    if chunk_size is None:
-        return None
-    return find_production(summary, chunk_size, chunk_overlap or 0, top_k, threshold)
-
-
 PRIMARY, ZERO_HIT, ABSTAIN, PROMPT = "primary", "zero_hit_answerable", "abstention", "prompt_tokens"
 
 
