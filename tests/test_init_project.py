@@ -80,6 +80,24 @@ def test_init_into_an_existing_repository_merges(tmp_path: Path, capsys: pytest.
     assert capsys.readouterr().err.startswith("evalkit init: error: --labelset ../missing: no such folder")
 
 
+def test_init_dot_in_a_repository_keeps_its_readme_and_ignores_reports(tmp_path: Path) -> None:
+    """The acceptance case as a team types it: ``python -m evalkit init .`` in a folder with its own README.md
+    and a .gitignore that does not ignore reports/ yet."""
+    readme = b"# Our RAG service\n\nHow to run it.\n"
+    (tmp_path / "README.md").write_bytes(readme)
+    (tmp_path / ".gitignore").write_text("node_modules\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "evalkit", "init", "."], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "README.md").read_bytes() == readme
+    assert (tmp_path / ".gitignore").read_text(encoding="utf-8").splitlines() == [
+        "node_modules",
+        "reports/",
+        ".evalkit-cache/",
+    ]
+    assert "kept README.md" in done.stderr and "added reports/ .evalkit-cache/ to .gitignore" in done.stderr
+    assert done.stderr.rstrip().endswith("next: python -m evalkit.sweep"), done.stderr
+
+
 def test_the_project_layers_over_the_bundled_configs(tmp_path: Path) -> None:
     root = tmp_path / "team"
     init_project(root)

@@ -239,5 +239,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"evalkit init: {wrote} written or merged, {len(steps) - wrote} kept as they were", file=sys.stderr)
     if args.labelset is None:
         print(f"evalkit init: {copied_note(root)}", file=sys.stderr)
-    print(f"evalkit init: next: cd {root} && python -m evalkit.sweep", file=sys.stderr)
+    here = root.resolve() == Path.cwd().resolve()  # `evalkit init .`: no `cd .` to tell
+    print(f"evalkit init: next: {'' if here else f'cd {root} && '}python -m evalkit.sweep", file=sys.stderr)
     return 0
