@@ -30,10 +30,10 @@ import pyarrow as pa
 import evalkit  # the public API only: evalkit.chunk_labelset and evalkit.embed_texts
 
 STORE_ENV = "EVALKIT_LANCEDB_STORE"
+"""The store's folder (the production side's setting; evalkit never reads it)."""
 CACHE_PATH = os.environ.get("EVALKIT_CACHE_PATH", "reports/.cache/evalkit.sqlite")
 """The sweep's cache (its default cache_path, from the folder both run in): the chunks' vectors embedded for
 the store are the ones a sweep over the same chunks finds there, so nothing is embedded twice."""
-"""The store's folder (the production side's setting; evalkit never reads it)."""
 TABLE = "chunks"
 META = "evalkit_example.json"
 """Beside the table: which embedder made the vectors, so queries are embedded by the same one."""
