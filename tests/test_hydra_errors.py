@@ -76,8 +76,9 @@ def test_help_describes_evalkit_not_hydra(tmp_path: Path) -> None:
     done = cli(["--help"], tmp_path)
     assert done.returncode == 0
     text = done.stdout
-    for group in ("labelset", "chunker", "embedder", "retriever", "reranker", "sweep", "objective"):
-        assert f"  {group} " in text
+    for group in ("labelset", "chunker", "embedder", "retriever", "reranker", "sweep", "objective", "answer_check",
+                  "executor", "generator", "position"):  # fmt: skip
+        assert f"  {group} " in text, group
     for key in ("chunk_size", "chunk_overlap", "top_k", "threshold"):
         assert f"  {key} " in text
     assert text.count("python -m evalkit.sweep ") >= 3
