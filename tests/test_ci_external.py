@@ -22,6 +22,7 @@ import pytest
 from evalkit.project.init import init_project
 from tests.conftest import REPO
 from tests.external import gold_retriever
+from tests.gate_page import assert_the_page_leads_with_the_gate
 from tests.loopback.retriever_server import RetrieverServer
 
 RECIPE = ("bash", "ci/evalkit-gate.sh", "sweep-and-gate")
@@ -124,19 +125,4 @@ def test_an_external_production_is_gated_through_the_recipe(
     assert "version 1" in gate["route"] and good_url in gate["route"], gate["route"]
 
     # The report the job uploads opens with what the gate said, in gate.md's words and numbers.
-    gate_md = (project / "reports" / "ci" / "gate.md").read_text(encoding="utf-8")
-    rows = [line.split("|")[1:-1] for line in gate_md.splitlines() if line.startswith("| ") and "---" not in line]
-    page = browser.new_page(viewport={"width": 1280, "height": 800})
-    page.goto((project / "reports" / "ci" / "index.html").as_uri())
-    page.wait_for_load_state("load")
-    first = page.locator("main > section").first
-    assert first.get_attribute("id") == "gate"
-    box = first.locator(".big").bounding_box()
-    assert box is not None and box["y"] + box["height"] <= 800, "the verdict is on the first screen"
-    text = first.inner_text()
-    assert "evalkit gate: FAIL" in " ".join(text.split()), text
-    assert f"Route: {gate['route']}" in text and "external|external|none|k5|t0" in text
-    cells = [[c.strip() for c in r.locator("td").all_inner_texts()] for r in first.locator("tbody tr").all()]
-    expected = [[c.strip().replace("**", "") for c in row] for row in rows[1:]]  # gate.md's rows, header dropped
-    assert cells == expected, (cells, expected)
-    page.close()
+    assert assert_the_page_leads_with_the_gate(browser, project / "reports" / "ci")["verdict"] == "fail"
