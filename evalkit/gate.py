@@ -45,10 +45,10 @@ from evalkit.run.disk import describe_os_error
 from evalkit.run.folder import Run, RunError, load_run, write_json
 from evalkit.scoring.answer_columns import answered_values, with_answer_columns
 from evalkit.scoring.clusters import cluster_map
-from evalkit.scoring.decide import find_production
 from evalkit.scoring.evidence import NOT_CHECKED, NOT_SHOWN, SHOWN_NOT_WORSE, SHOWN_WORSE, combined_state
 from evalkit.scoring.gatecheck import EVIDENCE_COLUMNS, Check, ConfigData, GateConfig, GateError, evaluate
 from evalkit.scoring.latency import LatencyModel
+from evalkit.scoring.production import production_in_grid
 from evalkit.scoring.registry import FIRST_TOKEN_S, MEASURES
 
 
@@ -101,7 +101,7 @@ def _baseline_config(run: Run) -> str:
     if len(run.summary) == 1:
         return str(run.summary["config_id"].iloc[0])
     point = run.baseline_point()
-    config_id = None if point is None else find_production(run.summary, **asdict(point))
+    config_id = None if point is None else production_in_grid(run.summary, **asdict(point), external=run.external)
     if config_id is not None:
         return config_id
     raise GateError(
@@ -112,7 +112,7 @@ def _baseline_config(run: Run) -> str:
 def _config_at_point(run: Run, production_file: str) -> str:
     """The config of ``run`` at the grid point a production file names (e.g. the pull request base's)."""
     point = load_production_point(production_file)
-    config_id = find_production(run.summary, **asdict(point))
+    config_id = production_in_grid(run.summary, **asdict(point), external=run.external)
     if config_id is None:
         raise GateError(
             f"{production_file}: production ({point.describe()}) is not a config of {run.root}; "

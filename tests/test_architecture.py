@@ -136,6 +136,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "labels/",
         "chunking/",  # evalkit.chunk_labelset: a set's chunks for a team's own store
         "retrieval/",  # evalkit.embed_texts: the vectors a sweep scores with
+        "cache.py",  # ... read from and written to the sweep's own cache, so a team's store embeds nothing twice
         "run/",
         # the CI route reads a production file with the sweep's own settings and speaks the gate's errors
         "pipeline/",

@@ -22,6 +22,7 @@ from evalkit.project.install import PLACEHOLDER, source_from_direct_url
 from evalkit.report.__main__ import compare_lines
 from evalkit.review.compare import compare_runs
 from evalkit.run.folder import load_run
+from tests.gate_page import assert_the_page_leads_with_the_gate
 from tests.wheel_env import WheelEnv, make_env
 
 EXPRESSION = re.compile(r"\$\{\{[^}]*\}\}")
@@ -213,7 +214,7 @@ def _set_production(project: Path, chunk_size: int, overlap: int, top_k: int, me
 
 
 def test_a_pull_request_that_changes_production_gates_the_new_production_against_the_base(
-    tmp_path: Path, installed: WheelEnv, github: str
+    tmp_path: Path, installed: WheelEnv, github: str, browser
 ) -> None:
     """The baseline is the base branch's production, read with git from origin: a pull request that makes
     production worse fails with the failing checks in the comment, one that makes it better passes. The sweep
@@ -253,6 +254,9 @@ def test_a_pull_request_that_changes_production_gates_the_new_production_against
     assert "Candidate `recursive-s256-o0|bm25|none|k3|t0`" in body and "production `recursive-s512-o64|" in body
     assert re.search(r"\| recall@k \|.*\*\*FAIL\*\* \|", body), body
     assert "Route: this pull request changes production" in body
+    # The report the job uploads opens with the same FAIL and gate.md's numbers, not "Keep production".
+    shown = assert_the_page_leads_with_the_gate(browser, project / "reports" / "ci")
+    assert shown["verdict"] == "fail" and shown["candidate"]["config_id"] == "recursive-s256-o0|bm25|none|k3|t0"
 
     # Better: main's production is 256/64/k3; the pull request moves it to 256/64/k5 (recall about +19 points).
     _git(project, "checkout", "-q", "main")

@@ -14,6 +14,7 @@ import pytest
 from evalkit.pipeline.margins import load_gate_config
 from evalkit.scoring.decide import KEEP, RECOMMEND, decide
 from evalkit.scoring.objective import ObjectiveSettings
+from evalkit.scoring.production import production_in_grid
 from evalkit.scoring.registry import MEASURES
 from tests.conftest import REPO
 from tests.test_sweep import run_in_process
@@ -193,6 +194,23 @@ def test_the_cheaper_picks_words_are_no_stronger_than_its_interval() -> None:
     same, shown = cheaper_label({"recall": {"delta": 0.001, "low": -0.008, "high": 0.01}}, margins, 29.0)
     assert shown and same == "same quality, 29% cheaper"
     worse, shown = cheaper_label({"recall": {"delta": -0.011, "low": -0.018, "high": -0.004}}, margins, 29.0)
-    assert not shown and worse == "recall@k -1.1 [-1.8, -0.4] points (worse, within the 2-point margin); 29% cheaper"
+    assert not shown and worse == "recall@k worse (within the 2-point margin); 29% cheaper"
     wide, shown = cheaper_label({"recall": {"delta": 0.0, "low": -0.015, "high": 0.03}}, margins, 10.0)
     assert not shown and "not shown different" in wide
+
+
+def test_production_is_found_by_one_rule_for_every_retriever() -> None:
+    """Worked by hand: an external run's configs are all chunk 0/0, so its production is the config at the
+    production file's top_k and threshold, whatever chunking the file names; evalkit's own grid needs the chunking."""
+    external = pd.DataFrame(
+        {"config_id": ["external|external|none|k3|t0", "external|external|none|k5|t0"], "chunk_size": [0, 0],
+         "chunk_overlap": [0, 0], "top_k": [3, 5], "threshold": [0.0, 0.0]}
+    )  # fmt: skip
+    assert production_in_grid(external, 512, 64, 5, None, external=True) == "external|external|none|k5|t0"
+    assert production_in_grid(external, None, None, 3, 0.0, external=True) == "external|external|none|k3|t0"
+    assert production_in_grid(external, 512, 64, 5, None, external=False) is None, "512/64 is not in this grid"
+    assert production_in_grid(external, 512, 64, None, None, external=True) is None, "no top_k, no point"
+    own = external.assign(config_id=["a", "b"], chunk_size=[512, 512], chunk_overlap=[64, 0])
+    assert production_in_grid(own, 512, 64, 3, None, external=False) == "a"
+    assert production_in_grid(own, 512, None, 5, None, external=False) == "b", "a missing overlap reads as 0"
+    assert production_in_grid(own, None, 64, 3, None, external=False) is None

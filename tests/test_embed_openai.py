@@ -174,3 +174,20 @@ def test_priced_model_charges_and_shortens(stand_in: OpenAILoopback) -> None:
         "encoding_format": "float",
         "dimensions": 8,
     }
+
+
+def test_a_sweep_through_the_endpoint_prints_no_line_per_request(stand_in: OpenAILoopback, tmp_path: Path) -> None:
+    """The HTTP client logs each request at INFO; Hydra's console handler showed one "[HYDRA] HTTP Request" line
+    per embedding batch. The sweep's log is evalkit's own lines."""
+    from tests.conftest import demo_subset
+
+    labelset = demo_subset(tmp_path / "set", n_docs=4)
+    command = [sys.executable, "-m", "evalkit.sweep", "retriever=dense", "embedder=openai",
+               f"embedder.base_url={stand_in.base_url}", "embedder.api_key_env=null", "embedder.dimension=8",
+               "embedder.model=stand-in", "embedder.batch_size=4", "sweep=quick", "top_k=[3]", "position=off",
+               "answer_check=off", "report=false", "progress=false", f"labelset.path={labelset}",
+               f"reports_dir={tmp_path / 'reports'}"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert len(stand_in.bodies) >= 2, "the texts went to the endpoint in several requests"
+    assert "HTTP Request" not in done.stdout + done.stderr, done.stderr[-2000:]

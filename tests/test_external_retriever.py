@@ -168,6 +168,29 @@ def test_a_retriever_that_finds_nothing_for_some_queries_scores_the_rest(
     assert 0 < found.sum() < len(at_5)
 
 
+def test_the_gate_finds_an_external_runs_production_without_being_told(
+    tmp_path: Path, gold_of, small_demo: Path
+) -> None:
+    """The README's "Evaluate your production retriever" case, gated as the issue wrote it: no --baseline-config.
+    Production (config.yaml's baseline: 512/64, top_k 5) is the external config at top_k 5, its own chunking."""
+    gold_of(small_demo)
+    run = run_in_process(sweep_args(small_demo, tmp_path, "retriever=external", f"retriever.target={TARGET}:offsets"))
+    gate = [
+        sys.executable,
+        "-m",
+        "evalkit.gate",
+        "--run",
+        str(run),
+        "--candidate-config",
+        "external|external|none|k1|t0",
+    ]
+    done = subprocess.run(gate, capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert done.returncode in (0, 1), done.stderr  # a verdict, not "none is the manifest's baseline" (exit 2)
+    verdict = json.loads((run / "gate.json").read_text(encoding="utf-8"))
+    assert verdict["baseline"]["config_id"] == "external|external|none|k5|t0", verdict["baseline"]
+    assert verdict["candidate"]["config_id"] == "external|external|none|k1|t0"
+
+
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "evalkit.sweep", *args], capture_output=True, text=True, cwd=REPO, timeout=600

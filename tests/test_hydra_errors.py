@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from evalkit.overrides import composition_error
-from evalkit.project.help import help_text
+from evalkit.project.help import DATA_FOLDERS, GROUP_HELP, config_groups, groups_without_help, help_text
 from evalkit.project.init import init_project
 from evalkit.project.layers import find_source
 
@@ -76,8 +76,9 @@ def test_help_describes_evalkit_not_hydra(tmp_path: Path) -> None:
     done = cli(["--help"], tmp_path)
     assert done.returncode == 0
     text = done.stdout
-    for group in ("labelset", "chunker", "embedder", "retriever", "reranker", "sweep", "objective"):
-        assert f"  {group} " in text
+    for group in ("labelset", "chunker", "embedder", "retriever", "reranker", "sweep", "objective", "answer_check",
+                  "executor", "generator", "position"):  # fmt: skip
+        assert f"  {group} " in text, group
     for key in ("chunk_size", "chunk_overlap", "top_k", "threshold"):
         assert f"  {key} " in text
     assert text.count("python -m evalkit.sweep ") >= 3
@@ -110,3 +111,25 @@ def test_a_key_given_twice_and_a_threshold_no_score_reaches_are_warnings(tmp_pat
     warnings = [line for line in done.stderr.splitlines() if line.startswith("evalkit: warning: ")]
     assert "top_k is given twice (top_k=3, then top_k=5): the last, top_k=5, is used" in warnings[0]
     assert any("threshold -1 is below every score (bm25 scores are never below 0)" in w for w in warnings), warnings
+
+
+def test_help_is_generated_and_every_config_group_has_a_line(tmp_path: Path) -> None:
+    """--help lists every group of the config tree with its default and choices; a group without a help line
+    (a new conf/ folder, a team's own) is named by the check, so none is shown without saying what it does."""
+    from evalkit.plugins import GROUPS as PLUGIN_KINDS
+
+    init_project(tmp_path / "team")
+    search = find_source([], tmp_path / "team").search
+    assert groups_without_help() == [] and groups_without_help(search) == []
+    assert set(GROUP_HELP) | set(DATA_FOLDERS) == set(config_groups(search)), "a help line for a folder that is gone"
+    assert set(PLUGIN_KINDS) <= set(config_groups()), "every registry kind is a config group"
+    text = help_text(search)
+    lines = text.splitlines()
+    for group, default in (("answer_check", "off"), ("executor", "local"), ("baseline", "production")):
+        at = next(i for i, line in enumerate(lines) if line.startswith(f"  {group} "))
+        assert lines[at].split(None, 1)[1] == GROUP_HELP[group]
+        assert f"{default} (default)" in lines[at + 1], (group, lines[at + 1])
+    assert "answer_check" in help_text() and "smoke (default)" in help_text()
+    (tmp_path / "team" / "conf" / "rewriter").mkdir()
+    (tmp_path / "team" / "conf" / "rewriter" / "hyde.yaml").write_text("name: hyde\n", encoding="utf-8")
+    assert groups_without_help(search) == ["rewriter"]

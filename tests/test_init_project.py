@@ -9,25 +9,93 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from evalkit.__main__ import main as evalkit_main
-from evalkit.project.init import LAYOUT, InitError, init_project
+from evalkit.project.init import LAYOUT, init_project
 from evalkit.project.layers import compose_config, find_source
 
 
-def test_init_writes_the_project_and_refuses_to_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_init_writes_the_project_and_never_overwrites(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert evalkit_main(["init", str(tmp_path / "team")]) == 0
     root = tmp_path / "team"
     for rel in LAYOUT.values():
         assert (root / rel).is_file(), rel
     assert (root / "labelsets" / "team" / "questions.jsonl").is_file(), "a starter set so the first sweep runs"
     assert "$" not in (root / "conf" / "labelset" / "team.yaml").read_text(encoding="utf-8")
-    assert evalkit_main(["init", str(root)]) == 2
-    assert "already has conf/project.yaml" in capsys.readouterr().err
-    with pytest.raises(InitError):
-        init_project(root)
-    init_project(root, labelset="../our-set", force=True)
-    assert "path: ../our-set" in (root / "conf" / "labelset" / "team.yaml").read_text(encoding="utf-8")
+    capsys.readouterr()
+    production = root / "conf" / "baseline" / "production.yaml"
+    production.write_text("chunk_size: 256\nchunk_overlap: 0\ntop_k: 3\n", encoding="utf-8")
+    assert evalkit_main(["init", str(root)]) == 0, "a second init merges: nothing to add, nothing overwritten"
+    said = capsys.readouterr().err
+    assert "kept conf/baseline/production.yaml" in said, said
+    assert production.read_text(encoding="utf-8").startswith("chunk_size: 256")
+    (root / "labelsets" / "ours").mkdir()
+    init_project(root, labelset="labelsets/ours", force=True)
+    assert "path: labelsets/ours" in (root / "conf" / "labelset" / "team.yaml").read_text(encoding="utf-8")
+    assert "chunk_size: 256" not in production.read_text(encoding="utf-8"), "--force rewrites evalkit's own files"
+
+
+def test_init_into_an_existing_repository_merges(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The team's README stays byte for byte (or gets a section on request), .gitignore gains what it lacks, a
+    subfolder's workflow goes where GitHub reads it, and a labelled set that is not there is exit 2."""
+    repo = tmp_path / "repo"
+    (repo / ".github" / "workflows").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    readme = "# Our RAG service\r\nIt answers questions.  \n"
+    (repo / "README.md").write_bytes(readme.encode("utf-8"))
+    (repo / ".gitignore").write_text("node_modules\n/reports/\n", encoding="utf-8")
+    assert evalkit_main(["init", str(repo), "--force"]) == 0
+    assert (repo / "README.md").read_bytes() == readme.encode("utf-8"), "the team's README, not even --force"
+    assert (repo / ".gitignore").read_text(encoding="utf-8") == "node_modules\n/reports/\n.evalkit-cache/\n"
+    said = capsys.readouterr().err
+    assert "  kept README.md\n" in said and "added .evalkit-cache/ to .gitignore" in said, said
+    assert (repo / "conf" / "project.yaml").is_file() and (
+        repo / ".github" / "workflows" / "evalkit-gate.yml"
+    ).is_file()
+    assert evalkit_main(["init", str(repo), "--readme-section"]) == 0
+    text = (repo / "README.md").read_bytes().decode("utf-8")
+    assert text.startswith(readme) and text.count("## repo: retrieval evaluation with evalkit") == 1
+    assert evalkit_main(["init", str(repo), "--readme-section"]) == 0
+    assert (repo / "README.md").read_bytes().decode("utf-8") == text, "appended once"
+
+    # A project in a subfolder of the repository: the workflow goes to the repository's .github/workflows/.
+    assert evalkit_main(["init", str(repo / "search")]) == 0
+    assert not (repo / "search" / ".github").exists()
+    flow = yaml.safe_load((repo / ".github" / "workflows" / "evalkit-gate.yml").read_text(encoding="utf-8"))
+    assert flow is not None  # the root project's workflow is kept, not overwritten
+    capsys.readouterr()
+    sub = tmp_path / "other"
+    (sub / "rag").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q"], cwd=sub, check=True)
+    assert evalkit_main(["init", str(sub / "rag")]) == 0
+    job = yaml.safe_load((sub / ".github" / "workflows" / "evalkit-gate.yml").read_text(encoding="utf-8"))["jobs"]
+    assert job["gate"]["defaults"]["run"]["working-directory"] == "rag"
+    uploads = [s["with"]["path"] for s in job["gate"]["steps"] if "upload-artifact" in s.get("uses", "")]
+    assert uploads == ["rag/reports/ci/"]
+    assert (sub / "rag" / ".gitignore").read_text(encoding="utf-8") == "reports/\n.evalkit-cache/\n"
+
+    capsys.readouterr()
+    assert evalkit_main(["init", str(tmp_path / "x"), "--labelset", "../missing"]) == 2
+    assert capsys.readouterr().err.startswith("evalkit init: error: --labelset ../missing: no such folder")
+
+
+def test_init_dot_in_a_repository_keeps_its_readme_and_ignores_reports(tmp_path: Path) -> None:
+    """The acceptance case as a team types it: ``python -m evalkit init .`` in a folder with its own README.md
+    and a .gitignore that does not ignore reports/ yet."""
+    readme = b"# Our RAG service\n\nHow to run it.\n"
+    (tmp_path / "README.md").write_bytes(readme)
+    (tmp_path / ".gitignore").write_text("node_modules\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "evalkit", "init", "."], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "README.md").read_bytes() == readme
+    assert (tmp_path / ".gitignore").read_text(encoding="utf-8").splitlines() == [
+        "node_modules",
+        "reports/",
+        ".evalkit-cache/",
+    ]
+    assert "kept README.md" in done.stderr and "added reports/ .evalkit-cache/ to .gitignore" in done.stderr
+    assert done.stderr.rstrip().endswith("next: python -m evalkit.sweep"), done.stderr
 
 
 def test_the_project_layers_over_the_bundled_configs(tmp_path: Path) -> None:

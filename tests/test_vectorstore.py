@@ -134,18 +134,21 @@ def test_an_approximate_store_sweep_records_recall_and_a_missing_lancedb_is_one_
 def test_the_external_lancedb_example_scores_like_the_sweeps_own_store(tmp_path: Path, small_demo: Path) -> None:
     store = tmp_path / "store"
     build = [sys.executable, "examples/lancedb_retriever/retriever.py", "build", str(small_demo), str(store)]
-    built = subprocess.run([*build, "--chunk-size", "300"], cwd=REPO, capture_output=True, text=True)
+    cache = {**os.environ, "EVALKIT_CACHE_PATH": f"{tmp_path}/cache/e.sqlite"}  # the sweeps' cache_path below
+    built = subprocess.run([*build, "--chunk-size", "300"], cwd=REPO, capture_output=True, text=True, env=cache)
     assert built.returncode == 0, built.stderr[-2000:]
     # Filters off: the sweep filters before ranking, an external retriever's hits are filtered after.
     shared = [f"labelset.path={small_demo}", f"cache_path={tmp_path}/cache/e.sqlite", "embedder=e5",
               "filters.enabled=false", "top_k=[1,3,5]", "pool_size=10", "threshold=[0.0]", "run_id=r"]  # fmt: skip
     target = "retriever.target=examples.lancedb_retriever.retriever:retrieve"
-    env = {**os.environ, "EVALKIT_LANCEDB_STORE": str(store)}
+    env = {**cache, "EVALKIT_LANCEDB_STORE": str(store)}
     external = _sweep(*shared, f"reports_dir={tmp_path}/ext", "retriever=external", target, env=env)
     assert external.returncode == 0, external.stderr[-2000:]
     own = _sweep(*shared, f"reports_dir={tmp_path}/own", "retriever.index=lancedb", "chunk_size=[300]",
                  "chunk_overlap=[0]")  # fmt: skip
     assert own.returncode == 0, own.stderr[-2000:]
+    stats = json.loads((tmp_path / "own" / "r" / "run_stats.json").read_text(encoding="utf-8"))
+    assert stats["texts_embedded_total"] == 0, "the store's chunk vectors and the queries' came from the cache"
     keys = ["top_k", "question_id"]
     ext = pd.read_parquet(tmp_path / "ext" / "r" / "results.parquet").sort_values(keys, ignore_index=True)
     mine = pd.read_parquet(tmp_path / "own" / "r" / "results.parquet").sort_values(keys, ignore_index=True)

@@ -89,6 +89,15 @@ def test_the_wheel_holds_every_file_of_the_package(installed: WheelEnv) -> None:
     }
     wanted |= {f"evalkit/{p.relative_to(ROOT)}" for p in (ROOT / "conf").rglob("*.yaml")}
     assert wanted - shipped == set()
+    assert any(name.endswith(".dist-info/licenses/LICENSE") or name.endswith(".dist-info/LICENSE") for name in shipped)
+
+
+def test_the_license_is_declared_in_a_form_setuptools_keeps_building() -> None:
+    """A ``project.license`` table warns that builds stop after 2027-02-18 (setuptools >= 77); the SPDX string
+    that replaces it is refused by the setuptools < 77 this suite builds with. The LICENSE file (MIT) is both."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert not isinstance(project.get("license"), dict), "project.license as a TOML table is deprecated"
+    assert (ROOT / "LICENSE").read_text(encoding="utf-8").startswith("MIT License")
 
 
 def test_pyproject_lists_every_package_under_evalkit() -> None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("pyproject.toml", "README.md", "evalkit", "conf", "labelsets", "examples")
+SOURCES = ("pyproject.toml", "README.md", "LICENSE", "evalkit", "conf", "labelsets", "examples")
 
 
 @dataclass(frozen=True)

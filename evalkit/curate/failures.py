@@ -3,7 +3,7 @@
 Reads a run folder (the layout :mod:`evalkit.run.files` names): the
 production config is ``recommendation.json``'s ``production.config_id``, or,
 for runs before it existed, the grid point the manifest's ``baseline:``
-block names (:func:`evalkit.scoring.decide.find_production`). A question is a
+block names (:func:`evalkit.scoring.production.production_in_grid`). A question is a
 failure of that config when it is answerable and ``recall`` (span coverage at
 top_k) is below 1 (a miss, a partial multi-hop miss or a zero-hit), or, with
 ``unanswerable``, when it is unanswerable and the config returned context
@@ -25,7 +25,7 @@ import pandas as pd
 from evalkit.curate.queue import QueueItem
 from evalkit.labels.load import tolerant_load
 from evalkit.run import files
-from evalkit.scoring.decide import find_production
+from evalkit.scoring.production import production_in_grid
 
 __all__ = ["FailureProposal", "propose_failures"]
 
@@ -73,8 +73,16 @@ def production_config(run_dir: Path, manifest: Mapping[str, Any], results: pd.Da
     block = (manifest.get("config") or {}).get("baseline") or {}
     summary = results.drop_duplicates("config_id")
     try:
-        found = find_production(
-            summary, int(block["chunk_size"]), int(block["chunk_overlap"]), int(block["top_k"]), block.get("threshold")
+        retriever = (manifest.get("config") or {}).get("retriever") or {}
+        external = isinstance(retriever, Mapping) and retriever.get("name") == "external"
+        size, overlap = block.get("chunk_size"), block.get("chunk_overlap")
+        found = production_in_grid(
+            summary,
+            None if size is None else int(size),
+            None if overlap is None else int(overlap),
+            int(block["top_k"]),
+            block.get("threshold"),
+            external,
         )
     except (KeyError, TypeError, ValueError):
         found = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +28,11 @@ from evalkit.run.folder import write_json, write_table
 from evalkit.scoring.answer_columns import answered_values, with_answer_columns
 from evalkit.scoring.at_budget import production_budget, recall_at_budget
 from evalkit.scoring.clusters import cluster_map, question_clusters
-from evalkit.scoring.decide import NO_PRODUCTION, RECOMMEND, decide, find_production
+from evalkit.scoring.decide import NO_PRODUCTION, RECOMMEND, decide
 from evalkit.scoring.evidence import SHOWN_NOT_WORSE
 from evalkit.scoring.gatecheck import GateConfig
 from evalkit.scoring.per_config import Results, config_rows
+from evalkit.scoring.production import production_in_grid
 from evalkit.scoring.registry import MEASURES
 from evalkit.scoring.segments import segment_frame
 
@@ -73,12 +74,7 @@ def write_recommendation(
 
 def production_config(plan: SweepPlan, summary: pd.DataFrame) -> str | None:
     """Production's config id in the grid (``baseline:``), None when it is not there."""
-    base = plan.baseline
-    if plan.retriever.external and base.top_k is not None:  # production's chunking is the only one
-        return find_production(summary, 0, 0, base.top_k, base.threshold)
-    if base.chunk_size is not None and base.top_k is not None:
-        return find_production(summary, base.chunk_size, base.chunk_overlap or 0, base.top_k, base.threshold)
-    return None
+    return production_in_grid(summary, **asdict(plan.baseline), external=plan.retriever.external)
 
 
 def _unchecked_why(plan: SweepPlan, answers: AnswerInputs | None) -> str:

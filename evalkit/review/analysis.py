@@ -22,7 +22,7 @@ from evalkit.run.folder import BaselinePoint
 from evalkit.run.review import BaselineComparison, Curve, HeadlineRow, Interval, Mde, Paired, Statistics, Step
 from evalkit.scoring import compare, stats
 from evalkit.scoring.compare import Resampling
-from evalkit.scoring.decide import find_production
+from evalkit.scoring.production import production_in_grid
 from evalkit.scoring.registry import COST_PER_QUERY, HEADLINE, Measure, measure
 from evalkit.scoring.values import at_threshold, available, matrix, per_question
 
@@ -79,9 +79,10 @@ def find_config(summary: pd.DataFrame, chunking: str, top_k: int, threshold: flo
     return None if match.empty else str(match.iloc[0]["config_id"])
 
 
-def resolve_baseline(summary: pd.DataFrame, point: BaselinePoint | None) -> str | None:
-    """The baseline's config_id; a null threshold means the lowest of the grid. None if not in the grid."""
-    return None if point is None else find_production(summary, **asdict(point))
+def resolve_baseline(summary: pd.DataFrame, point: BaselinePoint | None, external: bool = False) -> str | None:
+    """The baseline's config_id, found as the decision and the gate find it (an external run's at its own
+    chunking); a null threshold means the lowest of the grid. None if not in the grid."""
+    return None if point is None else production_in_grid(summary, **asdict(point), external=external)
 
 
 def _paired(wide: pd.DataFrame, baseline_id: str, candidate_id: str, m: Measure, statistics: Settings) -> Paired | None:

@@ -73,7 +73,7 @@ def _production(run: Run, decision: Decision | None) -> str | None:
     ids = set(run.summary["config_id"])
     if decision is not None and decision.production_id in ids:
         return decision.production_id
-    return analysis.resolve_baseline(run.summary, run.baseline_point())
+    return analysis.resolve_baseline(run.summary, run.baseline_point(), run.external)
 
 
 def _focus(run: Run, decision: Decision | None, production_id: str | None) -> str:

@@ -34,11 +34,13 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from evalkit.run import files
+from evalkit.run.schemas import SchemaVersionError, check, stamp
 from evalkit.run.units import atomic_write
 
 
 def write_json(path: Path, payload: Mapping[str, Any]) -> None:
-    text = json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+    """Write ``payload`` as JSON, atomically; a file with a schema (``run/schemas/``) gets its version stamped."""
+    text = json.dumps(stamp(path.name, payload), indent=2, ensure_ascii=False, sort_keys=True, default=str)
     atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
@@ -170,6 +172,13 @@ class Run:
     def config_ids(self) -> tuple[str, ...]:
         return tuple(self.summary["config_id"])
 
+    @property
+    def external(self) -> bool:
+        """Whether production's own retriever (``retriever=external``) returned every config's hits: its chunking
+        is its own, so production is found by top_k and threshold alone."""
+        retriever = (self.manifest.get("config") or {}).get("retriever") or {}
+        return isinstance(retriever, Mapping) and retriever.get("name") == "external"
+
     def baseline_point(self) -> BaselinePoint | None:
         """The manifest's production grid point, or None when the manifest has none."""
         block = (self.manifest.get("config") or {}).get("baseline") or {}
@@ -210,7 +219,15 @@ def _read_table(path: Path) -> pd.DataFrame:
 
 
 def _optional_json(path: Path) -> dict[str, Any] | None:
-    return _read_object(path) if path.is_file() else None
+    """The file's object, None when absent; a versioned file of another schema version is refused here, once."""
+    if not path.is_file():
+        return None
+    payload = _read_object(path)
+    try:
+        check(path.name, payload, str(path))
+    except SchemaVersionError as exc:
+        raise RunError(str(exc)) from None
+    return payload
 
 
 def _optional_table(path: Path) -> pd.DataFrame | None:

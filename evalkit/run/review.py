@@ -21,11 +21,12 @@ from typing import Any
 
 from evalkit.run import files
 from evalkit.run.folder import RunError, read_json
+from evalkit.run.schemas import declared_version
 from evalkit.run.units import atomic_write
 
-SCHEMA = 3
-"""Version of review.json's shape and content (2: advice carries the gate's verdict; 3: item analysis, production
-logs, collapsed grid points, intervals that resample the run's clusters); another is recomputed."""
+SCHEMA = declared_version(files.REVIEW_JSON)
+"""Version of review.json's shape and content, declared by its JSON Schema (``run/schemas/review.schema.json``,
+which says what each version changed); a file of another version is recomputed."""
 INPUTS = (files.MANIFEST, files.RESULTS, files.SUMMARY, files.RECOMMENDATION_JSON, files.CALIBRATION_TABLE,
           files.POSITION_SUMMARY, files.POSITION_ROWS, files.PRODUCTION_LOG_ROWS, files.PRODUCTION_LOG_JSON,
           files.CLUSTERS)  # fmt: skip

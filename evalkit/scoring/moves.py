@@ -210,8 +210,8 @@ def cheaper_label(intervals: Mapping[str, Any], margins: Mapping[str, float], sa
 
     "same quality" only when every gated measure's interval lies inside ``(-margin, +margin)`` (equivalence)
     and holds zero (no difference shown: a difference inside the margin is still a difference);
-    otherwise each measure's difference with its interval and the margin it stays within, e.g. "recall -1.1
-    [-1.8, -0.4] points, within the 2-point margin; 29% cheaper".
+    otherwise each measure's direction and the margin it stays within, e.g. "recall worse (within the 2-point
+    margin); 29% cheaper" (the intervals are shown beside the label wherever it is shown).
     """
     shown = [(name, intervals.get(name), margins[name]) for name in margins if intervals.get(name)]
     if shown and all(-m < i["low"] <= 0 <= i["high"] < m for _, i, m in shown):
@@ -219,10 +219,9 @@ def cheaper_label(intervals: Mapping[str, Any], margins: Mapping[str, float], sa
     parts = []
     for name, i, m in shown:
         word = "worse" if i["high"] < 0 else ("better" if i["low"] > 0 else "not shown different")
-        parts.append(
-            f"{MEASURES[name].label} {100 * i['delta']:+.1f} [{100 * i['low']:+.1f}, {100 * i['high']:+.1f}] "
-            f"points ({word}, within the {100 * m:g}-point margin)"
-        )
+        # Words only: every place that shows the label shows the measure's interval beside it, in its own style
+        # (a figure printed twice on one line in two styles read as two different numbers).
+        parts.append(f"{MEASURES[name].label} {word} (within the {100 * m:g}-point margin)")
     return f"{'; '.join(parts) or 'within the gate margins'}; {saving:.0f}% cheaper", False
 
 

@@ -31,6 +31,9 @@ import evalkit  # the public API only: evalkit.chunk_labelset and evalkit.embed_
 
 STORE_ENV = "EVALKIT_LANCEDB_STORE"
 """The store's folder (the production side's setting; evalkit never reads it)."""
+CACHE_PATH = os.environ.get("EVALKIT_CACHE_PATH", "reports/.cache/evalkit.sqlite")
+"""The sweep's cache (its default cache_path, from the folder both run in): the chunks' vectors embedded for
+the store are the ones a sweep over the same chunks finds there, so nothing is embedded twice."""
 TABLE = "chunks"
 META = "evalkit_example.json"
 """Beside the table: which embedder made the vectors, so queries are embedded by the same one."""
@@ -44,7 +47,8 @@ def labelset_chunks(labelset: str | Path, chunk_size: int, chunk_overlap: int = 
 def build_store(chunks: Iterable[dict[str, Any]], folder: str | Path, embedder: str = "e5") -> int:
     """Write the chunks and their unit-norm vectors into ``folder`` (replacing the table); the row count."""
     records = list(chunks)
-    vectors = evalkit.embed_texts([r.get("embed_text", r["text"]) for r in records], "passage", embedder)
+    texts = [r.get("embed_text", r["text"]) for r in records]
+    vectors = evalkit.embed_texts(texts, "passage", embedder, cache_path=CACHE_PATH)
     table = pa.table(
         {
             "doc_id": [r["doc_id"] for r in records],
@@ -70,7 +74,7 @@ def _opened(folder: str) -> tuple[Any, str]:
 def retrieve(queries: list[dict[str, Any]], k: int) -> list[list[dict[str, Any]]]:
     """evalkit's external retriever call: per query, up to ``k`` offset hits, best first."""
     table, embedder = _opened(os.environ[STORE_ENV])
-    vectors = evalkit.embed_texts([q["question"] for q in queries], "query", embedder)
+    vectors = evalkit.embed_texts([q["question"] for q in queries], "query", embedder, cache_path=CACHE_PATH)
     out = []
     for vector in vectors:
         found = table.search(vector).distance_type("dot").limit(k).select(["doc_id", "start", "end", "_distance"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from evalkit.answers.context import (
     Placement,
@@ -116,6 +116,9 @@ _SPELLED = frozenset(f.name for f in fields(_Spelled))
 class PositionSettings:
     """The ``position:`` config block, validated: one record, read by :meth:`from_config` with every key checked
     by :func:`evalkit.settings.parse_settings` (the metadata on each field is its rule)."""
+
+    WRITTEN_FORMS: ClassVar[type] = _Spelled
+    """How the keys spelt otherwise in a config file are written (the config files' JSON Schema reads them)."""
 
     arms: tuple[Arm, ...] = tuple(parse_arm(a) for a in DEFAULT_ARMS)
     """Arms, in the order the summary lists them (written as names: ``stuff``, ``retrieve-5``, ``files``)."""

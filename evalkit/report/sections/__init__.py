@@ -72,4 +72,13 @@ SECTIONS: tuple[Section, ...] = (
 )
 """Every section in page order."""
 
-__all__ = ["SECTIONS", "Section"]
+
+def page_order(model: ReportModel) -> tuple[Section, ...]:
+    """The sections as the page shows them: a run made for a gate (its folder holds gate.json) opens with the
+    gate's verdict, so the report a CI job uploads says what the check said before the sweep's recommendation."""
+    if model.run.gate is None:
+        return SECTIONS
+    return tuple(s for s in SECTIONS if s.anchor == "gate") + tuple(s for s in SECTIONS if s.anchor != "gate")
+
+
+__all__ = ["SECTIONS", "Section", "page_order"]

@@ -53,39 +53,64 @@ def diagnostics(model: ReportModel) -> Markup:
 
 
 def gate(model: ReportModel) -> Markup | None:
+    """gate.json as gate.md words it: the verdict, candidate and baseline, the route, every check. A run made for
+    a gate (CI) opens with this section, so the page a reviewer opens says what the check said."""
     report = model.run.gate
     if report is None:
         return None
     passed = bool(report.get("passed"))
-    head = tag(
+    base, cand = report.get("baseline") or {}, report.get("candidate") or {}
+    labelset = (report.get("labelset") or {}).get("name", "?")
+    verdict = tag(
+        "div",
+        ["evalkit gate: ", tag("span", "PASS" if passed else "FAIL", class_="pill good" if passed else "pill bad")],
+        class_="big",
+    )
+    compared = tag(
         "p",
         [
-            tag("span", "PASS" if passed else "FAIL", class_="pill good" if passed else "pill bad"),
-            " ",
-            f"candidate {report.get('candidate', {}).get('config_id', '?')} vs baseline "
-            f"{report.get('baseline', {}).get('config_id', '?')} at "
-            f"{fmt.pct(report.get('confidence'), 0)} confidence",
+            "Candidate ",
+            tag("code", cand.get("config_id", "?")),
+            f" ({cand.get('run_id', '?')}) against production ",
+            tag("code", base.get("config_id", "?")),
+            f" ({base.get('run_id', '?')}) on labelled set ",
+            tag("strong", labelset),
+            f" ({report.get('n_questions', '?')} questions). Non-inferiority at "
+            f"{fmt.pct(report.get('confidence'), 0)} confidence: paired bootstrap over questions, "
+            f"{report.get('n_resamples', '?')} resamples.",
         ],
     )
+    body: list[Markup] = [verdict, compared]
+    if report.get("route"):
+        body.append(tag("p", ["Route: ", report["route"]], class_="route"))
     rows = []
     for check in report.get("checks", []):
         prop = bool(check.get("proportion", True))
         rows.append(
             [
-                check.get("metric"),
+                check.get("label") or check.get("metric"),
                 fmt.value(check.get("baseline"), prop),
                 fmt.value(check.get("candidate"), prop),
-                fmt.check_delta(check),
+                fmt.check_delta(check).replace(" points", " pts"),  # gate.md's wording
                 check.get("margin_text", ""),
                 tag(
                     "span",
-                    "pass" if check.get("passed") else "fail",
+                    "pass" if check.get("passed") else "FAIL",
                     class_="pill good" if check.get("passed") else "pill bad",
                 ),
             ]
         )
+    body.append(table(["metric", "baseline", "candidate", "Δ [CI]", "margin", "result"], rows, numeric=(1, 2, 3)))
     skipped = [f"{s.get('metric')}: {s.get('reason')}" for s in report.get("skipped", [])]
-    body = [head, table(["metric", "baseline", "candidate", "delta [CI]", "margin", "result"], rows, numeric=(1, 2, 3))]
     if skipped:
         body.append(tag("p", "Skipped: " + "; ".join(skipped), class_="note"))
-    return section("gate", "Gate", body, f"From {files.GATE_JSON} in this folder (python -m evalkit.gate).")
+    failed = [c.get("label") or c.get("metric") for c in report.get("checks", []) if not c.get("passed")]
+    if failed:
+        body.append(
+            tag(
+                "p",
+                f"Worse than production beyond the margin (or not shown to be within it): {', '.join(failed)}.",
+            )
+        )
+    note = f"From {files.GATE_JSON} in this folder (python -m evalkit.gate), as {files.GATE_MD} says it."
+    return section("gate", "Gate", body, note)
