@@ -263,10 +263,12 @@ def tier_line(tier: dict[str, Any] | None) -> str | None:
     label = MEASURES[tier["metric"]].label if tier.get("metric") in MEASURES else tier.get("metric", "")
     cheapest = tier.get("cheapest")
     named = f"; cheapest of them ({tier['cost_kind']}): {cheapest}" if cheapest else ""
-    distinct = tier.get("distinct")
+    distinct, points = tier.get("distinct"), tier.get("grid_points")
     copies = (
         f" ({distinct} distinct: the rest are collapsed grid points)" if distinct not in (None, tier["size"]) else ""
     )
+    if points is not None and points != len(tier["configs"]):
+        copies = f" distinct ({points} grid points, twins named once)"
     return (
         f"top tier: {tier['size']} of {len(tier['configs'])} configs{copies} not shown worse than the best on {label} "
         f"({tier['best']}; one-sided paired test at {tier['alpha_one_sided']:g}, Holm over every config): "

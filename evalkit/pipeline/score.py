@@ -115,6 +115,7 @@ def score_chunking(
             ranking = {m.name: values[m.name] * na for m in WRITTEN if m.answerable_only}
             by_char = {name: v * na for name, v in chars.columns().items()}
             abstention = {m.name: values[m.name] for m in WRITTEN if not m.answerable_only}
+            tokens = returned_tokens(sliced.returned, pool.indices, unit_tokens)
             frame = pd.DataFrame(
                 base
                 | {
@@ -132,10 +133,11 @@ def score_chunking(
                 | abstention
                 | {
                     "n_returned": sliced.n_returned,
-                    "returned_tokens": returned_tokens(sliced.returned, pool.indices, unit_tokens),
+                    "returned_tokens": tokens,
                     "leaked_units": leaked(sliced.returned, pool.indices, unit_access.visible),
                     "outdated_units": leaked(sliced.returned, pool.indices, unit_access.current),
                     "same_as": "" if same_as == own_id else same_as,
+                    "lists_key": lists_key(sliced.returned, pool.indices, units, tokens),
                 }
             )
             frame.insert(0, "config_id", config_ids(frame))
@@ -150,6 +152,27 @@ def returned_key(returned: np.ndarray) -> bytes:
     score the top_k reaches), reported by its ``same_as`` column instead of being counted as a distinct config.
     """
     return hashlib.blake2b(np.packbits(returned, axis=None).tobytes() + repr(returned.shape).encode()).digest()
+
+
+def lists_key(returned: np.ndarray, indices: np.ndarray, units: Units, tokens: np.ndarray) -> str:
+    """What identifies a grid point's returned lists across chunkings: every question's returned spans in order.
+
+    Two chunkings whose returned units are the same document spans in the same order for every question (e.g.
+    documents shorter than one chunk, where overlap changes nothing) give every measure alike: the grid points
+    are one config (:func:`evalkit.scoring.aggregate.with_twins`), whatever their chunking, threshold or k.
+    ``tokens`` (per question, the returned lists' prompt tokens) keeps apart lists whose spans match but whose
+    texts do not (a chunker that prefixes context).
+    """
+    rows, ranks = np.nonzero(returned)  # row-major: each question's returned entries in rank order
+    unit = indices[rows, ranks]
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(repr(returned.shape[0]).encode())
+    digest.update(np.ascontiguousarray(rows, dtype=np.int64).tobytes())
+    digest.update("\x00".join(map(str, np.asarray(units.doc_ids, dtype=object)[unit])).encode())
+    digest.update(np.ascontiguousarray(np.asarray(units.starts)[unit], dtype=np.int64).tobytes())
+    digest.update(np.ascontiguousarray(np.asarray(units.ends)[unit], dtype=np.int64).tobytes())
+    digest.update(np.ascontiguousarray(tokens, dtype=np.float64).tobytes())
+    return digest.hexdigest()
 
 
 def config_id(chunking: str, retriever: str, reranker: str, top_k: int, threshold: float) -> str:

@@ -51,10 +51,11 @@ def decide(
     other config may not (config_id -> reason, e.g. its answers were not checked); None: every config.
     """
     record = _decide(results, summary, production_id, objective, gate, eligible)
-    record["tier"] = tier_of(results, summary, objective, gate)
+    production_id = (record.get("production") or {}).get("config_id")
+    record["tier"] = tier_of(results, summary, objective, gate, production_id)
     if record["decision"] == NO_PRODUCTION or segments is None:
         return record
-    candidates = advised(record)
+    candidates = named_configs(record)
     gains = segment_gains(
         segment_measures(results, objective, gate, record["production"]["values"]),
         segments,
@@ -68,37 +69,71 @@ def decide(
     return record | {"segments": gains, "flags": flags}
 
 
-def collapsed_ids(summary: pd.DataFrame) -> set[str]:
-    """Grid points that return exactly the lists of another (:func:`evalkit.scoring.aggregate.collapsed`)."""
-    return {c for ids in collapsed(summary).values() for c in ids}
+def twins(summary: pd.DataFrame, production_id: str | None = None) -> dict[str, tuple[str, ...]]:
+    """Configs that return the same lists to every question, whatever their chunking, threshold or k: the one
+    named -> its twins (:func:`evalkit.scoring.aggregate.collapsed`). Production is named for its own group."""
+    groups = collapsed(summary)
+    if production_id is None:
+        return groups
+    for kept, ids in groups.items():
+        if production_id in ids:
+            rest = tuple(sorted({kept, *ids} - {production_id}))
+            return {k: v for k, v in groups.items() if k != kept} | {production_id: rest}
+    return groups
 
 
-def tier_of(results: Results, summary: pd.DataFrame, objective: ObjectiveSettings, gate: GateConfig) -> dict[str, Any]:
-    """The configs not shown worse than the best on the primary measure, and the cheapest (:mod:`.tier`)."""
+def collapsed_ids(summary: pd.DataFrame, production_id: str | None = None) -> set[str]:
+    """Grid points that are twins of a config named in their place (:func:`twins`)."""
+    return {c for ids in twins(summary, production_id).values() for c in ids}
+
+
+def tier_of(
+    results: Results,
+    summary: pd.DataFrame,
+    objective: ObjectiveSettings,
+    gate: GateConfig,
+    production_id: str | None = None,
+) -> dict[str, Any]:
+    """The configs not shown worse than the best on the primary measure, and the cheapest (:mod:`.tier`).
+
+    Distinct configs only: a twin (the same lists as another config) is no other tie; it is listed beside the
+    config named for it (``twins``), and ``grid_points`` counts every grid point.
+    """
     table = config_table(results, objective.primary, ())
     if COST in summary.columns and summary[COST].notna().any():
         costs, kind = dict(zip(summary["config_id"].astype(str), summary[COST], strict=True)), "$/query"
     else:
         costs, kind = column_means(table.prompt_tokens).to_dict(), "prompt tokens per query"
     measure = MEASURES[objective.primary]
-    duplicates = collapsed_ids(summary)  # a collapsed grid point is a copy of another member, not another tie
-    tier = significance_tier(
-        table.primary, costs, gate.resampling, measure.higher_is_better, objective.primary, kind, frozenset(duplicates)
-    )
-    members = [e for e in tier["configs"] if e["in_tier"] and e["config_id"] not in duplicates]  # type: ignore[attr-defined]
-    return tier | {"distinct": len(members)}
+    named = twins(summary, production_id)
+    duplicates = {c for ids in named.values() for c in ids}
+    primary = table.primary[[c for c in table.primary.columns if c not in duplicates]]
+    tier = significance_tier(primary, costs, gate.resampling, measure.higher_is_better, objective.primary, kind)
+    configs = [e | {"twins": list(named.get(e["config_id"], ()))} for e in tier["configs"]]  # type: ignore[attr-defined]
+    return tier | {"configs": configs, "distinct": tier.get("size"), "grid_points": len(table.primary.columns)}
 
 
-def advised(record: Mapping[str, Any]) -> dict[str, str]:
-    """Every config the decision advises, by role: the pick, the cheaper pick, each move that beats production."""
-    out = {}
-    if (record.get("recommended") or {}).get("config_id"):
-        out["recommended"] = record["recommended"]["config_id"]
-    if (record.get("cheaper_pick") or {}).get("config_id"):
-        out["cheaper pick"] = record["cheaper_pick"]["config_id"]
+def named_configs(record: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Every config the run names, with its roles: the pick, the cheaper pick, each swept one-knob move, the
+    near-misses, the gate-passing set and the tier's cheapest (config_id -> roles, in that order)."""
+    out: dict[str, list[str]] = {}
+
+    def add(config_id: Any, role: str) -> None:
+        if config_id:
+            out.setdefault(str(config_id), []).append(role)
+
+    add((record.get("recommended") or {}).get("config_id"), "recommended")
+    add((record.get("cheaper_pick") or {}).get("config_id"), "cheaper pick")
     for move in record.get("one_knob_moves") or []:
-        if move.get("swept") and move.get("beats_production") and move.get("config_id"):
-            out[f"{move['knob']} move"] = move["config_id"]
+        if move.get("swept"):
+            add(move.get("config_id"), f"{move['knob']} move")
+    for i, miss in enumerate(record.get("near_misses") or [], start=1):
+        add(miss.get("config_id"), f"near-miss #{i}")
+    for entry in (record.get("gate_passing") or {}).get("configs") or []:
+        add(entry.get("config_id"), "gate-passing")
+    add((record.get("tier") or {}).get("cheapest"), "tier's cheapest")
+    production = (record.get("production") or {}).get("config_id")
+    out.pop(str(production), None)  # production against itself has no segment to lose
     return out
 
 
@@ -124,7 +159,7 @@ def _without_same_quality(pick: Mapping[str, Any] | None, flags: list[dict[str, 
     """A cheaper pick that loses beyond a margin on a segment is not "the same quality": its label says where."""
     if not pick or not pick.get("config_id"):
         return pick
-    losses = [f["message"] for f in flags if f.get("role") == "cheaper pick"]
+    losses = [f["message"] for f in flags if "cheaper pick" in f.get("roles", [f.get("role")])]
     if not losses:
         return pick
     label = str(pick.get("label", "")).replace("same quality, ", "not the same quality on every segment, ")
@@ -168,7 +203,7 @@ def _decide(
     production_primary = float(means[PRIMARY][production_id])
     misses: list[dict[str, Any]] = []
     tried = 0
-    duplicates = collapsed_ids(summary)  # the same lists as a grid point tried anyway: one near-miss, not four
+    duplicates = collapsed_ids(summary, production_id)  # a twin's lists are another's: one near-miss, not four
     for config_id in order["config_id"]:
         if config_id == production_id or config_id in duplicates:
             continue
@@ -211,10 +246,8 @@ def _decide(
 
 def _with_accepted(sweep: Sweep, production_primary: float, picked: str | None, misses: list) -> dict[str, Any]:
     """The gate-passing set, and the near-misses drawn from it (those that fail the gate only when none passes)."""
-    accepted = gate_passing(sweep)
-    duplicates = collapsed_ids(sweep.summary)
-    distinct = accepted | {"configs": [a for a in accepted["configs"] if a["config_id"] not in duplicates]}
-    drawn = near_misses(distinct, production_primary, picked)
+    accepted = gate_passing(sweep, twins(sweep.summary, sweep.production_id))
+    drawn = near_misses(accepted, production_primary, picked)
     return {"gate_passing": accepted, "near_misses": drawn or _nearest(misses)}
 
 
