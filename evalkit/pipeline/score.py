@@ -74,11 +74,14 @@ def score_chunking(
     judgement: PoolJudgement,
     token_family: str,
     unit_access: Access,
+    advised: Sequence[float] = (),
 ) -> Iterator[pd.DataFrame]:
     """Rows for every (top_k, threshold) x question of one chunking (slices of one pool), one grid point at a time.
 
     A generator: the chunking's rows are questions x grid points, so the caller writes each block as it
-    comes instead of holding them all (their concatenation is the chunking's rows table).
+    comes instead of holding them all (their concatenation is the chunking's rows table). ``advised``: thresholds
+    off the grid that the run's advice names (the calibration's), scored from the same pool at every top_k
+    (column ``off_grid``) so the gate judges them like any grid point before they are advised.
     """
     unit_tokens = unit_token_counts(units.texts, token_family)
     best = best_score(pool.scores)
@@ -102,8 +105,10 @@ def score_chunking(
     omega = overlapping_units(units.doc_ids, units.starts, units.ends, evidence)
     multi_hop = np.array([q.evidence_mode == "all" for q in questions])
     first_with: dict[bytes, str] = {}  # the returned lists of a grid point -> the first grid point returning them
+    extra = [t for t in advised if not np.isclose(plan.thresholds, t, rtol=1e-9, atol=1e-12).any()]
+    thresholds = sorted({*plan.thresholds, *extra})
     for k in plan.top_ks:
-        for threshold in plan.thresholds:
+        for threshold in thresholds:
             sliced = slice_metrics(judgement, k, threshold)
             own_id = config_id(spec.key, plan.retriever.name, plan.reranker.name, k, threshold)
             same_as = first_with.setdefault(returned_key(sliced.returned), own_id)
@@ -138,6 +143,7 @@ def score_chunking(
                     "outdated_units": leaked(sliced.returned, pool.indices, unit_access.current),
                     "same_as": "" if same_as == own_id else same_as,
                     "lists_key": lists_key(sliced.returned, pool.indices, units, tokens),
+                    "off_grid": threshold in extra,
                 }
             )
             frame.insert(0, "config_id", config_ids(frame))

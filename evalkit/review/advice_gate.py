@@ -2,13 +2,15 @@
 
 The calibration advises a threshold from its own zero-hit target; the decision and the gate judge moves by
 the gate's margins against production. Two rules on one page disagree unless the page says which wins, so
-the advice carries the gate's verdict on following it (production with that threshold, when the grid holds
-that config) and, where the calibration's target and the gate's zero-hit margin differ, both numbers.
+the advice carries the gate's verdict on following it and, where the calibration's target and the gate's
+zero-hit margin differ, both numbers. The sweep scores the advised threshold from each chunking's pool even
+off the grid (results column ``off_grid``), so the gate can judge it; advice the gate fails is not advice.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,6 +34,16 @@ def gate_of(objective: Objective, clusters: pd.Series | None = None) -> GateConf
     return GateConfig(confidence, GATE_RESAMPLES, GATE_SEED, margins, "recommendation.json", clusters)
 
 
+@dataclass(frozen=True)
+class GateWord:
+    """The gate's verdict on following a piece of advice."""
+
+    passed: bool | None
+    """True: the gate passes it; False: it fails; None: the run cannot check it (no such config scored)."""
+    text: str
+    """The verdict as the page prints it, with the failed checks."""
+
+
 def threshold_verdict(
     results: pd.DataFrame,
     summary: pd.DataFrame,
@@ -39,7 +51,7 @@ def threshold_verdict(
     focus: Mapping[str, Any],
     objective: Objective,
     clusters: pd.Series | None = None,
-) -> Callable[[float], str] | None:
+) -> Callable[[float], GateWord] | None:
     """A function: advised threshold -> the gate's verdict on setting it (and the targets' difference)."""
     gate = gate_of(objective, clusters)
     if gate is None or production_id is None:
@@ -53,18 +65,18 @@ def threshold_verdict(
             f"gate allows production's zero-hit plus {100 * zero_hit.amount:g} points: the gate decides what ships"
         )
 
-    def verdict(threshold: float) -> str:
+    def verdict(threshold: float) -> GateWord:
         same = summary[
             (summary["chunking"] == focus["chunking"])
             & (summary["top_k"] == focus["top_k"])
             & np.isclose(summary["threshold"].astype(float), threshold, rtol=1e-3, atol=1e-9)
         ]
-        if same.empty:
-            return f"gate: threshold {threshold:g} is not in the swept grid, so the gate cannot check it{differ}"
+        if same.empty:  # a run before the advised threshold was scored beside the grid
+            return GateWord(None, f"gate: threshold {threshold:g} was not scored, so the gate cannot check it{differ}")
         config_id = str(same.iloc[0]["config_id"])
         checks, _ = evaluate(ConfigData(results, summary, production_id), ConfigData(results, summary, config_id), gate)
         failed = [f"{c.label}: not shown within {c.margin_text}" for c in checks if not c.passed]
         word = "PASS" if not failed else "FAIL (" + "; ".join(failed) + ")"
-        return f"gate on {config_id} against production: {word}{differ}"
+        return GateWord(not failed, f"gate on {config_id} against production: {word}{differ}")
 
     return verdict

@@ -17,6 +17,7 @@ import pandas as pd
 
 from evalkit.report import fmt
 from evalkit.report.decision import Objective
+from evalkit.review.advice_gate import GateWord
 from evalkit.review.analysis import Settings, find_config, resampling, steps
 from evalkit.review.diagnostic_moves import with_moves
 from evalkit.review.threshold_advice import WIDEN, calibration_floor, calibration_rows, threshold_advice
@@ -125,20 +126,10 @@ def top_k_rule(k_steps: tuple[Step, ...], summary: pd.DataFrame, metric: str) ->
     return tuple(findings)
 
 
-def threshold_rule(
-    results: pd.DataFrame,
-    summary: pd.DataFrame,
-    rec: Mapping[str, Any],
-    objective: Objective,
-    statistics: Settings,
-    calibrated: float | None = None,
-    calibration: pd.DataFrame | None = None,
-    gate_verdict: Callable[[float], str] | None = None,
-) -> tuple[Finding, ...]:
-    """A higher threshold that raises zero-hit on answerable questions and gains no recall.
-
-    ``calibrated`` (the former overlap-edge value) is accepted for callers that still pass it and ignored.
-    """
+def raised_steps(
+    results: pd.DataFrame, summary: pd.DataFrame, rec: Mapping[str, Any], objective: Objective, statistics: Settings
+) -> list[tuple[Step, Step | None, Step | None]]:
+    """Each threshold step of the recommended chunking and k: (zero-hit step, primary step, abstention step)."""
     chunking, k = str(rec["chunking"]), int(rec["top_k"])
     zero = steps(results, summary, measure("zero_hit_answerable"), chunking, "threshold", k, statistics)
     gain = {
@@ -148,15 +139,59 @@ def threshold_rule(
         s.to_id: s
         for s in steps(results, summary, measure("zero_hit_unanswerable"), chunking, "threshold", k, statistics)
     }
+    return [(s, gain.get(s.to_id), abstain.get(s.to_id)) for s in zero]
+
+
+def _raises_misses(zero: Step, gain: Step | None) -> bool:
+    """Zero-hit on answerable questions shown to rise, and no gain on the primary measure shown."""
+    return zero.comparison.delta_low > 0.0 and (gain is None or gain.comparison.delta_low <= 0.0)
+
+
+def first_raise(stepped: list[tuple[Step, Step | None, Step | None]]) -> float | None:
+    """The lowest threshold whose step raised zero-hit without a gain (None: no step did)."""
+    raised = [float(z.to) for z, g, _ in stepped if _raises_misses(z, g)]
+    return min(raised) if raised else None
+
+
+def blocked_advice(
+    threshold: float, raised_at: float | None, gate_verdict: Callable[[float], GateWord] | None
+) -> tuple[str | None, GateWord | None]:
+    """Why an advised threshold is not advice (None: it stands), and the gate's word on it.
+
+    Advice the gate fails against production is not given; nor is a threshold at or above one whose step already
+    raised zero-hit on answerable questions without a gain (another finding on the same page says so).
+    """
+    word = gate_verdict(threshold) if gate_verdict is not None else None
+    if word is not None and word.passed is False:
+        return f"it fails the gate ({word.text})", word
+    if raised_at is not None and threshold >= raised_at * (1 - 1e-9) - 1e-12:
+        return f"threshold {raised_at:g} already raised zero-hit on answerable questions without a recall gain", word
+    return None, word
+
+
+def threshold_rule(
+    results: pd.DataFrame,
+    summary: pd.DataFrame,
+    rec: Mapping[str, Any],
+    objective: Objective,
+    statistics: Settings,
+    calibrated: float | None = None,
+    calibration: pd.DataFrame | None = None,
+    gate_verdict: Callable[[float], GateWord] | None = None,
+) -> tuple[Finding, ...]:
+    """A higher threshold that raises zero-hit on answerable questions and gains no recall.
+
+    ``calibrated`` (the former overlap-edge value) is accepted for callers that still pass it and ignored.
+    """
+    chunking, k = str(rec["chunking"]), int(rec["top_k"])
+    stepped = raised_steps(results, summary, rec, objective, statistics)
+    raised_at = first_raise(stepped)
     findings = []
     # The former calibrated value (upper edge of the overlap interval) is never advised: it can leave most
-    # answerable questions without context. Only the advice columns, which respect the zero-hit target, are.
+    # answerable questions without context. Only the advice columns, which respect the zero-hit target, are,
+    # and only when the gate passes them and no step at or below them raised zero-hit without a gain.
     advice = threshold_advice(calibration, results, rec, objective)
-    fix = advice.fix if advice is not None else f"keep the threshold at its lowest value; {WIDEN}"
-    if advice is not None and advice.threshold is not None and gate_verdict is not None:
-        fix = f"{fix} ({gate_verdict(float(advice.threshold))})"  # one voice: the gate's word beside the advice
-    for s in zero:
-        g, a = gain.get(s.to_id), abstain.get(s.to_id)
+    for s, g, a in stepped:
         c = s.comparison
         arithmetic = (
             f"threshold {s.frm:g} → {s.to:g} (chunking {chunking}, top_k {k}): zero-hit on answerable questions "
@@ -169,9 +204,14 @@ def threshold_rule(
                 else ""
             )
         )
-        rose = c.delta_low > 0.0
-        no_gain = g is None or g.comparison.delta_low <= 0.0
-        if rose and no_gain:
+        if _raises_misses(s, g):
+            fix = f"keep the threshold below {s.to:g} ({s.frm:g} or lower); {WIDEN}"
+            if advice is None or advice.threshold is None:
+                fix = advice.fix if advice is not None else f"keep the threshold at its lowest value; {WIDEN}"
+            elif float(advice.threshold) < float(s.to):
+                why, word = blocked_advice(float(advice.threshold), raised_at, gate_verdict)
+                if why is None:  # a lower threshold the gate accepts: the calibration's advice stands
+                    fix = advice.fix + (f" ({word.text})" if word is not None else "")
             findings.append(
                 Finding(
                     "threshold",
@@ -256,10 +296,12 @@ def calibration_rule(
     results: pd.DataFrame,
     rec: Mapping[str, Any],
     objective: Objective,
-    gate_verdict: Callable[[float], str] | None = None,
+    gate_verdict: Callable[[float], GateWord] | None = None,
+    raised_at: float | None = None,
 ) -> tuple[Finding, ...]:
     """The threshold the calibration advises for the recommended config, against the one it uses; with
-    ``gate_verdict``, the gate's verdict on following the advice stands beside it (one voice)."""
+    ``gate_verdict``, the gate's verdict on following the advice stands beside it (one voice), and advice the
+    gate fails, or at or above ``raised_at`` (a threshold that raised zero-hit without a gain), is not given."""
     advice = threshold_advice(calibration, results, rec, objective)
     if advice is None:
         return (Finding("threshold", False, "no threshold advice in this run (calibration without advice)", ""),)
@@ -267,13 +309,22 @@ def calibration_rule(
     if advice.threshold is None:
         fired = current > float(calibration_floor(calibration, str(rec["chunking"])))
         title = advice.fix.split(":")[0] + f"; the recommended config uses {current:g}"
-    else:
-        fired = not np.isclose(current, advice.threshold, rtol=1e-3, atol=0)
+        return (Finding("threshold", fired, title, advice.arithmetic, advice.fix if fired else ""),)
+    fired = not np.isclose(current, advice.threshold, rtol=1e-3, atol=0)
+    if not fired:
         title = f"the calibration advises threshold {advice.threshold:g}; the recommended config uses {current:g}"
-    fix = advice.fix
-    if fired and gate_verdict is not None and advice.threshold is not None:
-        fix = f"{fix} ({gate_verdict(float(advice.threshold))})"
-    return (Finding("threshold", fired, title, advice.arithmetic, fix if fired else ""),)
+        return (Finding("threshold", False, title, advice.arithmetic, ""),)
+    why, word = blocked_advice(float(advice.threshold), raised_at, gate_verdict)
+    if why is not None:
+        title = (
+            f"the calibration's threshold {advice.threshold:g} is not advised: {why.split(' (')[0]}; the recommended "
+            f"config uses {current:g}"
+        )
+        fix = f"do not set threshold {advice.threshold:g}: {why}"
+        return (Finding("threshold", True, title, f"{advice.arithmetic}; calibration: {advice.fix}", fix),)
+    title = f"the calibration advises threshold {advice.threshold:g}; the recommended config uses {current:g}"
+    fix = advice.fix + (f" ({word.text})" if word is not None else "")
+    return (Finding("threshold", True, title, advice.arithmetic, fix),)
 
 
 def whole_document_rule(summary: pd.DataFrame, manifest: Mapping[str, Any] | None) -> tuple[Finding, ...]:
@@ -370,7 +421,7 @@ def diagnose(
     calibration: pd.DataFrame | None = None,
     manifest: Mapping[str, Any] | None = None,
     moves: tuple[Any, ...] = (),
-    gate_verdict: Callable[[float], str] | None = None,
+    gate_verdict: Callable[[float], GateWord] | None = None,
 ) -> tuple[Finding, ...]:
     """Every rule, fired findings first, each fired one with its knob's one-knob move (``moves``: the decision's).
 
@@ -378,10 +429,11 @@ def diagnose(
     gives the document count of the whole-document flag, which is skipped without it.
     """
     table = calibration_rows(calibration, chunkings)
+    raised_at = first_raise(raised_steps(results, summary, rec, objective, statistics))
     found = (
         overlap_rule(results, summary, chunkings, rec, objective, statistics)
         + top_k_rule(k_steps, summary, objective.primary)
-        + calibration_rule(table, results, rec, objective, gate_verdict)
+        + calibration_rule(table, results, rec, objective, gate_verdict, raised_at)
         + threshold_rule(results, summary, rec, objective, statistics, calibrated, table, gate_verdict)
         + whole_document_rule(summary, manifest)
         + overlap_effect_rule(results, summary)

@@ -49,6 +49,8 @@ def summarise(rows: pd.DataFrame, chunking_info: pd.DataFrame) -> pd.DataFrame:
         summary["same_as"] = grouped["same_as"].first()
     if "lists_key" in rows.columns:
         summary["lists_key"] = grouped["lists_key"].first()
+    if "off_grid" in rows.columns:  # a threshold the calibration advises, scored beside the grid (issue 47)
+        summary["off_grid"] = grouped["off_grid"].first().astype(bool)
     summary = summary.reset_index()
     keep = ["chunking", "n_chunks", "stored_chars", "indexed_chars", "gold_cut_share", "texts_embedded"]
     info = chunking_info[[c for c in keep if c in chunking_info.columns]]

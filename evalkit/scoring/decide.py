@@ -260,8 +260,10 @@ def _nearest(misses: list[dict[str, Any]], n: int = 5) -> list[dict[str, Any]]:
 def find_production(
     summary: pd.DataFrame, chunk_size: int, chunk_overlap: int, top_k: int, threshold: float | None
 ) -> str | None:
-    """The production config's id in the grid; a null threshold means the lowest of the grid. None if absent."""
-    level = float(summary["threshold"].min()) if threshold is None else float(threshold)
+    """The production config's id in the grid; a null threshold means the lowest of the grid (not of a threshold
+    the calibration advised off the grid). None if absent."""
+    grid = summary[~summary["off_grid"].fillna(False).astype(bool)] if "off_grid" in summary.columns else summary
+    level = float(grid["threshold"].min()) if threshold is None else float(threshold)
     match = summary[
         (summary["chunk_size"] == chunk_size)
         & (summary["chunk_overlap"] == chunk_overlap)
