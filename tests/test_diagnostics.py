@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -268,18 +271,63 @@ def test_each_fired_rule_names_the_one_knob_move_of_its_knob(tmp_path: Path, sma
     assert [bool(f.move) for f in moved] == ["chunk_overlap" in moves, False, False]
 
 
-def test_threshold_advice_carries_the_gates_verdict_beside_it(tmp_path: Path, small_demo: Path) -> None:
-    """One voice (issue 37): advice the calibration gives is shown with the gate's word on following it, and the
-    calibration's zero-hit target and the gate's zero-hit margin are both named where they differ."""
+def _threshold_words(findings: tuple[Finding, ...]) -> list[str]:
+    """Every pair of findings on one page that contradict each other about the threshold (issue 47)."""
+    number = r"(-?[0-9][0-9.e+-]*)"
+    fired = [f for f in findings if f.fired]
+    advised = {float(m) for f in fired for m in re.findall(rf"set threshold to {number}", f.advice)}
+    refused = {float(m) for f in fired for m in re.findall(rf"do not set threshold {number}", f.advice)}
+    raised = {float(m) for f in fired for m in re.findall(rf"^threshold {number} raised zero-hit", f.title)}
+    below = {float(m) for f in fired for m in re.findall(rf"keep the threshold below {number}", f.advice)}
+    out = []
+    if len(advised) > 1:
+        out.append(f"two thresholds advised: {sorted(advised)}")
+    out += [f"{x:g} advised and refused" for x in advised & refused]
+    out += [f"{x:g} advised, but threshold {r:g} raised zero-hit without a gain" for x in advised for r in raised
+            if x >= r]  # fmt: skip
+    out += [f"{x:g} advised, but another finding keeps the threshold below {t:g}" for x in advised for t in below
+            if x >= t]  # fmt: skip
+    for f in fired:
+        if "set threshold to" in f.advice and "FAIL" in f.advice:
+            out.append(f"advice the gate fails is given: {f.advice}")
+    return out
+
+
+def test_an_advised_off_grid_threshold_that_fails_the_gate_is_reported_failing_and_not_advised(
+    tmp_path: Path, small_demo: Path
+) -> None:
+    """The calibration advises a threshold off the swept grid (issue 47): the sweep scores it from the pool, the
+    gate fails it against production (the gate CLI agrees), the page says so and does not advise it, and no
+    finding of the run contradicts another."""
     from evalkit.review.build import compute_review
     from evalkit.run.folder import load_run
     from tests.test_sweep import run_in_process
 
     run_dir = run_in_process([f"labelset.path={small_demo}", f"reports_dir={tmp_path}", "sweep=quick",
                               "top_k=[3,5]", "progress=false", "report=false"])  # fmt: skip
-    review = compute_review(load_run(run_dir))
-    advised = [f for f in review.findings if "set threshold to" in f.advice]
-    assert advised, [f.advice for f in review.findings]
-    for finding in advised:
-        assert "gate" in finding.advice, finding.advice
-        assert "the gate decides what ships" in finding.advice, finding.advice
+    run = load_run(run_dir)
+    review = compute_review(run)
+    off_grid = run.summary[run.summary["off_grid"]]
+    grid = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))["grid"]["threshold"]
+    assert not off_grid.empty and not set(off_grid["threshold"]) & set(grid)
+    refused = [f for f in review.findings if f.fired and "do not set threshold" in f.advice]
+    assert refused, [f.advice for f in review.findings]
+    value = float(re.search(r"do not set threshold ([0-9.]+)", refused[0].advice).group(1))
+    assert "fails the gate" in refused[0].advice and "the gate decides what ships" in refused[0].advice
+    candidate = off_grid[np.isclose(off_grid["threshold"], value) & (off_grid["top_k"] == 5)]["config_id"].iloc[0]
+    gate = subprocess.run(
+        [sys.executable, "-m", "evalkit.gate", "--run", str(run_dir), "--candidate-config", candidate],
+        capture_output=True, text=True, cwd=REPO, timeout=600,
+    )  # fmt: skip
+    assert gate.returncode == 1, gate.stdout + gate.stderr
+    assert not [f for f in review.findings if f"set threshold to {value:g}" in f.advice]
+    assert _threshold_words(review.findings) == [], [(f.title, f.advice) for f in review.findings]
+
+
+def test_the_contradiction_check_finds_contradictions() -> None:
+    """The check above can fail: advice beside a finding that says the same threshold raised misses."""
+    raised = Finding("threshold", True, "threshold 3.88 raised zero-hit on answerable questions by +4 points", "",
+                     "keep the threshold below 3.88 (0 or lower)")  # fmt: skip
+    advised = Finding("threshold", True, "the calibration advises threshold 3.88", "", "set threshold to 3.88: ...")
+    assert len(_threshold_words((raised, advised))) == 2
+    assert _threshold_words((raised,)) == []
