@@ -163,10 +163,16 @@ def headline(record: dict[str, Any], run_dir: Path) -> str:
 
 
 def _replicates(held: dict[str, Any]) -> str:
-    """The share of splits where the selection, repeated on one half, gains on the other (absent in older records)."""
+    """The share of splits where the selection, repeated on one half, shows a gain on the other (interval above 0),
+    beside the share where its point estimate is merely positive (absent in older records)."""
     if held.get("holds_share") is None:
         return ""
-    return f", holds on {held['holds_share']:.0%} of held-back halves (selection repeated on each split)"
+    if held.get("positive_share") is None:  # a record before issue 47: its share counted any positive gain
+        return f", positive on {held['holds_share']:.0%} of held-back halves (selection repeated on each split)"
+    return (
+        f", shown (interval above 0) on {held['holds_share']:.0%} of held-back halves, positive on "
+        f"{held['positive_share']:.0%} (selection repeated on each split)"
+    )
 
 
 def _spread(held: dict[str, Any]) -> str:

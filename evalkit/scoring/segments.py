@@ -75,7 +75,10 @@ def segment_gains(
         for name, m in measures.items():
             if production_id not in m.frame.columns or config_id not in m.frame.columns:
                 continue
-            groups = segment_groups(segments.reindex(m.frame.index))
+            # Keyed on the questions the measure is defined on for both: multi_hop=False and evidence_mode=any
+            # select the same answerable questions even where unanswerable ones tell them apart.
+            defined = m.frame[[production_id, config_id]].notna().all(axis=1)
+            groups = segment_groups(segments.reindex(m.frame.index).loc[defined])
             mine += _measure_segments(list(roles), config_id, name, m, groups, production_id, resampling)
         for s, adjusted in zip(mine, benjamini_hochberg([s["p_value"] for s in mine]), strict=True):
             loss = -s["delta"] if s["higher_is_better"] else s["delta"]
