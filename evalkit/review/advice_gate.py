@@ -5,6 +5,8 @@ the gate's margins against production. Two rules on one page disagree unless the
 the advice carries the gate's verdict on following it and, where the calibration's target and the gate's
 zero-hit margin differ, both numbers. The sweep scores the advised threshold from each chunking's pool even
 off the grid (results column ``off_grid``), so the gate can judge it; advice the gate fails is not advice.
+The same holds for every value a diagnostic rule advises (a lower overlap, a smaller top_k, a lower
+threshold): :func:`config_verdict` is the one place the diagnostics ask the gate.
 """
 
 from __future__ import annotations
@@ -44,6 +46,47 @@ class GateWord:
     """The verdict as the page prints it, with the failed checks."""
 
 
+ConfigVerdict = Callable[[str], GateWord]
+"""config_id -> the gate's verdict on shipping that config instead of production."""
+
+
+def config_verdict(
+    results: pd.DataFrame,
+    summary: pd.DataFrame,
+    production_id: str | None,
+    objective: Objective,
+    clusters: pd.Series | None = None,
+) -> ConfigVerdict | None:
+    """A function: a config the diagnostics advise (any grid point, or a threshold scored beside the grid) ->
+    the gate's verdict against production, as `python -m evalkit.gate` gives it. None: the run has no gate.
+
+    Every rule that advises a value (a lower overlap, a smaller top_k, a threshold) asks this one function, so
+    advice on the page never contradicts the gate: advice the gate fails is reported as failing, not advised.
+    """
+    gate = gate_of(objective, clusters)
+    if gate is None or production_id is None:
+        return None
+    known = set(summary["config_id"].astype(str))
+    done: dict[str, GateWord] = {}  # the gate's bootstrap is the slow part: one verdict per config and page
+
+    def verdict(config_id: str) -> GateWord:
+        if config_id not in done:
+            done[config_id] = _verdict(config_id)
+        return done[config_id]
+
+    def _verdict(config_id: str) -> GateWord:
+        if config_id == production_id:
+            return GateWord(True, f"{config_id} is production")
+        if config_id not in known:
+            return GateWord(None, f"gate: {config_id} was not scored, so the gate cannot check it")
+        checks, _ = evaluate(ConfigData(results, summary, production_id), ConfigData(results, summary, config_id), gate)
+        failed = [f"{c.label}: not shown within {c.margin_text}" for c in checks if not c.passed]
+        word = "PASS" if not failed else "FAIL (" + "; ".join(failed) + ")"
+        return GateWord(not failed, f"gate on {config_id} against production: {word}")
+
+    return verdict
+
+
 def threshold_verdict(
     results: pd.DataFrame,
     summary: pd.DataFrame,
@@ -51,10 +94,15 @@ def threshold_verdict(
     focus: Mapping[str, Any],
     objective: Objective,
     clusters: pd.Series | None = None,
+    judge: ConfigVerdict | None = None,
 ) -> Callable[[float], GateWord] | None:
-    """A function: advised threshold -> the gate's verdict on setting it (and the targets' difference)."""
+    """A function: advised threshold for the focus config's chunking and k -> the gate's verdict on setting it
+    (:func:`config_verdict` on that grid point, or on the one the sweep scored beside the grid), with the
+    calibration's and the gate's zero-hit targets where they differ. ``judge``: the page's :func:`config_verdict`
+    (its verdicts are kept, so a config two rules advise is bootstrapped once)."""
     gate = gate_of(objective, clusters)
-    if gate is None or production_id is None:
+    judge = judge or config_verdict(results, summary, production_id, objective, clusters)
+    if gate is None or judge is None:
         return None
     zero_hit = next((m for m in gate.margins if m.metric == "zero_hit_answerable"), None)
     target = objective.zero_hit_answerable_max
@@ -73,10 +121,7 @@ def threshold_verdict(
         ]
         if same.empty:  # a run before the advised threshold was scored beside the grid
             return GateWord(None, f"gate: threshold {threshold:g} was not scored, so the gate cannot check it{differ}")
-        config_id = str(same.iloc[0]["config_id"])
-        checks, _ = evaluate(ConfigData(results, summary, production_id), ConfigData(results, summary, config_id), gate)
-        failed = [f"{c.label}: not shown within {c.margin_text}" for c in checks if not c.passed]
-        word = "PASS" if not failed else "FAIL (" + "; ".join(failed) + ")"
-        return GateWord(not failed, f"gate on {config_id} against production: {word}{differ}")
+        word = judge(str(same.iloc[0]["config_id"]))
+        return GateWord(word.passed, word.text + differ)
 
     return verdict

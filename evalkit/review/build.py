@@ -14,7 +14,7 @@ from pathlib import Path
 from evalkit.report.decision import NO_DECISION_OBJECTIVE, Decision, read_decision
 from evalkit.report.labels import read_labelset
 from evalkit.review import analysis
-from evalkit.review.advice_gate import threshold_verdict
+from evalkit.review.advice_gate import config_verdict, threshold_verdict
 from evalkit.review.diagnostics import diagnose
 from evalkit.review.items import items_of
 from evalkit.review.position import position_from_rows, position_from_summary
@@ -155,11 +155,15 @@ def compute_review(run: Run, statistics: Statistics | None = None, labelset: Pat
     objective_steps = k_steps.get(metric) or analysis.steps(
         run.results, run.summary, measure(metric), chunking, "top_k", t, settings
     )
+    # One gate for every piece of advice on the page (issue 47): a config is judged once, however many rules name it.
+    judge = config_verdict(run.results, run.summary, baseline_id, objective, settings.clusters)
     findings = diagnose(
         run.results, run.summary, run.chunkings, rec_row, objective, settings, objective_steps, None,
         position, calibration=run.calibration, manifest=run.manifest,
         moves=decision.moves if decision is not None else (),
-        gate_verdict=threshold_verdict(run.results, run.summary, baseline_id, rec_row, objective, settings.clusters),
+        gate_verdict=threshold_verdict(run.results, run.summary, baseline_id, rec_row, objective, settings.clusters,
+                                       judge),
+        config_gate=judge,
     )  # fmt: skip
     return Review(
         schema=SCHEMA,
