@@ -234,6 +234,24 @@ def blocked_advice(
     return None, word
 
 
+def keep_below(
+    stepped: list[tuple[Step, Step | None, Step | None]], raised: Step, config_gate: ConfigVerdict | None
+) -> str:
+    """The threshold rule's advice for a step that raised misses: keep the threshold below it, at the highest lower
+    grid threshold the gate passes against production (walking down from the step's own start; the lowest is
+    often production's own). None passes: the advice is refused with the gate's word on the step's start."""
+    below = sorted(
+        {(float(z.frm), z.from_id) for z, _, _ in stepped if float(z.frm) <= float(raised.frm)}, reverse=True
+    )
+    if config_gate is None:
+        return f"keep the threshold below {raised.to:g} ({raised.frm:g} or lower); {WIDEN}"
+    for threshold, config_id in below:
+        word = config_gate(config_id)
+        if word.passed is not False:
+            return f"keep the threshold below {raised.to:g} ({threshold:g} or lower); {WIDEN} ({word.text})"
+    return gated("", raised.from_id, config_gate, f"lowering the threshold to {raised.frm:g}")
+
+
 def threshold_rule(
     results: pd.DataFrame,
     summary: pd.DataFrame,
@@ -272,12 +290,7 @@ def threshold_rule(
             )
         )
         if _raises_misses(s, g):
-            fix = gated(
-                f"keep the threshold below {s.to:g} ({s.frm:g} or lower); {WIDEN}",
-                s.from_id,
-                config_gate,
-                f"lowering the threshold to {s.frm:g}",
-            )
+            fix = keep_below(stepped, s, config_gate)
             if advice is None or advice.threshold is None:
                 fix = advice.fix if advice is not None else f"keep the threshold at its lowest value; {WIDEN}"
             elif float(advice.threshold) < float(s.to):
