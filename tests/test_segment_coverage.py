@@ -94,7 +94,7 @@ def test_no_segment_loss_is_rarely_flagged_by_documents_and_more_often_by_questi
 def test_a_segment_loss_beyond_the_margin_is_flagged_with_power() -> None:
     """The zh segment (360 questions in 60 documents) loses about 12 points against a 2-point margin.
 
-    Measured (100 sets): flagged in 96%, coverage 96%. At a 7-point loss the same segment is flagged about half the
+    Measured (150 sets): flagged in 95%, coverage 96%. At a 7-point loss the same segment is flagged about half the
     time (49% of 150 sets): a segment loss smaller than that is not reliably detectable at this size.
     """
     truth = true_difference(0.04, 0.14)
