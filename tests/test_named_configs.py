@@ -12,9 +12,10 @@ import pytest
 from evalkit.pipeline.margins import load_gate_config
 from evalkit.pipeline.score import lists_key
 from evalkit.pipeline.units import Units
-from evalkit.records import Question
+from evalkit.records import Question, Span
 from evalkit.scoring import compare
 from evalkit.scoring.aggregate import with_twins
+from evalkit.scoring.clusters import cluster_map, question_clusters
 from evalkit.scoring.decide import RECOMMEND, decide, named_configs
 from evalkit.scoring.objective import ObjectiveSettings
 from evalkit.scoring.segments import segment_frame
@@ -34,8 +35,9 @@ def _real(name: str, n: int) -> list[Question]:
         for line in lines:
             raw = json.loads(line)
             if raw["answerable"]:
+                spans = tuple(Span(e["doc_id"], e["start"], e["end"]) for e in raw["evidence"])
                 out.append(
-                    Question(raw["id"], raw["question"], tuple(raw["answers"]), True, (), raw["evidence_mode"],
+                    Question(raw["id"], raw["question"], tuple(raw["answers"]), True, spans, raw["evidence_mode"],
                              raw["tags"])
                 )  # fmt: skip
             if len(out) == n:
@@ -58,9 +60,9 @@ PLAN = {
     # config: (gain on single-hop misses, loss on multi-hop hits, $/query factor, returned tokens)
     "p": (0.0, 0.0, 1.0, 100.0),
     "pick": (0.5, 0.5, 1.0, 100.0),  # wins overall, loses multi-hop: the objective's pick
-    "cheap": (0.1, 0.3, 0.5, 100.0),  # passes the gate at half the price: the cheaper pick
+    "cheap": (0.3, 0.4, 0.5, 100.0),  # passes the gate at half the price: the cheaper pick
     "wide": (0.55, 0.4, 1.0, 160.0),  # wins more, but over production's prompt tokens: a near-miss
-    "flat": (0.12, 0.3, 1.0, 100.0),  # passes the gate, no gain: in the gate-passing set only
+    "flat": (0.3, 0.4, 1.0, 100.0),  # passes the gate, less gain than the pick: in the gate-passing set only
 }
 
 
@@ -88,7 +90,9 @@ def _frames(questions: list[Question], seed: int = 1) -> tuple[pd.DataFrame, pd.
 def test_every_named_configs_segment_loss_is_flagged_once() -> None:
     questions = _merged_set()
     results, summary = _frames(questions)
-    gate = load_gate_config("default")
+    # Questions of one document are a cluster (the sweep's default): segment intervals resample documents.
+    gate = replace(load_gate_config("default"), clusters=cluster_map(question_clusters(questions)))
+    assert gate.resampling.clusters is not None and gate.resampling.clusters.nunique() < len(questions)
     record = decide(results, summary, "p", ObjectiveSettings(), gate, segment_frame(questions))
     assert record["decision"] == RECOMMEND and record["recommended"]["config_id"] == "pick"
     named = named_configs(record)
@@ -99,7 +103,9 @@ def test_every_named_configs_segment_loss_is_flagged_once() -> None:
     flags = [f for f in record["flags"] if f["kind"] == "worse on a segment"]
     for config_id in named:
         # Recomputed outside the decision: the planted segment's paired recall loss against production.
-        c = compare.paired(wide.loc[rows, "p"].to_numpy(), wide.loc[rows, config_id].to_numpy(), gate.resampling)
+        c = compare.paired(wide.loc[rows, "p"].to_numpy(), wide.loc[rows, config_id].to_numpy(), gate.resampling,
+                           "", np.asarray(rows))  # fmt: skip
+        assert c is not None and c.test.startswith("cluster bootstrap"), c
         beyond = c is not None and c.delta_high < 0 and -c.delta > gate.margins[0].amount
         mine = [f for f in flags if f["config_id"] == config_id and "multi_hop=True" in f["message"]]
         assert len(mine) == (1 if beyond else 0), (config_id, c, mine)
@@ -159,3 +165,29 @@ def test_two_chunkings_with_identical_pools_are_one_config_in_the_tier_near_miss
     entry = next(e for e in record["tier"]["configs"] if e["config_id"] == "p")
     assert entry["twins"] == ["p-o64"]
     assert record["recommended"]["config_id"] == "pick" and misses[0] == "wide"
+
+
+def test_named_configs_are_every_role_the_run_prints_production_and_unswept_moves_excepted() -> None:
+    """The pick, the cheaper pick, each swept one-knob move (whether or not it beats production), the near-misses,
+    the gate-passing set and the tier's cheapest; a config named twice is checked once, with both roles."""
+    record = {
+        "production": {"config_id": "p"},
+        "recommended": {"config_id": "a"},
+        "cheaper_pick": {"config_id": "b"},
+        "one_knob_moves": [
+            {"knob": "top_k", "swept": True, "beats_production": False, "config_id": "c"},
+            {"knob": "chunk_size", "swept": False, "config_id": None},
+            {"knob": "threshold", "swept": True, "beats_production": True, "config_id": "p"},
+        ],
+        "near_misses": [{"config_id": "d"}, {"config_id": "a"}],
+        "gate_passing": {"configs": [{"config_id": "b"}, {"config_id": "e"}]},
+        "tier": {"cheapest": "f"},
+    }
+    assert named_configs(record) == {
+        "a": ["recommended", "near-miss #2"],
+        "b": ["cheaper pick", "gate-passing"],
+        "c": ["top_k move"],
+        "d": ["near-miss #1"],
+        "e": ["gate-passing"],
+        "f": ["tier's cheapest"],
+    }
