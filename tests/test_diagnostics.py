@@ -354,6 +354,13 @@ def test_an_advised_off_grid_threshold_that_fails_the_gate_is_reported_failing_a
     )  # fmt: skip
     assert gate.returncode == 1, gate.stdout + gate.stderr
     assert not [f for f in review.findings if f"set threshold to {value:g}" in f.advice]
+    # The calibration table beside the findings does not advise it either: its cell carries the gate's word.
+    rows = run.calibration.reset_index(drop=True)
+    mine = rows.index[
+        (rows["chunking"] == run.config_row(review.focus_id)["chunking"]) & (rows["question_class"] == "all")
+    ]
+    cell = review.calibration[int(mine[0])]
+    assert cell.advised == f"{value:g}" and cell.advice == "not advised: fails the gate", cell
     assert contradictions(review.findings) == [], [(f.title, f.advice) for f in review.findings]
     # Every value a rule advises carries the gate's word on it, or is refused because of it: here a smaller top_k
     # the gate fails, and "keep the threshold below" at production's own threshold, not at 3.88 (it fails).
