@@ -274,7 +274,7 @@ def tier_line(tier: dict[str, Any] | None) -> str | None:
         f" ({distinct} distinct: the rest are collapsed grid points)" if distinct not in (None, tier["size"]) else ""
     )
     if points is not None and points != len(tier["configs"]):
-        copies = f" distinct ({points} grid points, twins named once)"
+        copies = f" distinct ({points} scored, grid points and advised thresholds; twins named once)"
     return (
         f"top tier: {tier['size']} of {len(tier['configs'])} configs{copies} not shown worse than the best on {label} "
         f"({tier['best']}; one-sided paired test at {tier['alpha_one_sided']:g}, Holm over every config): "

@@ -177,7 +177,8 @@ def tier_block(tier: Tier | None, primary_label: str) -> list[Markup]:
                     else ""
                 )
                 + (
-                    f" (distinct configs: {tier.grid_points} grid points, twins named once)"
+                    f" (distinct configs: {tier.grid_points} scored, grid points and advised thresholds; twins named "
+                    "once)"
                     if tier.grid_points is not None and tier.grid_points != len(tier.entries)
                     else ""
                 )
