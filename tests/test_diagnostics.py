@@ -315,7 +315,9 @@ def contradictions(findings: tuple[Finding, ...]) -> list[str]:
     out = _threshold_words(findings)
     given = [f for f in findings if _given(f)]
     lowered = {
-        int(m) for f in given for m in re.findall(r"lower the overlap first, to \d+ at chunk_size (\d+)", f.advice)
+        int(m)
+        for f in given
+        for m in re.findall(r"(?:lower the overlap first, to \d+|drop overlap \d+) at chunk_size (\d+)", f.advice)
     }
     raised = {int(m) for f in given if "raise the overlap" in f.advice for m in re.findall(r"-s(\d+)-", f.title)}
     out += [f"overlap at chunk_size {s} both lowered and raised" for s in lowered & raised]
@@ -434,3 +436,22 @@ def test_a_measured_step_without_a_gain_outranks_the_grid_edge_and_the_gold_cut_
     assert "raise the overlap" in gold_cut_rule(chunkings)[0].advice
     measured = gold_cut_rule(chunkings, flat_overlap=frozenset({512}))[0]
     assert measured.fired and "raise the overlap" not in measured.advice and "chunk_size" in measured.advice
+
+
+def test_a_grid_where_overlap_changes_nothing_never_advises_raising_it() -> None:
+    """Every chunking cuts 20% of answer spans, and overlap 64 changes no result: the page says drop overlap 64
+    and, for the cut spans, a larger chunk_size, never "raise the overlap" beside it (issue 47)."""
+    g = grid((256, 1024), (0, 64), (3, 5))
+    g["summary"]["mean_returned"] = g["summary"]["top_k"].astype(float)
+    chunkings = (
+        g["summary"].drop_duplicates("chunking")[["chunking", "chunk_size", "n_chunks"]].assign(gold_cut_share=0.2)
+    )
+    rec = g["summary"][g["summary"]["config_id"] == "recursive-s1024-o0|bm25|none|k5|t0"].iloc[0].to_dict()
+    k_steps = steps(g["results"], g["summary"], measure("recall"), "recursive-s1024-o0", "top_k", 0.0, FAST)
+    findings = diagnose(g["results"], g["summary"], chunkings, rec, OBJECTIVE, FAST, k_steps, None, None)
+    fired = [f for f in findings if f.fired]
+    assert any(f.advice.startswith("drop overlap 64 at chunk_size 256") for f in fired), fired
+    assert [f.rule for f in fired].count("gold_cut") == 4, fired
+    assert contradictions(findings) == [], [(f.title, f.advice) for f in fired]
+    # Without the measured overlap the heuristic's advice would stand, and the check would say so.
+    assert contradictions((*fired, *gold_cut_rule(chunkings)))

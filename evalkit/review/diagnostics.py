@@ -448,10 +448,15 @@ def whole_document_rule(summary: pd.DataFrame, manifest: Mapping[str, Any] | Non
 
 def overlap_effect_rule(results: pd.DataFrame, summary: pd.DataFrame) -> tuple[Finding, ...]:
     """Two chunkings differing only in overlap whose every per-question value is identical."""
+    return tuple(f for _, f in _no_effect(results, summary))
+
+
+def _no_effect(results: pd.DataFrame, summary: pd.DataFrame) -> list[tuple[int, Finding]]:
+    """:func:`overlap_effect_rule`'s findings, each with its chunk size."""
     columns = [c for c in VALUE_COLUMNS if c in results.columns]
     keys = [c for c in ("chunker", "chunk_size", "retriever", "reranker") if c in summary.columns]
     chunkings = summary.drop_duplicates("chunking")
-    findings = []
+    findings: list[tuple[int, Finding]] = []
     for _, group in chunkings.groupby(keys, sort=True):
         group = group.sort_values("chunk_overlap")
         if len(group) < 2:
@@ -467,17 +472,16 @@ def overlap_effect_rule(results: pd.DataFrame, summary: pd.DataFrame) -> tuple[F
                 np.array_equal(a[c].to_numpy(dtype=float), b[c].to_numpy(dtype=float), equal_nan=True) for c in columns
             )
             if same and len(a):
-                findings.append(
-                    Finding(
-                        "degenerate",
-                        True,
-                        f"overlap {high.chunk_overlap} at chunk_size {high.chunk_size} has no effect",
-                        f"{high.chunking} and {low['chunking']}: {', '.join(columns)} identical for all "
-                        f"{fmt.count(len(a))} (config, question) rows",
-                        f"drop overlap {high.chunk_overlap} at chunk_size {high.chunk_size}: it changes no result",
-                    )
+                finding = Finding(
+                    "degenerate",
+                    True,
+                    f"overlap {high.chunk_overlap} at chunk_size {high.chunk_size} has no effect",
+                    f"{high.chunking} and {low['chunking']}: {', '.join(columns)} identical for all "
+                    f"{fmt.count(len(a))} (config, question) rows",
+                    f"drop overlap {high.chunk_overlap} at chunk_size {high.chunk_size}: it changes no result",
                 )
-    return tuple(findings)
+                findings.append((int(high.chunk_size), finding))
+    return findings
 
 
 def grid_edge_rule(
@@ -546,7 +550,9 @@ def diagnose(
     table = calibration_rows(calibration, chunkings)
     raised_at = first_raise(raised_steps(results, summary, rec, objective, statistics))
     sized = _overlap_findings(results, summary, chunkings, rec, objective, statistics, config_gate)
-    flat_overlap = frozenset(size for size, f in sized if f.fired and size is not None)
+    no_effect = _no_effect(results, summary)
+    # Chunk sizes where a higher overlap was measured to gain nothing (or to change nothing at all).
+    flat_overlap = frozenset(size for size, f in (*sized, *no_effect) if f.fired and size is not None)
     flat_k = frozenset(float(s.to) for s in k_steps if _flat(s))
     found = (
         tuple(f for _, f in sized)
@@ -554,7 +560,7 @@ def diagnose(
         + calibration_rule(table, results, rec, objective, gate_verdict, raised_at)
         + threshold_rule(results, summary, rec, objective, statistics, calibrated, table, gate_verdict, config_gate)
         + whole_document_rule(summary, manifest)
-        + overlap_effect_rule(results, summary)
+        + tuple(f for _, f in no_effect)
         + grid_edge_rule(summary, objective, flat_k)
         + gold_cut_rule(chunkings, flat_overlap)
         + position_rule(position)
