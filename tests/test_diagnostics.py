@@ -16,11 +16,10 @@ from hydra import compose, initialize_config_dir
 
 from evalkit.report.decision import NO_DECISION_OBJECTIVE, read_decision
 from evalkit.review import Statistics
-from evalkit.review.advice_gate import config_verdict
+from evalkit.review.advice_gate import NOT_ADVISED, config_verdict
 from evalkit.review.analysis import steps
 from evalkit.review.diagnostic_moves import RULE_KNOBS, with_moves
 from evalkit.review.diagnostics import (
-    NOT_ADVISED,
     Finding,
     calibration_rule,
     diagnose,

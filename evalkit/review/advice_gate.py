@@ -125,3 +125,21 @@ def threshold_verdict(
         return GateWord(word.passed, word.text + differ)
 
     return verdict
+
+
+NOT_ADVISED = "not advised: "
+"""How a fired rule's advice begins when the config it would advise fails the gate against production."""
+
+
+def gated(fix: str, config_id: str | None, config_gate: ConfigVerdict | None, what: str) -> str:
+    """A rule's advice with the gate's verdict on the config it advises (``what``: the change, in words).
+
+    Advice whose config the gate fails against production is not given: the finding says what the change would
+    be and that it fails the gate. Without a gate (a run without a decision) or a config, the advice stands alone.
+    """
+    if config_gate is None or config_id is None:
+        return fix
+    word = config_gate(config_id)
+    if word.passed is False:
+        return f"{NOT_ADVISED}{what} ({config_id}) fails the gate ({word.text})"
+    return f"{fix} ({word.text})"

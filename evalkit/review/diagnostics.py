@@ -24,10 +24,11 @@ import pandas as pd
 
 from evalkit.report import fmt
 from evalkit.report.decision import Objective
-from evalkit.review.advice_gate import ConfigVerdict, GateWord
-from evalkit.review.analysis import Settings, find_config, resampling, steps
+from evalkit.review.advice_gate import ConfigVerdict, GateWord, gated
+from evalkit.review.analysis import Settings, find_config, k_label, resampling
 from evalkit.review.diagnostic_moves import with_moves
-from evalkit.review.threshold_advice import WIDEN, calibration_floor, calibration_rows, threshold_advice
+from evalkit.review.threshold_advice import calibration_rows
+from evalkit.review.threshold_rules import calibration_rule, first_raise, raised_steps, threshold_rule
 from evalkit.run.review import Finding, PositionSummary, Step
 from evalkit.scoring import compare
 from evalkit.scoring.registry import measure
@@ -37,28 +38,6 @@ MIN_CHUNK_GROWTH = 0.05
 """Overlap rule: below this growth in chunk count, overlap costs too little to flag."""
 MAX_GOLD_CUT = 0.05
 """Gold-cut rule: flag a chunking whose boundaries split more than this share of answer spans."""
-
-
-NOT_ADVISED = "not advised: "
-"""How a fired rule's advice begins when the config it would advise fails the gate against production."""
-
-
-def _k_label(metric: str, k: int) -> str:
-    return measure(metric).label.replace("@k", f"@{k}")
-
-
-def gated(fix: str, config_id: str | None, config_gate: ConfigVerdict | None, what: str) -> str:
-    """A rule's advice with the gate's verdict on the config it advises (``what``: the change, in words).
-
-    Advice whose config the gate fails against production is not given: the finding says what the change would
-    be and that it fails the gate. Without a gate (a run without a decision) or a config, the advice stands alone.
-    """
-    if config_gate is None or config_id is None:
-        return fix
-    word = config_gate(config_id)
-    if word.passed is False:
-        return f"{NOT_ADVISED}{what} ({config_id}) fails the gate ({word.text})"
-    return f"{fix} ({word.text})"
 
 
 def overlap_rule(
@@ -110,7 +89,7 @@ def _overlap_findings(
             growth = n_hi / n_lo - 1
             arithmetic = (
                 f"chunk_size {size}: overlap {low} → {high} takes the index from {fmt.count(n_lo)} to "
-                f"{fmt.count(n_hi)} chunks ({growth:+.0%}); {_k_label(m.name, k)} changes by {fmt.delta(c)}"
+                f"{fmt.count(n_hi)} chunks ({growth:+.0%}); {k_label(m.name, k)} changes by {fmt.delta(c)}"
             )
             no_gain = c.delta_low <= 0.0
             if growth >= MIN_CHUNK_GROWTH and no_gain:
@@ -121,12 +100,12 @@ def _overlap_findings(
                             "overlap",
                             True,
                             f"overlap {high} adds {growth:.0%} chunks for {fmt.signed_points(c.delta)} points "
-                            f"{_k_label(m.name, k)}, within noise",
+                            f"{k_label(m.name, k)}, within noise",
                             arithmetic,
                             gated(
-                                f"the chunk count grows while {_k_label(m.name, k)} does not: lower the overlap first, "
+                                f"the chunk count grows while {k_label(m.name, k)} does not: lower the overlap first, "
                                 f"to {low} at chunk_size {size} (a {1 - n_lo / n_hi:.0%} smaller index for the same "
-                                f"{_k_label(m.name, k)})",
+                                f"{k_label(m.name, k)})",
                                 lo_id,
                                 config_gate,
                                 f"lowering the overlap to {low} at chunk_size {size}",
@@ -188,133 +167,6 @@ def top_k_rule(
             )
     if not findings:
         findings.append(Finding("top_k", False, "not applicable: the grid has one top_k", ""))
-    return tuple(findings)
-
-
-def raised_steps(
-    results: pd.DataFrame, summary: pd.DataFrame, rec: Mapping[str, Any], objective: Objective, statistics: Settings
-) -> list[tuple[Step, Step | None, Step | None]]:
-    """Each threshold step of the recommended chunking and k: (zero-hit step, primary step, abstention step)."""
-    chunking, k = str(rec["chunking"]), int(rec["top_k"])
-    zero = steps(results, summary, measure("zero_hit_answerable"), chunking, "threshold", k, statistics)
-    gain = {
-        s.to_id: s for s in steps(results, summary, measure(objective.primary), chunking, "threshold", k, statistics)
-    }
-    abstain = {
-        s.to_id: s
-        for s in steps(results, summary, measure("zero_hit_unanswerable"), chunking, "threshold", k, statistics)
-    }
-    return [(s, gain.get(s.to_id), abstain.get(s.to_id)) for s in zero]
-
-
-def _raises_misses(zero: Step, gain: Step | None) -> bool:
-    """Zero-hit on answerable questions shown to rise, and no gain on the primary measure shown."""
-    return zero.comparison.delta_low > 0.0 and (gain is None or gain.comparison.delta_low <= 0.0)
-
-
-def first_raise(stepped: list[tuple[Step, Step | None, Step | None]]) -> float | None:
-    """The lowest threshold whose step raised zero-hit without a gain (None: no step did)."""
-    raised = [float(z.to) for z, g, _ in stepped if _raises_misses(z, g)]
-    return min(raised) if raised else None
-
-
-def blocked_advice(
-    threshold: float, raised_at: float | None, gate_verdict: Callable[[float], GateWord] | None
-) -> tuple[str | None, GateWord | None]:
-    """Why an advised threshold is not advice (None: it stands), and the gate's word on it.
-
-    Advice the gate fails against production is not given; nor is a threshold at or above one whose step already
-    raised zero-hit on answerable questions without a gain (another finding on the same page says so).
-    """
-    word = gate_verdict(threshold) if gate_verdict is not None else None
-    if word is not None and word.passed is False:
-        return f"it fails the gate ({word.text})", word
-    if raised_at is not None and threshold >= raised_at * (1 - 1e-9) - 1e-12:
-        return f"threshold {raised_at:g} already raised zero-hit on answerable questions without a recall gain", word
-    return None, word
-
-
-def keep_below(
-    stepped: list[tuple[Step, Step | None, Step | None]], raised: Step, config_gate: ConfigVerdict | None
-) -> str:
-    """The threshold rule's advice for a step that raised misses: keep the threshold below it, at the highest lower
-    grid threshold the gate passes against production (walking down from the step's own start; the lowest is
-    often production's own). None passes: the advice is refused with the gate's word on the step's start."""
-    below = sorted(
-        {(float(z.frm), z.from_id) for z, _, _ in stepped if float(z.frm) <= float(raised.frm)}, reverse=True
-    )
-    if config_gate is None:
-        return f"keep the threshold below {raised.to:g} ({raised.frm:g} or lower); {WIDEN}"
-    for threshold, config_id in below:
-        word = config_gate(config_id)
-        if word.passed is not False:
-            return f"keep the threshold below {raised.to:g} ({threshold:g} or lower); {WIDEN} ({word.text})"
-    return gated("", raised.from_id, config_gate, f"lowering the threshold to {raised.frm:g}")
-
-
-def threshold_rule(
-    results: pd.DataFrame,
-    summary: pd.DataFrame,
-    rec: Mapping[str, Any],
-    objective: Objective,
-    statistics: Settings,
-    calibrated: float | None = None,
-    calibration: pd.DataFrame | None = None,
-    gate_verdict: Callable[[float], GateWord] | None = None,
-    config_gate: ConfigVerdict | None = None,
-) -> tuple[Finding, ...]:
-    """A higher threshold that raises zero-hit on answerable questions and gains no recall; the advised lower
-    threshold carries the gate's verdict (:func:`gated`), the calibration's as :func:`blocked_advice` says.
-
-    ``calibrated`` (the former overlap-edge value) is accepted for callers that still pass it and ignored.
-    """
-    chunking, k = str(rec["chunking"]), int(rec["top_k"])
-    stepped = raised_steps(results, summary, rec, objective, statistics)
-    raised_at = first_raise(stepped)
-    findings = []
-    # The former calibrated value (upper edge of the overlap interval) is never advised: it can leave most
-    # answerable questions without context. Only the advice columns, which respect the zero-hit target, are,
-    # and only when the gate passes them and no step at or below them raised zero-hit without a gain.
-    advice = threshold_advice(calibration, results, rec, objective)
-    for s, g, a in stepped:
-        c = s.comparison
-        arithmetic = (
-            f"threshold {s.frm:g} → {s.to:g} (chunking {chunking}, top_k {k}): zero-hit on answerable questions "
-            f"{fmt.pct(c.baseline_mean)} → {fmt.pct(c.candidate_mean)} ({fmt.delta(c)})"
-            + (f"; {_k_label(objective.primary, k)} {fmt.delta(g.comparison)}" if g else "")
-            + (
-                f"; correct abstentions on unanswerable questions {fmt.pct(a.comparison.baseline_mean)} → "
-                f"{fmt.pct(a.comparison.candidate_mean)}"
-                if a
-                else ""
-            )
-        )
-        if _raises_misses(s, g):
-            fix = keep_below(stepped, s, config_gate)
-            if advice is None or advice.threshold is None:
-                fix = advice.fix if advice is not None else f"keep the threshold at its lowest value; {WIDEN}"
-            elif float(advice.threshold) < float(s.to):
-                why, word = blocked_advice(float(advice.threshold), raised_at, gate_verdict)
-                if why is None:  # a lower threshold the gate accepts: the calibration's advice stands
-                    fix = advice.fix + (f" ({word.text})" if word is not None else "")
-            findings.append(
-                Finding(
-                    "threshold",
-                    True,
-                    f"threshold {s.to:g} raised zero-hit on answerable questions by "
-                    f"{fmt.signed_points(c.delta)} points without a recall gain",
-                    arithmetic,
-                    fix,
-                )
-            )
-        else:
-            findings.append(
-                Finding(
-                    "threshold", False, f"threshold {s.frm:g} → {s.to:g}: no significant rise in misses", arithmetic
-                )
-            )
-    if not findings:
-        findings.append(Finding("threshold", False, "not applicable: the grid has one threshold", ""))
     return tuple(findings)
 
 
@@ -385,42 +237,6 @@ def gold_cut_rule(chunkings: pd.DataFrame, flat_overlap: frozenset[int] = frozen
 
 VALUE_COLUMNS = ("recall", "hit", "precision", "context_precision", "mrr", "ndcg", "zero_hit", "n_returned")
 """Per-question values compared by the overlap-without-effect flag."""
-
-
-def calibration_rule(
-    calibration: pd.DataFrame | None,
-    results: pd.DataFrame,
-    rec: Mapping[str, Any],
-    objective: Objective,
-    gate_verdict: Callable[[float], GateWord] | None = None,
-    raised_at: float | None = None,
-) -> tuple[Finding, ...]:
-    """The threshold the calibration advises for the recommended config, against the one it uses; with
-    ``gate_verdict``, the gate's verdict on following the advice stands beside it (one voice), and advice the
-    gate fails, or at or above ``raised_at`` (a threshold that raised zero-hit without a gain), is not given."""
-    advice = threshold_advice(calibration, results, rec, objective)
-    if advice is None:
-        return (Finding("threshold", False, "no threshold advice in this run (calibration without advice)", ""),)
-    current = float(rec["threshold"])
-    if advice.threshold is None:
-        fired = current > float(calibration_floor(calibration, str(rec["chunking"])))
-        title = advice.fix.split(":")[0] + f"; the recommended config uses {current:g}"
-        return (Finding("threshold", fired, title, advice.arithmetic, advice.fix if fired else ""),)
-    fired = not np.isclose(current, advice.threshold, rtol=1e-3, atol=0)
-    if not fired:
-        title = f"the calibration advises threshold {advice.threshold:g}; the recommended config uses {current:g}"
-        return (Finding("threshold", False, title, advice.arithmetic, ""),)
-    why, word = blocked_advice(float(advice.threshold), raised_at, gate_verdict)
-    if why is not None:
-        title = (
-            f"the calibration's threshold {advice.threshold:g} is not advised: {why.split(' (')[0]}; the recommended "
-            f"config uses {current:g}"
-        )
-        fix = f"do not set threshold {advice.threshold:g}: {why}"
-        return (Finding("threshold", True, title, f"{advice.arithmetic}; calibration: {advice.fix}", fix),)
-    title = f"the calibration advises threshold {advice.threshold:g}; the recommended config uses {current:g}"
-    fix = advice.fix + (f" ({word.text})" if word is not None else "")
-    return (Finding("threshold", True, title, advice.arithmetic, fix),)
 
 
 def whole_document_rule(summary: pd.DataFrame, manifest: Mapping[str, Any] | None) -> tuple[Finding, ...]:
@@ -496,7 +312,7 @@ def grid_edge_rule(
     if m.name not in summary.columns or summary[m.name].isna().all():
         return ()
     best = summary.loc[summary[m.name].astype(float).idxmax()]
-    label = _k_label(m.name, int(best["top_k"]))
+    label = k_label(m.name, int(best["top_k"]))
     findings = []
     for axis in ("top_k", "chunk_size"):
         values = sorted(summary[axis].unique())
