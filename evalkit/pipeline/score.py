@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -84,22 +85,8 @@ def score_chunking(
     (column ``off_grid``) so the gate judges them like any grid point before they are advised.
     """
     unit_tokens = unit_token_counts(units.texts, token_family)
-    best = best_score(pool.scores)
-    best_relevant, best_irrelevant = best_scores(pool.scores, judgement.relevant)
-    first_relevant = np.where(judgement.relevant.any(axis=1), judgement.relevant.argmax(axis=1) + 1, 0)
     answerable = np.array([q.evidence_mode != "none" for q in questions])
-    base = {
-        "question_id": [q.id for q in questions],
-        "lang": [q.lang for q in questions],
-        "evidence_mode": [q.evidence_mode for q in questions],
-        "answerable": answerable,
-        "best_score": best,
-        "best_relevant_score": best_relevant,
-        "best_irrelevant_score": best_irrelevant,
-        "gold_rank_in_pool": first_relevant,
-        "n_relevant_units": judgement.n_relevant,
-        "question_tokens": [estimate_tokens(q.question, token_family) for q in questions],
-    }
+    base = question_columns(questions, pool, judgement, token_family)
     spans = _pool_spans(pool, units)
     evidence = [[(e.doc_id, e.start, e.end) for e in q.evidence] for q in questions]
     omega = overlapping_units(units.doc_ids, units.starts, units.ends, evidence)
@@ -148,6 +135,25 @@ def score_chunking(
             )
             frame.insert(0, "config_id", config_ids(frame))
             yield frame
+
+
+def question_columns(
+    questions: Sequence[Question], pool: CandidatePool, judgement: PoolJudgement, token_family: str
+) -> dict[str, Any]:
+    """The columns of a chunking's rows that every grid point shares: each question's identity and pool scores."""
+    best_relevant, best_irrelevant = best_scores(pool.scores, judgement.relevant)
+    return {
+        "question_id": [q.id for q in questions],
+        "lang": [q.lang for q in questions],
+        "evidence_mode": [q.evidence_mode for q in questions],
+        "answerable": np.array([q.evidence_mode != "none" for q in questions]),
+        "best_score": best_score(pool.scores),
+        "best_relevant_score": best_relevant,
+        "best_irrelevant_score": best_irrelevant,
+        "gold_rank_in_pool": np.where(judgement.relevant.any(axis=1), judgement.relevant.argmax(axis=1) + 1, 0),
+        "n_relevant_units": judgement.n_relevant,
+        "question_tokens": [estimate_tokens(q.question, token_family) for q in questions],
+    }
 
 
 def returned_key(returned: np.ndarray) -> bytes:

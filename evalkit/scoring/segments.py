@@ -55,6 +55,30 @@ class SegmentMeasure:
     label: str
 
 
+def named_configs(record: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Every config the run names, with its roles: the pick, the cheaper pick, each swept one-knob move, the
+    near-misses, the gate-passing set and the tier's cheapest (config_id -> roles, in that order)."""
+    out: dict[str, list[str]] = {}
+
+    def add(config_id: Any, role: str) -> None:
+        if config_id:
+            out.setdefault(str(config_id), []).append(role)
+
+    add((record.get("recommended") or {}).get("config_id"), "recommended")
+    add((record.get("cheaper_pick") or {}).get("config_id"), "cheaper pick")
+    for move in record.get("one_knob_moves") or []:
+        if move.get("swept"):
+            add(move.get("config_id"), f"{move['knob']} move")
+    for i, miss in enumerate(record.get("near_misses") or [], start=1):
+        add(miss.get("config_id"), f"near-miss #{i}")
+    for entry in (record.get("gate_passing") or {}).get("configs") or []:
+        add(entry.get("config_id"), "gate-passing")
+    add((record.get("tier") or {}).get("cheapest"), "tier's cheapest")
+    production = (record.get("production") or {}).get("config_id")
+    out.pop(str(production), None)  # production against itself has no segment to lose
+    return out
+
+
 def segment_gains(
     measures: Mapping[str, SegmentMeasure],
     segments: pd.DataFrame,
