@@ -16,7 +16,7 @@ from hydra import compose, initialize_config_dir
 
 from evalkit.report.decision import NO_DECISION_OBJECTIVE, read_decision
 from evalkit.review import Statistics
-from evalkit.review.advice_gate import NOT_ADVISED, config_verdict
+from evalkit.review.advice_gate import NOT_ADVISED, config_verdict, threshold_verdict
 from evalkit.review.analysis import steps
 from evalkit.review.diagnostic_moves import RULE_KNOBS, with_moves
 from evalkit.review.diagnostics import (
@@ -454,3 +454,21 @@ def test_a_grid_where_overlap_changes_nothing_never_advises_raising_it() -> None
     assert contradictions(findings) == [], [(f.title, f.advice) for f in fired]
     # Without the measured overlap the heuristic's advice would stand, and the check would say so.
     assert contradictions((*fired, *gold_cut_rule(chunkings)))
+
+
+def test_advice_a_run_with_a_gate_did_not_score_is_not_given() -> None:
+    """The calibration's threshold recomputed under a stricter cap than the sweep scored (issue 47): the gate has
+    no such config to judge, so the page says it cannot check it and does not advise it."""
+    best = np.r_[np.linspace(5, 20, 40), np.linspace(0, 4, 20)]
+    f = one_config(best, np.arange(60) < 40)
+    rec = f["summary"].iloc[0].to_dict()
+    advice = threshold_advice(f["calibration"], f["results"], rec, GATED)
+    assert advice is not None and advice.threshold is not None and advice.threshold > 0
+    verdict = threshold_verdict(f["results"], f["summary"], rec["config_id"], rec, GATED)
+    assert verdict is not None and verdict(advice.threshold).passed is None
+    (finding,) = calibration_rule(f["calibration"], f["results"], rec, GATED, verdict)
+    assert finding.fired and finding.advice.startswith(f"do not set threshold {advice.threshold:g}"), finding
+    assert "the gate cannot check it" in finding.advice and contradictions((finding,)) == []
+    # Without a gate (a run before recommendation.json) the calibration's advice stands alone.
+    (alone,) = calibration_rule(f["calibration"], f["results"], rec, GATED, None)
+    assert alone.advice.startswith(f"set threshold to {advice.threshold:g}"), alone

@@ -55,12 +55,16 @@ def blocked_advice(
 ) -> tuple[str | None, GateWord | None]:
     """Why an advised threshold is not advice (None: it stands), and the gate's word on it.
 
-    Advice the gate fails against production is not given; nor is a threshold at or above one whose step already
-    raised zero-hit on answerable questions without a gain (another finding on the same page says so).
+    Advice the gate fails against production is not given, nor advice a run with a gate did not score (e.g. the
+    calibration's advice recomputed under a stricter cap than the sweep's: the gate cannot check it), nor a
+    threshold at or above one whose step already raised zero-hit on answerable questions without a gain (another
+    finding on the same page says so). Without a gate (a run before recommendation.json) the advice stands alone.
     """
     word = gate_verdict(threshold) if gate_verdict is not None else None
     if word is not None and word.passed is False:
         return f"it fails the gate ({word.text})", word
+    if word is not None and word.passed is None:
+        return f"the gate cannot check it yet ({word.text})", word
     if raised_at is not None and threshold >= raised_at * (1 - 1e-9) - 1e-12:
         return f"threshold {raised_at:g} already raised zero-hit on answerable questions without a recall gain", word
     return None, word
