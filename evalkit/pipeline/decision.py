@@ -168,10 +168,16 @@ def headline(record: dict[str, Any], run_dir: Path) -> str:
 
 
 def _replicates(held: dict[str, Any]) -> str:
-    """The share of splits where the selection, repeated on one half, gains on the other (absent in older records)."""
+    """The share of splits where the selection, repeated on one half, shows a gain on the other (interval above 0),
+    beside the share where its point estimate is merely positive (absent in older records)."""
     if held.get("holds_share") is None:
         return ""
-    return f", holds on {held['holds_share']:.0%} of held-back halves (selection repeated on each split)"
+    if held.get("positive_share") is None:  # a record before issue 47: its share counted any positive gain
+        return f", positive on {held['holds_share']:.0%} of held-back halves (selection repeated on each split)"
+    return (
+        f", shown (interval above 0) on {held['holds_share']:.0%} of held-back halves, positive on "
+        f"{held['positive_share']:.0%} (selection repeated on each split)"
+    )
 
 
 def _spread(held: dict[str, Any]) -> str:
@@ -284,10 +290,12 @@ def tier_line(tier: dict[str, Any] | None) -> str | None:
     label = MEASURES[tier["metric"]].label if tier.get("metric") in MEASURES else tier.get("metric", "")
     cheapest = tier.get("cheapest")
     named = f"; cheapest of them ({tier['cost_kind']}): {cheapest}" if cheapest else ""
-    distinct = tier.get("distinct")
+    distinct, points = tier.get("distinct"), tier.get("grid_points")
     copies = (
         f" ({distinct} distinct: the rest are collapsed grid points)" if distinct not in (None, tier["size"]) else ""
     )
+    if points is not None and points != len(tier["configs"]):
+        copies = f" distinct ({points} scored, grid points and advised thresholds; twins named once)"
     return (
         f"top tier: {tier['size']} of {len(tier['configs'])} configs{copies} not shown worse than the best on {label} "
         f"({tier['best']}; one-sided paired test at {tier['alpha_one_sided']:g}, Holm over every config): "

@@ -234,6 +234,9 @@ def build_plan(
     auto = isinstance(config.threshold, str)
     if auto and config.threshold != "auto":
         raise ConfigError(f"threshold: {config.threshold!r} is not a number, a list or auto")
+    # An empty stage grid (dense and hybrid's default): the grid on the scale of the set's own scores, as
+    # threshold=auto builds it; a fixed cosine grid ([0, 0.2, 0.3, 0.4]) filtered nothing where cosines are >= 0.64.
+    auto = auto or (config.threshold is None and stage is not None and len(stage) == 0)
     thresholds = () if auto else config.threshold if config.threshold is not None else stage
     if thresholds is None:
         name = config.reranker.name

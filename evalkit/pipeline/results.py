@@ -25,7 +25,7 @@ from evalkit.records import COST_PER_QUERY
 from evalkit.run import files
 from evalkit.run.blocks import FrameSink, config_blocks
 from evalkit.run.folder import RunFolder
-from evalkit.scoring.aggregate import summarise
+from evalkit.scoring.aggregate import summarise, with_twins
 from evalkit.scoring.moves import EVIDENCE
 from evalkit.scoring.per_config import PerConfig, PerConfigBuilder
 from evalkit.scoring.registry import MEASURES
@@ -87,4 +87,5 @@ def write_results(
             totals.n_returned += int(block["n_returned"].sum())
             values.add(block)
     summary = price_configs(pd.concat(totals.summaries, ignore_index=True), pd.concat(totals.costs), settings)
+    summary = with_twins(summary)  # twins across chunkings too: one config, however many grid points
     return values.build(), summary, totals.chunk_tokens

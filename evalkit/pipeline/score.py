@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -74,36 +75,27 @@ def score_chunking(
     judgement: PoolJudgement,
     token_family: str,
     unit_access: Access,
+    advised: Sequence[float] = (),
 ) -> Iterator[pd.DataFrame]:
     """Rows for every (top_k, threshold) x question of one chunking (slices of one pool), one grid point at a time.
 
     A generator: the chunking's rows are questions x grid points, so the caller writes each block as it
-    comes instead of holding them all (their concatenation is the chunking's rows table).
+    comes instead of holding them all (their concatenation is the chunking's rows table). ``advised``: thresholds
+    off the grid that the run's advice names (the calibration's), scored from the same pool at every top_k
+    (column ``off_grid``) so the gate judges them like any grid point before they are advised.
     """
     unit_tokens = unit_token_counts(units.texts, token_family)
-    best = best_score(pool.scores)
-    best_relevant, best_irrelevant = best_scores(pool.scores, judgement.relevant)
-    first_relevant = np.where(judgement.relevant.any(axis=1), judgement.relevant.argmax(axis=1) + 1, 0)
     answerable = np.array([q.evidence_mode != "none" for q in questions])
-    base = {
-        "question_id": [q.id for q in questions],
-        "lang": [q.lang for q in questions],
-        "evidence_mode": [q.evidence_mode for q in questions],
-        "answerable": answerable,
-        "best_score": best,
-        "best_relevant_score": best_relevant,
-        "best_irrelevant_score": best_irrelevant,
-        "gold_rank_in_pool": first_relevant,
-        "n_relevant_units": judgement.n_relevant,
-        "question_tokens": [estimate_tokens(q.question, token_family) for q in questions],
-    }
+    base = question_columns(questions, pool, judgement, token_family)
     spans = _pool_spans(pool, units)
     evidence = [[(e.doc_id, e.start, e.end) for e in q.evidence] for q in questions]
     omega = overlapping_units(units.doc_ids, units.starts, units.ends, evidence)
     multi_hop = np.array([q.evidence_mode == "all" for q in questions])
     first_with: dict[bytes, str] = {}  # the returned lists of a grid point -> the first grid point returning them
+    extra = [t for t in advised if not np.isclose(plan.thresholds, t, rtol=1e-9, atol=1e-12).any()]
+    thresholds = sorted({*plan.thresholds, *extra})
     for k in plan.top_ks:
-        for threshold in plan.thresholds:
+        for threshold in thresholds:
             sliced = slice_metrics(judgement, k, threshold)
             own_id = config_id(spec.key, plan.retriever.name, plan.reranker.name, k, threshold)
             same_as = first_with.setdefault(returned_key(sliced.returned), own_id)
@@ -115,6 +107,7 @@ def score_chunking(
             ranking = {m.name: values[m.name] * na for m in WRITTEN if m.answerable_only}
             by_char = {name: v * na for name, v in chars.columns().items()}
             abstention = {m.name: values[m.name] for m in WRITTEN if not m.answerable_only}
+            tokens = returned_tokens(sliced.returned, pool.indices, unit_tokens)
             frame = pd.DataFrame(
                 base
                 | {
@@ -132,14 +125,35 @@ def score_chunking(
                 | abstention
                 | {
                     "n_returned": sliced.n_returned,
-                    "returned_tokens": returned_tokens(sliced.returned, pool.indices, unit_tokens),
+                    "returned_tokens": tokens,
                     "leaked_units": leaked(sliced.returned, pool.indices, unit_access.visible),
                     "outdated_units": leaked(sliced.returned, pool.indices, unit_access.current),
                     "same_as": "" if same_as == own_id else same_as,
+                    "lists_key": lists_key(sliced.returned, pool.indices, units, tokens),
+                    "off_grid": threshold in extra,
                 }
             )
             frame.insert(0, "config_id", config_ids(frame))
             yield frame
+
+
+def question_columns(
+    questions: Sequence[Question], pool: CandidatePool, judgement: PoolJudgement, token_family: str
+) -> dict[str, Any]:
+    """The columns of a chunking's rows that every grid point shares: each question's identity and pool scores."""
+    best_relevant, best_irrelevant = best_scores(pool.scores, judgement.relevant)
+    return {
+        "question_id": [q.id for q in questions],
+        "lang": [q.lang for q in questions],
+        "evidence_mode": [q.evidence_mode for q in questions],
+        "answerable": np.array([q.evidence_mode != "none" for q in questions]),
+        "best_score": best_score(pool.scores),
+        "best_relevant_score": best_relevant,
+        "best_irrelevant_score": best_irrelevant,
+        "gold_rank_in_pool": np.where(judgement.relevant.any(axis=1), judgement.relevant.argmax(axis=1) + 1, 0),
+        "n_relevant_units": judgement.n_relevant,
+        "question_tokens": [estimate_tokens(q.question, token_family) for q in questions],
+    }
 
 
 def returned_key(returned: np.ndarray) -> bytes:
@@ -150,6 +164,27 @@ def returned_key(returned: np.ndarray) -> bytes:
     score the top_k reaches), reported by its ``same_as`` column instead of being counted as a distinct config.
     """
     return hashlib.blake2b(np.packbits(returned, axis=None).tobytes() + repr(returned.shape).encode()).digest()
+
+
+def lists_key(returned: np.ndarray, indices: np.ndarray, units: Units, tokens: np.ndarray) -> str:
+    """What identifies a grid point's returned lists across chunkings: every question's returned spans in order.
+
+    Two chunkings whose returned units are the same document spans in the same order for every question (e.g.
+    documents shorter than one chunk, where overlap changes nothing) give every measure alike: the grid points
+    are one config (:func:`evalkit.scoring.aggregate.with_twins`), whatever their chunking, threshold or k.
+    ``tokens`` (per question, the returned lists' prompt tokens) keeps apart lists whose spans match but whose
+    texts do not (a chunker that prefixes context).
+    """
+    rows, ranks = np.nonzero(returned)  # row-major: each question's returned entries in rank order
+    unit = indices[rows, ranks]
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(repr(returned.shape[0]).encode())
+    digest.update(np.ascontiguousarray(rows, dtype=np.int64).tobytes())
+    digest.update("\x00".join(map(str, np.asarray(units.doc_ids, dtype=object)[unit])).encode())
+    digest.update(np.ascontiguousarray(np.asarray(units.starts)[unit], dtype=np.int64).tobytes())
+    digest.update(np.ascontiguousarray(np.asarray(units.ends)[unit], dtype=np.int64).tobytes())
+    digest.update(np.ascontiguousarray(tokens, dtype=np.float64).tobytes())
+    return digest.hexdigest()
 
 
 def config_id(chunking: str, retriever: str, reranker: str, top_k: int, threshold: float) -> str:

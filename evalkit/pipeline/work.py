@@ -42,6 +42,7 @@ from evalkit.retrieval.pools import CandidatePool, collapse_to_parents, keep_all
 from evalkit.retrieval.rerank.base import Reranker
 from evalkit.run.units import UnitStore
 from evalkit.scoring.calibration import calibrate_by_class
+from evalkit.scoring.thresholds import floor_significant
 
 STAGE_VERSIONS = {"chunk": 1, "retrieve": 1, "rerank": 1, "score": 3}
 """Bump a stage's version when its code changes what it computes: its finished units are then redone."""
@@ -103,6 +104,10 @@ def questions_fingerprint(questions: Sequence[Question]) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
+ROWS_VERSION = 2
+"""Bump when the scored rows gain columns or grid points (2: lists_key, off_grid and the advised threshold)."""
+
+
 def plan_units(
     plan: SweepPlan, labelset: LabelSet, questions: Sequence[Question], embedder_identity: str | None, family: str
 ) -> tuple[UnitOfWork, ...]:
@@ -130,6 +135,7 @@ def plan_units(
             "zero_hit_target": plan.objective.zero_hit_answerable_max,
             "token_family": family,
             "names": [plan.retriever.name, plan.reranker.name],
+            "rows": ROWS_VERSION,
         }
         units.append(UnitOfWork(spec, UnitIds(chunk, retrieved, reranked, content_id("score", reranked, scoring))))
     return tuple(units)
@@ -259,13 +265,19 @@ def score_unit(
     unit's info record (pure: runs on any worker)."""
     unit_access = access(questions, units.doc_ids, labelset.documents, plan.filters)
     judgement = judge(questions, pool, units, plan.relevance_tau)
-    rows = score_chunking(plan, spec, questions, pool, units, judgement, token_family, unit_access)
     classes = [str(q.tags.get(plan.calibration_tag, "untagged")) for q in questions]
     answerable = np.array([q.evidence_mode != "none" for q in questions])
     target = plan.objective.zero_hit_answerable_max
     calibrations = calibrate_by_class(
         spec.key, pool.source, classes, pool.scores, judgement.relevant, answerable, zero_hit_target=target
     )
+    # The threshold the calibration advises (the value the report shows) is scored too: advice is gated first.
+    advised = [
+        floor_significant(c.advised_threshold)
+        for c in calibrations
+        if c.question_class == "all" and c.advice == "threshold" and np.isfinite(c.advised_threshold)
+    ]
+    rows = score_chunking(plan, spec, questions, pool, units, judgement, token_family, unit_access, advised)
     info = {
         "chunking": spec.key,
         "n_chunks": len(chunks),

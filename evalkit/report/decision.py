@@ -69,7 +69,10 @@ class Gain:
     mde: float | None = None
     """Out of sample only: the smallest gain the set detects at 80% power (None: not detectable at this size)."""
     holds_share: float | None = None
-    """Out of sample only: share of splits whose selection (repeated on one half) gains on the held-back half."""
+    """Out of sample only: share of splits whose selection (repeated on one half) shows a gain on the held-back
+    half (its interval above 0; in records before issue 47, any positive gain)."""
+    positive_share: float | None = None
+    """Out of sample only: share of splits whose held-back gain's point estimate is > 0 (None: older record)."""
     unit: str | None = None
     """Out of sample only: what the halves split, ``clusters`` (documents by default) or ``questions``."""
 
@@ -202,6 +205,7 @@ def _gain(block: Any) -> Gain | None:
         p95=_number(block.get("p95")),
         mde=_number(block.get("mde")),
         holds_share=_number(block.get("holds_share")),
+        positive_share=_number(block.get("positive_share")),
         unit=str(block["unit"]) if isinstance(block.get("unit"), str) else None,
     )
 

@@ -41,6 +41,8 @@ class Tier:
     entries: tuple[TierEntry, ...]
     distinct: int | None = None
     """Members that are not collapsed grid points (copies of another member's lists); None: not recorded."""
+    grid_points: int | None = None
+    """Every grid point, twins included (entries are distinct configs since issue 47); None: not recorded."""
 
     @property
     def members(self) -> tuple[TierEntry, ...]:
@@ -78,4 +80,5 @@ def read_tier(payload: Mapping[str, Any]) -> Tier | None:
         alpha_one_sided=float(_number(t.get("alpha_one_sided")) or 0.025),
         entries=entries,
         distinct=None if t.get("distinct") is None else int(t["distinct"]),
+        grid_points=None if t.get("grid_points") is None else int(t["grid_points"]),
     )

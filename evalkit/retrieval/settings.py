@@ -53,8 +53,9 @@ class RetrieverSettings:
     rrf_k: int = field(default=60, metadata={"min": 1})
     bm25_k1: float = field(default=1.5, metadata={"min": 0.0, "max": 10.0})
     bm25_b: float = field(default=0.75, metadata={"min": 0.0, "max": 1.0})
-    thresholds: tuple[float, ...] = (0.0,)
-    """This retriever's threshold grid (scores differ in scale between retrievers)."""
+    thresholds: tuple[float, ...] = field(default=(0.0,), metadata={"allow_empty": True})
+    """This retriever's threshold grid (scores differ in scale between retrievers); empty (dense and hybrid's
+    default): built from the set's own pool scores, as ``threshold=auto`` builds it."""
     index: str = field(default="exact", metadata={"choices": INDEXES})
     """Dense search: ``exact`` (every unit scored), ``hnsw`` (usearch graph; recall against exact reported) or
     ``lancedb`` (a LanceDB table per chunking: exact when ``lancedb_index=flat``, else recall reported)."""

@@ -71,6 +71,11 @@ def as_paired(c: stats.PairedComparison | None) -> Paired | None:
                   float(c.delta_high), float(c.p_value), int(c.n), str(c.test), p_adjusted, float(c.level))  # fmt: skip
 
 
+def k_label(metric: str, k: int) -> str:
+    """A measure's label at one top_k (``recall@k`` -> ``recall@5``)."""
+    return measure(metric).label.replace("@k", f"@{k}")
+
+
 def find_config(summary: pd.DataFrame, chunking: str, top_k: int, threshold: float) -> str | None:
     """config_id of a grid point (thresholds compared with a tolerance, never ``==``)."""
     match = summary[

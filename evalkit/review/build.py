@@ -14,7 +14,7 @@ from pathlib import Path
 from evalkit.report.decision import NO_DECISION_OBJECTIVE, Decision, read_decision
 from evalkit.report.labels import read_labelset
 from evalkit.review import analysis
-from evalkit.review.advice_gate import threshold_verdict
+from evalkit.review.advice_gate import GateWord, config_verdict, threshold_verdict
 from evalkit.review.diagnostics import diagnose
 from evalkit.review.items import items_of
 from evalkit.review.position import position_from_rows, position_from_summary
@@ -155,11 +155,22 @@ def compute_review(run: Run, statistics: Statistics | None = None, labelset: Pat
     objective_steps = k_steps.get(metric) or analysis.steps(
         run.results, run.summary, measure(metric), chunking, "top_k", t, settings
     )
+    # One gate for every piece of advice on the page (issue 47): a config is judged once, however many rules name it.
+    judge = config_verdict(run.results, run.summary, baseline_id, objective, settings.clusters)
+
+    def table_verdict(chunking_: str, threshold: float) -> GateWord | None:
+        """The calibration table's advised threshold of a chunking, judged at the focus config's top_k."""
+        focus = {"chunking": chunking_, "top_k": k}
+        word = threshold_verdict(run.results, run.summary, baseline_id, focus, objective, settings.clusters, judge)
+        return None if word is None else word(threshold)
+
     findings = diagnose(
         run.results, run.summary, run.chunkings, rec_row, objective, settings, objective_steps, None,
         position, calibration=run.calibration, manifest=run.manifest,
         moves=decision.moves if decision is not None else (),
-        gate_verdict=threshold_verdict(run.results, run.summary, baseline_id, rec_row, objective, settings.clusters),
+        gate_verdict=threshold_verdict(run.results, run.summary, baseline_id, rec_row, objective, settings.clusters,
+                                       judge),
+        config_gate=judge,
     )  # fmt: skip
     return Review(
         schema=SCHEMA,
@@ -179,7 +190,7 @@ def compute_review(run: Run, statistics: Statistics | None = None, labelset: Pat
         synthetic_measures=SYNTHETIC_MEASURES,
         reported=REPORTED,
         synthetic=synthetic_rows(run.results, _synthetic(run, labelset), focus_id, baseline_id, settings),
-        calibration=advice_cells(run.calibration),
+        calibration=advice_cells(run.calibration, table_verdict),
         min_auc=MIN_AUC,
         items=items_of(run.results, metric),
         production_log=logged_scores(run, baseline_id, focus_id, statistics),

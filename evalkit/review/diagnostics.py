@@ -5,6 +5,13 @@ of :mod:`evalkit.scoring.compare`, directly or through the steps of
 :mod:`evalkit.review.analysis`) returning :class:`Finding` records.
 A rule that fires gives advice; one that does not still shows its numbers, so
 a reviewer sees what was checked.
+
+Advice is gated before it is given (issue 47): every value a rule advises names a config of the run (a lower
+overlap, a smaller top_k, a lower threshold, the calibration's threshold scored beside the grid), the gate
+judges that config against production (:func:`evalkit.review.advice_gate.config_verdict`), and advice the gate
+fails is reported as failing, not advised. Rules that would contradict each other on one page defer to the
+measured one: a measured overlap step without a gain outranks the gold-cut heuristic's "raise the overlap",
+and a measured top_k step without a gain outranks "the best config sits on the grid's largest top_k".
 """
 
 from __future__ import annotations
@@ -17,9 +24,11 @@ import pandas as pd
 
 from evalkit.report import fmt
 from evalkit.report.decision import Objective
-from evalkit.review.analysis import Settings, find_config, resampling, steps
+from evalkit.review.advice_gate import ConfigVerdict, GateWord, gated
+from evalkit.review.analysis import Settings, find_config, k_label, resampling
 from evalkit.review.diagnostic_moves import with_moves
-from evalkit.review.threshold_advice import WIDEN, calibration_floor, calibration_rows, threshold_advice
+from evalkit.review.threshold_advice import calibration_rows
+from evalkit.review.threshold_rules import calibration_rule, first_raise, raised_steps, threshold_rule
 from evalkit.run.review import Finding, PositionSummary, Step
 from evalkit.scoring import compare
 from evalkit.scoring.registry import measure
@@ -31,10 +40,6 @@ MAX_GOLD_CUT = 0.05
 """Gold-cut rule: flag a chunking whose boundaries split more than this share of answer spans."""
 
 
-def _k_label(metric: str, k: int) -> str:
-    return measure(metric).label.replace("@k", f"@{k}")
-
-
 def overlap_rule(
     results: pd.DataFrame,
     summary: pd.DataFrame,
@@ -42,12 +47,27 @@ def overlap_rule(
     rec: Mapping[str, Any],
     objective: Objective,
     statistics: Settings,
+    config_gate: ConfigVerdict | None = None,
 ) -> tuple[Finding, ...]:
-    """More overlap means more chunks; flag it when the objective gains no more than the noise."""
+    """More overlap means more chunks; flag it when the objective gains no more than the noise. The advised lower
+    overlap (the recommended k and threshold at that chunking) carries the gate's verdict (:func:`gated`)."""
+    return tuple(f for _, f in _overlap_findings(results, summary, chunkings, rec, objective, statistics, config_gate))
+
+
+def _overlap_findings(
+    results: pd.DataFrame,
+    summary: pd.DataFrame,
+    chunkings: pd.DataFrame,
+    rec: Mapping[str, Any],
+    objective: Objective,
+    statistics: Settings,
+    config_gate: ConfigVerdict | None,
+) -> list[tuple[int | None, Finding]]:
+    """:func:`overlap_rule`'s findings, each with its chunk size (None: not applicable)."""
     m = measure(objective.primary)
     k, t = int(rec["top_k"]), float(rec["threshold"])
     counts = dict(zip(chunkings["chunking"], chunkings.get("n_chunks", pd.Series(dtype=float)), strict=False))
-    findings = []
+    findings: list[tuple[int | None, Finding]] = []
     for size, group in summary.groupby("chunk_size", sort=True):
         overlaps = sorted(group["chunk_overlap"].unique())
         if len(overlaps) < 2:
@@ -69,32 +89,52 @@ def overlap_rule(
             growth = n_hi / n_lo - 1
             arithmetic = (
                 f"chunk_size {size}: overlap {low} → {high} takes the index from {fmt.count(n_lo)} to "
-                f"{fmt.count(n_hi)} chunks ({growth:+.0%}); {_k_label(m.name, k)} changes by {fmt.delta(c)}"
+                f"{fmt.count(n_hi)} chunks ({growth:+.0%}); {k_label(m.name, k)} changes by {fmt.delta(c)}"
             )
             no_gain = c.delta_low <= 0.0
             if growth >= MIN_CHUNK_GROWTH and no_gain:
                 findings.append(
-                    Finding(
-                        "overlap",
-                        True,
-                        f"overlap {high} adds {growth:.0%} chunks for {fmt.signed_points(c.delta)} points "
-                        f"{_k_label(m.name, k)}, within noise",
-                        arithmetic,
-                        f"the chunk count grows while {_k_label(m.name, k)} does not: lower the overlap first, to "
-                        f"{low} at chunk_size {size} (a {1 - n_lo / n_hi:.0%} smaller index for the same "
-                        f"{_k_label(m.name, k)})",
+                    (
+                        int(size),
+                        Finding(
+                            "overlap",
+                            True,
+                            f"overlap {high} adds {growth:.0%} chunks for {fmt.signed_points(c.delta)} points "
+                            f"{k_label(m.name, k)}, within noise",
+                            arithmetic,
+                            gated(
+                                f"the chunk count grows while {k_label(m.name, k)} does not: lower the overlap first, "
+                                f"to {low} at chunk_size {size} (a {1 - n_lo / n_hi:.0%} smaller index for the same "
+                                f"{k_label(m.name, k)})",
+                                lo_id,
+                                config_gate,
+                                f"lowering the overlap to {low} at chunk_size {size}",
+                            ),
+                        ),
                     )
                 )
             else:
                 why = "the gain is beyond the noise" if not no_gain else "the index barely grows"
-                findings.append(Finding("overlap", False, f"overlap {high} at chunk_size {size}: {why}", arithmetic))
+                findings.append(
+                    (int(size), Finding("overlap", False, f"overlap {high} at chunk_size {size}: {why}", arithmetic))
+                )
     if not findings:
-        findings.append(Finding("overlap", False, "not applicable: the grid has one overlap per chunk size", ""))
-    return tuple(findings)
+        findings.append(
+            (None, Finding("overlap", False, "not applicable: the grid has one overlap per chunk size", ""))
+        )
+    return findings
 
 
-def top_k_rule(k_steps: tuple[Step, ...], summary: pd.DataFrame, metric: str) -> tuple[Finding, ...]:
-    """A larger top_k that gains no more than the noise only lengthens the prompt."""
+def _flat(step: Step) -> bool:
+    """The step gains nothing beyond the noise (its interval reaches 0 or below)."""
+    return step.comparison.delta_low <= 0.0
+
+
+def top_k_rule(
+    k_steps: tuple[Step, ...], summary: pd.DataFrame, metric: str, config_gate: ConfigVerdict | None = None
+) -> tuple[Finding, ...]:
+    """A larger top_k that gains no more than the noise only lengthens the prompt; the advised smaller top_k
+    carries the gate's verdict (:func:`gated`)."""
     mean_returned = dict(zip(summary["config_id"], summary["mean_returned"], strict=True))
     findings = []
     for s in k_steps:
@@ -104,7 +144,7 @@ def top_k_rule(k_steps: tuple[Step, ...], summary: pd.DataFrame, metric: str) ->
             f"top_k {s.frm:g} → {s.to:g}: {fmt.num(before, 1)} → {fmt.num(after, 1)} chunks returned per question "
             f"({growth:+.0%} context); {measure(metric).label.replace('@k', '')} {fmt.delta(s.comparison)}"
         )
-        if s.comparison.delta_low <= 0.0:
+        if _flat(s):
             findings.append(
                 Finding(
                     "top_k",
@@ -112,8 +152,13 @@ def top_k_rule(k_steps: tuple[Step, ...], summary: pd.DataFrame, metric: str) ->
                     f"top_k {s.frm:g} → {s.to:g} adds {growth:.0%} context for {fmt.signed_points(s.comparison.delta)} "
                     "points, within noise",
                     arithmetic,
-                    f"top_k {s.frm:g} → {s.to:g} leaves {measure(metric).label.replace('@k', '')} flat: lower the "
-                    f"input budget back to top_k {s.frm:g}",
+                    gated(
+                        f"top_k {s.frm:g} → {s.to:g} leaves {measure(metric).label.replace('@k', '')} flat: lower "
+                        f"the input budget back to top_k {s.frm:g}",
+                        s.from_id,
+                        config_gate,
+                        f"lowering top_k to {s.frm:g}",
+                    ),
                 )
             )
         else:
@@ -122,74 +167,6 @@ def top_k_rule(k_steps: tuple[Step, ...], summary: pd.DataFrame, metric: str) ->
             )
     if not findings:
         findings.append(Finding("top_k", False, "not applicable: the grid has one top_k", ""))
-    return tuple(findings)
-
-
-def threshold_rule(
-    results: pd.DataFrame,
-    summary: pd.DataFrame,
-    rec: Mapping[str, Any],
-    objective: Objective,
-    statistics: Settings,
-    calibrated: float | None = None,
-    calibration: pd.DataFrame | None = None,
-    gate_verdict: Callable[[float], str] | None = None,
-) -> tuple[Finding, ...]:
-    """A higher threshold that raises zero-hit on answerable questions and gains no recall.
-
-    ``calibrated`` (the former overlap-edge value) is accepted for callers that still pass it and ignored.
-    """
-    chunking, k = str(rec["chunking"]), int(rec["top_k"])
-    zero = steps(results, summary, measure("zero_hit_answerable"), chunking, "threshold", k, statistics)
-    gain = {
-        s.to_id: s for s in steps(results, summary, measure(objective.primary), chunking, "threshold", k, statistics)
-    }
-    abstain = {
-        s.to_id: s
-        for s in steps(results, summary, measure("zero_hit_unanswerable"), chunking, "threshold", k, statistics)
-    }
-    findings = []
-    # The former calibrated value (upper edge of the overlap interval) is never advised: it can leave most
-    # answerable questions without context. Only the advice columns, which respect the zero-hit target, are.
-    advice = threshold_advice(calibration, results, rec, objective)
-    fix = advice.fix if advice is not None else f"keep the threshold at its lowest value; {WIDEN}"
-    if advice is not None and advice.threshold is not None and gate_verdict is not None:
-        fix = f"{fix} ({gate_verdict(float(advice.threshold))})"  # one voice: the gate's word beside the advice
-    for s in zero:
-        g, a = gain.get(s.to_id), abstain.get(s.to_id)
-        c = s.comparison
-        arithmetic = (
-            f"threshold {s.frm:g} → {s.to:g} (chunking {chunking}, top_k {k}): zero-hit on answerable questions "
-            f"{fmt.pct(c.baseline_mean)} → {fmt.pct(c.candidate_mean)} ({fmt.delta(c)})"
-            + (f"; {_k_label(objective.primary, k)} {fmt.delta(g.comparison)}" if g else "")
-            + (
-                f"; correct abstentions on unanswerable questions {fmt.pct(a.comparison.baseline_mean)} → "
-                f"{fmt.pct(a.comparison.candidate_mean)}"
-                if a
-                else ""
-            )
-        )
-        rose = c.delta_low > 0.0
-        no_gain = g is None or g.comparison.delta_low <= 0.0
-        if rose and no_gain:
-            findings.append(
-                Finding(
-                    "threshold",
-                    True,
-                    f"threshold {s.to:g} raised zero-hit on answerable questions by "
-                    f"{fmt.signed_points(c.delta)} points without a recall gain",
-                    arithmetic,
-                    fix,
-                )
-            )
-        else:
-            findings.append(
-                Finding(
-                    "threshold", False, f"threshold {s.frm:g} → {s.to:g}: no significant rise in misses", arithmetic
-                )
-            )
-    if not findings:
-        findings.append(Finding("threshold", False, "not applicable: the grid has one threshold", ""))
     return tuple(findings)
 
 
@@ -227,21 +204,32 @@ def position_rule(position: PositionSummary | None) -> tuple[Finding, ...]:
     return tuple(findings)
 
 
-def gold_cut_rule(chunkings: pd.DataFrame) -> tuple[Finding, ...]:
-    """Chunk boundaries that split answer spans make them unretrievable whole."""
+def gold_cut_rule(chunkings: pd.DataFrame, flat_overlap: frozenset[int] = frozenset()) -> tuple[Finding, ...]:
+    """Chunk boundaries that split answer spans make them unretrievable whole.
+
+    ``flat_overlap``: chunk sizes where a higher overlap was measured and gained nothing beyond the noise (the
+    overlap rule fired): there "raise the overlap" would contradict that measurement, so only chunk_size is advised.
+    """
     if "gold_cut_share" not in chunkings.columns:
         return ()
     findings = []
     for row in chunkings.sort_values("chunking").itertuples(index=False):
         share = float(row.gold_cut_share) if row.gold_cut_share is not None else np.nan
         if np.isfinite(share) and share > MAX_GOLD_CUT:
+            size = getattr(row, "chunk_size", None)
+            fix = "raise the overlap (or chunk_size) so answers are not split"
+            if size is not None and int(size) in flat_overlap:
+                fix = (
+                    f"raise the chunk_size so answers are not split (a higher overlap at chunk_size {int(size)} was "
+                    "measured: it gains nothing beyond the noise)"
+                )
             findings.append(
                 Finding(
                     "gold_cut",
                     True,
                     f"{row.chunking}: {fmt.pct(share)} of answer spans are cut by a chunk boundary",
                     f"gold_cut_share = {share:.3f} (answerable questions whose span no single chunk holds whole)",
-                    "raise the overlap (or chunk_size) so answers are not split",
+                    fix,
                 )
             )
     return tuple(findings)
@@ -249,31 +237,6 @@ def gold_cut_rule(chunkings: pd.DataFrame) -> tuple[Finding, ...]:
 
 VALUE_COLUMNS = ("recall", "hit", "precision", "context_precision", "mrr", "ndcg", "zero_hit", "n_returned")
 """Per-question values compared by the overlap-without-effect flag."""
-
-
-def calibration_rule(
-    calibration: pd.DataFrame | None,
-    results: pd.DataFrame,
-    rec: Mapping[str, Any],
-    objective: Objective,
-    gate_verdict: Callable[[float], str] | None = None,
-) -> tuple[Finding, ...]:
-    """The threshold the calibration advises for the recommended config, against the one it uses; with
-    ``gate_verdict``, the gate's verdict on following the advice stands beside it (one voice)."""
-    advice = threshold_advice(calibration, results, rec, objective)
-    if advice is None:
-        return (Finding("threshold", False, "no threshold advice in this run (calibration without advice)", ""),)
-    current = float(rec["threshold"])
-    if advice.threshold is None:
-        fired = current > float(calibration_floor(calibration, str(rec["chunking"])))
-        title = advice.fix.split(":")[0] + f"; the recommended config uses {current:g}"
-    else:
-        fired = not np.isclose(current, advice.threshold, rtol=1e-3, atol=0)
-        title = f"the calibration advises threshold {advice.threshold:g}; the recommended config uses {current:g}"
-    fix = advice.fix
-    if fired and gate_verdict is not None and advice.threshold is not None:
-        fix = f"{fix} ({gate_verdict(float(advice.threshold))})"
-    return (Finding("threshold", fired, title, advice.arithmetic, fix if fired else ""),)
 
 
 def whole_document_rule(summary: pd.DataFrame, manifest: Mapping[str, Any] | None) -> tuple[Finding, ...]:
@@ -301,10 +264,15 @@ def whole_document_rule(summary: pd.DataFrame, manifest: Mapping[str, Any] | Non
 
 def overlap_effect_rule(results: pd.DataFrame, summary: pd.DataFrame) -> tuple[Finding, ...]:
     """Two chunkings differing only in overlap whose every per-question value is identical."""
+    return tuple(f for _, f in _no_effect(results, summary))
+
+
+def _no_effect(results: pd.DataFrame, summary: pd.DataFrame) -> list[tuple[int, Finding]]:
+    """:func:`overlap_effect_rule`'s findings, each with its chunk size."""
     columns = [c for c in VALUE_COLUMNS if c in results.columns]
     keys = [c for c in ("chunker", "chunk_size", "retriever", "reranker") if c in summary.columns]
     chunkings = summary.drop_duplicates("chunking")
-    findings = []
+    findings: list[tuple[int, Finding]] = []
     for _, group in chunkings.groupby(keys, sort=True):
         group = group.sort_values("chunk_overlap")
         if len(group) < 2:
@@ -320,30 +288,46 @@ def overlap_effect_rule(results: pd.DataFrame, summary: pd.DataFrame) -> tuple[F
                 np.array_equal(a[c].to_numpy(dtype=float), b[c].to_numpy(dtype=float), equal_nan=True) for c in columns
             )
             if same and len(a):
-                findings.append(
-                    Finding(
-                        "degenerate",
-                        True,
-                        f"overlap {high.chunk_overlap} at chunk_size {high.chunk_size} has no effect",
-                        f"{high.chunking} and {low['chunking']}: {', '.join(columns)} identical for all "
-                        f"{fmt.count(len(a))} (config, question) rows",
-                        f"drop overlap {high.chunk_overlap} at chunk_size {high.chunk_size}: it changes no result",
-                    )
+                finding = Finding(
+                    "degenerate",
+                    True,
+                    f"overlap {high.chunk_overlap} at chunk_size {high.chunk_size} has no effect",
+                    f"{high.chunking} and {low['chunking']}: {', '.join(columns)} identical for all "
+                    f"{fmt.count(len(a))} (config, question) rows",
+                    f"drop overlap {high.chunk_overlap} at chunk_size {high.chunk_size}: it changes no result",
                 )
-    return tuple(findings)
+                findings.append((int(high.chunk_size), finding))
+    return findings
 
 
-def grid_edge_rule(summary: pd.DataFrame, objective: Objective) -> tuple[Finding, ...]:
-    """The best config by the objective's measure sits on the largest top_k or chunk_size of the grid."""
+def grid_edge_rule(
+    summary: pd.DataFrame, objective: Objective, flat_k: frozenset[float] = frozenset()
+) -> tuple[Finding, ...]:
+    """The best config by the objective's measure sits on the largest top_k or chunk_size of the grid.
+
+    ``flat_k``: top_k values whose step into them was measured to gain nothing beyond the noise (the top_k rule
+    fired): a best point estimate there is noise, and "try a larger top_k" would contradict "lower top_k".
+    """
     m = measure(objective.primary)
     if m.name not in summary.columns or summary[m.name].isna().all():
         return ()
     best = summary.loc[summary[m.name].astype(float).idxmax()]
-    label = _k_label(m.name, int(best["top_k"]))
+    label = k_label(m.name, int(best["top_k"]))
     findings = []
     for axis in ("top_k", "chunk_size"):
         values = sorted(summary[axis].unique())
         if len(values) > 1 and best[axis] == values[-1]:
+            if axis == "top_k" and float(best[axis]) in flat_k:
+                findings.append(
+                    Finding(
+                        "degenerate",
+                        False,
+                        f"the best {label} config uses the largest top_k of the grid ({best[axis]:g}), but the step "
+                        "into it gains nothing beyond the noise",
+                        f"{best['config_id']}: {label} {fmt.pct(best[m.name])}; see the top_k finding",
+                    )
+                )
+                continue
             findings.append(
                 Finding(
                     "degenerate",
@@ -370,23 +354,31 @@ def diagnose(
     calibration: pd.DataFrame | None = None,
     manifest: Mapping[str, Any] | None = None,
     moves: tuple[Any, ...] = (),
-    gate_verdict: Callable[[float], str] | None = None,
+    gate_verdict: Callable[[float], GateWord] | None = None,
+    config_gate: ConfigVerdict | None = None,
 ) -> tuple[Finding, ...]:
     """Every rule, fired findings first, each fired one with its knob's one-knob move (``moves``: the decision's).
 
     ``calibration`` (calibration.parquet) falls back on the per-chunking info files; ``manifest``
-    gives the document count of the whole-document flag, which is skipped without it.
+    gives the document count of the whole-document flag, which is skipped without it. ``gate_verdict`` (threshold
+    -> verdict) and ``config_gate`` (config -> verdict) are the gate's word on advice (:mod:`.advice_gate`).
     """
     table = calibration_rows(calibration, chunkings)
+    raised_at = first_raise(raised_steps(results, summary, rec, objective, statistics))
+    sized = _overlap_findings(results, summary, chunkings, rec, objective, statistics, config_gate)
+    no_effect = _no_effect(results, summary)
+    # Chunk sizes where a higher overlap was measured to gain nothing (or to change nothing at all).
+    flat_overlap = frozenset(size for size, f in (*sized, *no_effect) if f.fired and size is not None)
+    flat_k = frozenset(float(s.to) for s in k_steps if _flat(s))
     found = (
-        overlap_rule(results, summary, chunkings, rec, objective, statistics)
-        + top_k_rule(k_steps, summary, objective.primary)
-        + calibration_rule(table, results, rec, objective, gate_verdict)
-        + threshold_rule(results, summary, rec, objective, statistics, calibrated, table, gate_verdict)
+        tuple(f for _, f in sized)
+        + top_k_rule(k_steps, summary, objective.primary, config_gate)
+        + calibration_rule(table, results, rec, objective, gate_verdict, raised_at)
+        + threshold_rule(results, summary, rec, objective, statistics, calibrated, table, gate_verdict, config_gate)
         + whole_document_rule(summary, manifest)
-        + overlap_effect_rule(results, summary)
-        + grid_edge_rule(summary, objective)
-        + gold_cut_rule(chunkings)
+        + tuple(f for _, f in no_effect)
+        + grid_edge_rule(summary, objective, flat_k)
+        + gold_cut_rule(chunkings, flat_overlap)
         + position_rule(position)
     )
     return with_moves(tuple(sorted(found, key=lambda f: not f.fired)), moves)

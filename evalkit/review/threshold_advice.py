@@ -8,7 +8,7 @@ never advised: on real sets it leaves 45-87% of answerable questions without con
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,7 @@ import pandas as pd
 
 from evalkit.report import fmt
 from evalkit.report.decision import Objective
+from evalkit.review.advice_gate import GateWord
 from evalkit.run import files
 from evalkit.run.review import CalibrationAdvice
 from evalkit.scoring.thresholds import (
@@ -125,8 +126,19 @@ def _shown(value: Any) -> str:
     return f"{floor_significant(x):g}" if np.isfinite(x) else "n/a"
 
 
-def advice_cells(calibration: pd.DataFrame | None) -> tuple[CalibrationAdvice, ...]:
-    """The advice, advised-threshold and recommended-threshold cells of every calibration.parquet row, in order."""
+AdviceVerdict = Callable[[str, float], GateWord | None]
+"""(chunking, advised threshold) -> the gate's word on setting it at the recommended top_k (None: no gate)."""
+
+
+def advice_cells(
+    calibration: pd.DataFrame | None, verdict: AdviceVerdict | None = None
+) -> tuple[CalibrationAdvice, ...]:
+    """The advice, advised-threshold and recommended-threshold cells of every calibration.parquet row, in order.
+
+    With ``verdict`` (the page's gate), a threshold is "advised" in the table only where the gate passes it (issue
+    47: the table must not advise what a finding beside it refuses); one the gate fails says so, and a per-class
+    threshold (the sweep scores one threshold for all questions) says it is not gated.
+    """
     if calibration is None:
         return ()
     cells = []
@@ -135,6 +147,19 @@ def advice_cells(calibration: pd.DataFrame | None) -> tuple[CalibrationAdvice, .
         advice = "n/a (older run)"  # runs written before the advice columns
         if advised:
             advice = "threshold" if r.get("advice") == "threshold" else f"no threshold ({why_not(r)})"
+        if advice == "threshold" and verdict is not None:
+            advice = _gated_cell(r, verdict)
         recommended = _shown(r.get("recommended_threshold")) if advised else "n/a"
         cells.append(CalibrationAdvice(advice, _shown(r.get("advised_threshold")), recommended))
     return tuple(cells)
+
+
+def _gated_cell(row: Mapping[str, Any], verdict: AdviceVerdict) -> str:
+    """The advice cell of a row advising a threshold, with the gate's word on it."""
+    if str(row.get("question_class")) != "all":
+        return "threshold for this class (not gated: the sweep scores one threshold for all questions)"
+    value = float(row.get("advised_threshold", np.nan))
+    word = verdict(str(row.get("chunking")), floor_significant(value)) if np.isfinite(value) else None
+    if word is None or word.passed is None:
+        return "threshold (not gated: not scored in this run)"
+    return "threshold (gate PASS)" if word.passed else "not advised: fails the gate"

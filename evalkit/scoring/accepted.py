@@ -13,6 +13,7 @@ at once. The near-miss list of the decision is drawn from it.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -30,11 +31,15 @@ NO_GAIN = "gain"
 """The name of the objective's gain requirement in ``breaks`` (beside the caps' names)."""
 
 
-def gate_passing(sweep: Sweep) -> dict[str, Any]:
+def gate_passing(sweep: Sweep, twins: Mapping[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
     """The accepted configs, best primary first (at most ``objective.max_candidates`` bootstrapped).
 
     A config whose point estimate already misses one of the gate's margins cannot pass and costs no bootstrap.
+    ``twins``: config named -> grid points returning its very lists (production's included): a twin is not
+    another accepted config; it is listed beside the one named.
     """
+    twins = twins or {}
+    copies = {c for ids in twins.values() for c in ids}
     primary = column_means(sweep.table.primary)
     tokens = column_means(sweep.table.prompt_tokens)
     costs = _costs(sweep.summary)
@@ -43,6 +48,7 @@ def gate_passing(sweep: Sweep) -> dict[str, Any]:
         for c in primary.drop(index=sweep.production_id, errors="ignore")
         .sort_values(ascending=False, kind="stable")
         .index
+        if str(c) not in copies
     ]
     base = ConfigData(config_rows(sweep.results, sweep.production_id), sweep.summary, sweep.production_id)
     accepted: list[dict[str, Any]] = []
@@ -83,6 +89,7 @@ def gate_passing(sweep: Sweep) -> dict[str, Any]:
                 "gain": None if gain is None else {"delta": gain.delta, "low": gain.delta_low, "high": gain.delta_high},
                 "breaks": [b["name"] for b in breaks],
                 "detail": "; ".join(b["detail"] for b in breaks),
+                "twins": list(twins.get(config_id, ())),
             }
         )
     production = {

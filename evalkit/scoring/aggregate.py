@@ -47,10 +47,36 @@ def summarise(rows: pd.DataFrame, chunking_info: pd.DataFrame) -> pd.DataFrame:
     summary["mean_question_tokens"] = grouped["question_tokens"].mean()
     if "same_as" in rows.columns:  # a run before it has none: every grid point then reads as distinct
         summary["same_as"] = grouped["same_as"].first()
+    if "lists_key" in rows.columns:
+        summary["lists_key"] = grouped["lists_key"].first()
+    if "off_grid" in rows.columns:  # a threshold the calibration advises, scored beside the grid (issue 47)
+        summary["off_grid"] = grouped["off_grid"].first().astype(bool)
     summary = summary.reset_index()
     keep = ["chunking", "n_chunks", "stored_chars", "indexed_chars", "gold_cut_share", "texts_embedded"]
     info = chunking_info[[c for c in keep if c in chunking_info.columns]]
     return summary.merge(info, on="chunking", how="left")
+
+
+TWIN_ORDER = ("cost_per_query_usd", "chunk_size", "chunk_overlap", "chunking", "top_k", "threshold")
+"""Which of twin grid points is named: the cheapest, then the smallest chunking, k and threshold (the first of
+the grid within one chunking, as the sweep's own ``same_as`` keeps it)."""
+
+
+def with_twins(summary: pd.DataFrame) -> pd.DataFrame:
+    """``same_as`` across chunkings: a grid point whose every question gets the same returned lists as another
+    (``lists_key``) is that config's twin, named once (e.g. two overlaps of documents shorter than one chunk).
+
+    A new frame; unchanged without ``lists_key`` (runs before it keep their within-chunking ``same_as``).
+    """
+    if "lists_key" not in summary.columns or summary.empty:
+        return summary
+    order = [c for c in TWIN_ORDER if c in summary.columns]
+    ranked = summary.sort_values([*order, "config_id"], kind="stable", na_position="last")
+    kept = ranked.groupby("lists_key", sort=False)["config_id"].transform("first")
+    same_as = pd.Series(
+        ["" if k == c else str(k) for c, k in zip(ranked["config_id"], kept, strict=True)], index=ranked.index
+    )
+    return summary.assign(same_as=same_as.reindex(summary.index))
 
 
 def collapsed(summary: pd.DataFrame) -> dict[str, tuple[str, ...]]:

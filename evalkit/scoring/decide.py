@@ -27,7 +27,7 @@ from evalkit.scoring.objective import ConfigTable, ObjectiveSettings, column_mea
 from evalkit.scoring.out_of_sample import out_of_sample_gain, point_constraints, selection_flags
 from evalkit.scoring.per_config import Results, config_rows, result_columns
 from evalkit.scoring.registry import MEASURES
-from evalkit.scoring.segments import SegmentMeasure, segment_flags, segment_gains
+from evalkit.scoring.segments import SegmentMeasure, named_configs, segment_flags, segment_gains
 from evalkit.scoring.tier import significance_tier
 from evalkit.scoring.values import at_threshold
 
@@ -52,10 +52,11 @@ def decide(
     (answer measures *not shown* are skipped by the gate's checks, :func:`evalkit.scoring.gatecheck.evaluate`).
     """
     record = _decide(results, summary, production_id, objective, gate, vetoed)
-    record["tier"] = tier_of(results, summary, objective, gate)
+    production_id = (record.get("production") or {}).get("config_id")
+    record["tier"] = tier_of(results, summary, objective, gate, production_id)
     if record["decision"] == NO_PRODUCTION or segments is None:
         return record
-    candidates = advised(record)
+    candidates = named_configs(record)
     gains = segment_gains(
         segment_measures(results, objective, gate, record["production"]["values"]),
         segments,
@@ -69,38 +70,48 @@ def decide(
     return record | {"segments": gains, "flags": flags}
 
 
-def collapsed_ids(summary: pd.DataFrame) -> set[str]:
-    """Grid points that return exactly the lists of another (:func:`evalkit.scoring.aggregate.collapsed`)."""
-    return {c for ids in collapsed(summary).values() for c in ids}
+def twins(summary: pd.DataFrame, production_id: str | None = None) -> dict[str, tuple[str, ...]]:
+    """Configs that return the same lists to every question, whatever their chunking, threshold or k: the one
+    named -> its twins (:func:`evalkit.scoring.aggregate.collapsed`). Production is named for its own group."""
+    groups = collapsed(summary)
+    if production_id is None:
+        return groups
+    for kept, ids in groups.items():
+        if production_id in ids:
+            rest = tuple(sorted({kept, *ids} - {production_id}))
+            return {k: v for k, v in groups.items() if k != kept} | {production_id: rest}
+    return groups
 
 
-def tier_of(results: Results, summary: pd.DataFrame, objective: ObjectiveSettings, gate: GateConfig) -> dict[str, Any]:
-    """The configs not shown worse than the best on the primary measure, and the cheapest (:mod:`.tier`)."""
+def collapsed_ids(summary: pd.DataFrame, production_id: str | None = None) -> set[str]:
+    """Grid points that are twins of a config named in their place (:func:`twins`)."""
+    return {c for ids in twins(summary, production_id).values() for c in ids}
+
+
+def tier_of(
+    results: Results,
+    summary: pd.DataFrame,
+    objective: ObjectiveSettings,
+    gate: GateConfig,
+    production_id: str | None = None,
+) -> dict[str, Any]:
+    """The configs not shown worse than the best on the primary measure, and the cheapest (:mod:`.tier`).
+
+    Distinct configs only: a twin (the same lists as another config) is no other tie; it is listed beside the
+    config named for it (``twins``), and ``grid_points`` counts every grid point.
+    """
     table = config_table(results, objective.primary, ())
     if COST in summary.columns and summary[COST].notna().any():
         costs, kind = dict(zip(summary["config_id"].astype(str), summary[COST], strict=True)), "$/query"
     else:
         costs, kind = column_means(table.prompt_tokens).to_dict(), "prompt tokens per query"
     measure = MEASURES[objective.primary]
-    duplicates = collapsed_ids(summary)  # a collapsed grid point is a copy of another member, not another tie
-    tier = significance_tier(
-        table.primary, costs, gate.resampling, measure.higher_is_better, objective.primary, kind, frozenset(duplicates)
-    )
-    members = [e for e in tier["configs"] if e["in_tier"] and e["config_id"] not in duplicates]  # type: ignore[attr-defined]
-    return tier | {"distinct": len(members)}
-
-
-def advised(record: Mapping[str, Any]) -> dict[str, str]:
-    """Every config the decision advises, by role: the pick, the cheaper pick, each move that beats production."""
-    out = {}
-    if (record.get("recommended") or {}).get("config_id"):
-        out["recommended"] = record["recommended"]["config_id"]
-    if (record.get("cheaper_pick") or {}).get("config_id"):
-        out["cheaper pick"] = record["cheaper_pick"]["config_id"]
-    for move in record.get("one_knob_moves") or []:
-        if move.get("swept") and move.get("beats_production") and move.get("config_id"):
-            out[f"{move['knob']} move"] = move["config_id"]
-    return out
+    named = twins(summary, production_id)
+    duplicates = {c for ids in named.values() for c in ids}
+    primary = table.primary[[c for c in table.primary.columns if c not in duplicates]]
+    tier = significance_tier(primary, costs, gate.resampling, measure.higher_is_better, objective.primary, kind)
+    configs = [e | {"twins": list(named.get(e["config_id"], ()))} for e in tier["configs"]]  # type: ignore[attr-defined]
+    return tier | {"configs": configs, "distinct": tier.get("size"), "grid_points": len(table.primary.columns)}
 
 
 def segment_measures(
@@ -125,7 +136,7 @@ def _without_same_quality(pick: Mapping[str, Any] | None, flags: list[dict[str, 
     """A cheaper pick that loses beyond a margin on a segment is not "the same quality": its label says where."""
     if not pick or not pick.get("config_id"):
         return pick
-    losses = [f["message"] for f in flags if f.get("role") == "cheaper pick"]
+    losses = [f["message"] for f in flags if "cheaper pick" in f.get("roles", [f.get("role")])]
     if not losses:
         return pick
     label = str(pick.get("label", "")).replace("same quality, ", "not the same quality on every segment, ")
@@ -169,7 +180,7 @@ def _decide(
     production_primary = float(means[PRIMARY][production_id])
     misses: list[dict[str, Any]] = []
     tried = 0
-    duplicates = collapsed_ids(summary)  # the same lists as a grid point tried anyway: one near-miss, not four
+    duplicates = collapsed_ids(summary, production_id)  # a twin's lists are another's: one near-miss, not four
     for config_id in order["config_id"]:
         if config_id == production_id or config_id in duplicates:
             continue
@@ -212,10 +223,8 @@ def _decide(
 
 def _with_accepted(sweep: Sweep, production_primary: float, picked: str | None, misses: list) -> dict[str, Any]:
     """The gate-passing set, and the near-misses drawn from it (those that fail the gate only when none passes)."""
-    accepted = gate_passing(sweep)
-    duplicates = collapsed_ids(sweep.summary)
-    distinct = accepted | {"configs": [a for a in accepted["configs"] if a["config_id"] not in duplicates]}
-    drawn = near_misses(distinct, production_primary, picked)
+    accepted = gate_passing(sweep, twins(sweep.summary, sweep.production_id))
+    drawn = near_misses(accepted, production_primary, picked)
     return {"gate_passing": accepted, "near_misses": drawn or _nearest(misses)}
 
 
@@ -228,8 +237,10 @@ def _nearest(misses: list[dict[str, Any]], n: int = 5) -> list[dict[str, Any]]:
 def find_production(
     summary: pd.DataFrame, chunk_size: int, chunk_overlap: int, top_k: int, threshold: float | None
 ) -> str | None:
-    """The production config's id in the grid; a null threshold means the lowest of the grid. None if absent."""
-    level = float(summary["threshold"].min()) if threshold is None else float(threshold)
+    """The production config's id in the grid; a null threshold means the lowest of the grid (not of a threshold
+    the calibration advised off the grid). None if absent."""
+    grid = summary[~summary["off_grid"].fillna(False).astype(bool)] if "off_grid" in summary.columns else summary
+    level = float(grid["threshold"].min()) if threshold is None else float(threshold)
     match = summary[
         (summary["chunk_size"] == chunk_size)
         & (summary["chunk_overlap"] == chunk_overlap)

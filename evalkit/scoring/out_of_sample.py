@@ -9,8 +9,12 @@ bootstrapped the pick; a bootstrap per split and candidate would multiply
 that by the splits); then it measures what that selection gains on the other
 half (nothing when it keeps production). The figure a reviewer reads is the
 expected gain of the selection and the share of splits where the selected
-config's gain holds (> 0) on the held-back half: how often new questions
-confirm a pick made this way, not the in-sample gain recomputed on halves.
+config's gain holds on the held-back half: how often new questions confirm a
+pick made this way, not the in-sample gain recomputed on halves. A half
+"holds" a gain only when it shows it (its paired interval lies above 0, the
+same comparison every decision uses); the share of halves whose point
+estimate is merely positive is given beside it (``positive_share``): on real
+sets most held-out intervals cross 0 while their point estimates are positive.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalkit.scoring import compare
 from evalkit.scoring.gatecheck import GateConfig
 from evalkit.scoring.objective import ConfigTable, ObjectiveSettings, column_means
 from evalkit.scoring.registry import MEASURES
@@ -153,8 +158,9 @@ def out_of_sample_gain(
     """The whole selection repeated on one half of the clusters, its gain measured on the other, over splits.
 
     ``delta`` is the expected gain of the selection on held-back questions (0 on a split that keeps
-    production), ``holds_share`` the share of splits whose selected config gains (> 0) on the held-back
-    half, ``same_pick_share`` the share that selected ``config_id``, ``changed_share`` the share that
+    production), ``holds_share`` the share of splits whose selected config shows a gain on the held-back
+    half (paired interval above 0), ``positive_share`` the share whose point estimate there is > 0,
+    ``same_pick_share`` the share that selected ``config_id``, ``changed_share`` the share that
     selected any config but production, and ``holds_given_change`` / ``delta_given_change`` the share
     holding and the mean held-out gain among those; quantiles describe the splits' gains.
     """
@@ -163,7 +169,8 @@ def out_of_sample_gain(
     labels = gate.resampling.codes(table.primary.index.to_numpy())
     codes = pd.factorize(labels)[0] if labels is not None else np.arange(len(table.primary.index))
     n_clusters = int(codes.max()) + 1 if codes.size else 0
-    gains, same, holds, picked, picked_gains = [], 0, 0, 0, []
+    questions = table.primary.index.to_numpy()
+    gains, same, holds, positive, picked, picked_gains = [], 0, 0, 0, 0, []
     for _ in range(settings.splits):
         chosen = np.zeros(n_clusters, dtype=bool)
         chosen[rng.permutation(n_clusters)[: n_clusters // 2]] = True
@@ -174,7 +181,8 @@ def out_of_sample_gain(
         gain = 0.0 if pick == production_id else float(held_out[pick]) - float(held_out[production_id])
         gain = gain if math.isfinite(gain) else 0.0
         if pick != production_id:
-            picked, holds = picked + 1, holds + (gain > 0)
+            picked, positive = picked + 1, positive + (gain > 0)
+            holds += gain > 0 and _shown(table, pick, production_id, judge, questions, gate)
             picked_gains.append(gain)
         gains.append(gain)
     values = np.array(gains)
@@ -189,12 +197,28 @@ def out_of_sample_gain(
         "splits": settings.splits,
         "same_pick_share": same / settings.splits,
         "holds_share": holds / settings.splits,
+        "positive_share": positive / settings.splits,
         "changed_share": picked / settings.splits,
         "holds_given_change": holds / picked if picked else None,
+        "positive_given_change": positive / picked if picked else None,
         "delta_given_change": float(np.mean(picked_gains)) if picked_gains else None,
         "clusters": n_clusters,
         "unit": "questions" if labels is None else "clusters",
     }
+
+
+def _shown(
+    table: ConfigTable, pick: str, production_id: str, rows: np.ndarray, questions: np.ndarray, gate: GateConfig
+) -> bool:
+    """The pick's gain over production on ``rows`` is shown: the paired interval (clusters resampled) lies above 0."""
+    c = compare.paired(
+        table.primary[production_id].to_numpy()[rows],
+        table.primary[pick].to_numpy()[rows],
+        gate.resampling,
+        "",
+        questions[rows],
+    )
+    return c is not None and c.delta_low > 0
 
 
 def selection_flags(

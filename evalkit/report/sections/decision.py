@@ -146,7 +146,15 @@ def _gain_row(what: str, g: Gain | None, primary: str, unit: Unit, cluster_by: s
     if g.holds_share is not None:
         clusters = "documents" if cluster_by == "document" else f"clusters of the tag {cluster_by!r}"
         halves = f"halves of the {clusters}" if g.unit == "clusters" else "halves of the questions"
-        detail.append(f"holds on {fmt.pct(g.holds_share, 0)} of held-back halves (the selection repeated on {halves})")
+        if g.positive_share is None:  # a record before issue 47: the share counted any positive gain
+            detail.append(
+                f"positive on {fmt.pct(g.holds_share, 0)} of held-back halves (the selection repeated on {halves})"
+            )
+        else:
+            detail.append(
+                f"gain shown (interval above 0) on {fmt.pct(g.holds_share, 0)} of held-back halves, positive on "
+                f"{fmt.pct(g.positive_share, 0)} (the selection repeated on {halves})"
+            )
     if g.same_pick_share is not None:
         detail.append(f"same pick in {fmt.pct(g.same_pick_share, 0)} of splits")
     if g.mde is not None:

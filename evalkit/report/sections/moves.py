@@ -176,6 +176,12 @@ def tier_block(tier: Tier | None, primary_label: str) -> list[Markup]:
                     if tier.distinct is not None and tier.distinct != len(tier.members)
                     else ""
                 )
+                + (
+                    f" (distinct configs: {tier.grid_points} scored, grid points and advised thresholds; twins named "
+                    "once)"
+                    if tier.grid_points is not None and tier.grid_points != len(tier.entries)
+                    else ""
+                )
                 + f" are not shown worse than the best on {primary_label} (",
                 tag("code", tier.best),
                 f"; one-sided paired test at {tier.alpha_one_sided:g}, Holm over every config): they are ties, "
