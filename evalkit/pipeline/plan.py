@@ -28,8 +28,7 @@ from evalkit.cost.prices import PricingError, price_table
 from evalkit.pipeline.config import PROJECT_ROOT, BaselineSettings, StatsSettings, SweepConfig
 from evalkit.pipeline.executor_settings import ExecutorSettings
 from evalkit.records import EXTERNAL_CHUNKING, ChunkingSpec
-from evalkit.retrieval.embedding.registry import EMBEDDERS
-from evalkit.retrieval.embedding.settings import EmbedderSettings
+from evalkit.retrieval.embedding.settings import EMBEDDERS, EmbedderSettings
 from evalkit.retrieval.external.calls import ExternalCallError, load_target, where_of
 from evalkit.retrieval.filters import FilterSettings
 from evalkit.retrieval.settings import RerankerSettings, RetrieverSettings, threshold_warnings
@@ -318,12 +317,12 @@ def _check_plugins(config: SweepConfig) -> None:
     from evalkit.answers.generation import GENERATORS
     from evalkit.pipeline.executor import EXECUTORS
     from evalkit.plugins import Registry
-    from evalkit.retrieval.rerank.factory import RERANKER_FACTORIES
+    from evalkit.retrieval.settings import RERANKER_BACKENDS
     from evalkit.tracking.registry import TRACKERS
 
     named: list[tuple[Mapping[str, object], str]] = [
         (CHUNKERS, config.chunker.name), (EMBEDDERS, config.embedder.name),
-        (RERANKER_FACTORIES, config.reranker.name), (EXECUTORS, config.executor.name),
+        (RERANKER_BACKENDS, config.reranker.name), (EXECUTORS, config.executor.name),
     ]  # fmt: skip
     if config.generator is not None:
         named.append((GENERATORS, config.generator.name))

@@ -13,7 +13,7 @@ back as a read-only mapping for code that reads prompts and refusals by key.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -150,8 +150,9 @@ class GeneratorBackend:
     """A built-in generator as a plugin's is registered: its settings, its class, what it needs to run."""
 
     settings: type[GeneratorCommon]
-    load: Callable[[], type]
-    """The class whose ``from_config(settings, **overrides)`` builds it, imported when a config names it."""
+    target: str
+    """``module:Class`` whose ``from_config(settings, **overrides)`` builds it (the generator entry-point
+    contract), imported when a config names it: this table imports none of its backends."""
     runs_here: bool = False
     """Runs on this machine (its speed is measured here); a remote API would be sent a request."""
     api_key_env: str | None = None
@@ -160,44 +161,26 @@ class GeneratorBackend:
     """How the one-line refusal of an unknown name mentions its other conf options."""
 
 
-def _anthropic() -> type:
-    from evalkit.answers.generation.anthropic import AnthropicGenerator
-
-    return AnthropicGenerator
-
-
-def _openai() -> type:
-    from evalkit.answers.generation.openai_compat import OpenAICompatGenerator
-
-    return OpenAICompatGenerator
-
-
-def _local() -> type:
-    from evalkit.answers.generation.local import LlamaCppGenerator
-
-    return LlamaCppGenerator
-
-
-def _fake() -> type:
-    from evalkit.answers.generation.fake import FakeGenerator
-
-    return FakeGenerator
-
-
+_HERE = "evalkit.answers.generation"
 ANTHROPIC_API_KEY_ENV = "ANTHROPIC_API_KEY"
-PLUGIN_BACKEND = GeneratorBackend(PluginGeneratorSettings, lambda: type(None))
+PLUGIN_BACKEND = GeneratorBackend(PluginGeneratorSettings, "")
 """An installed generator's traits: its own settings record, remote as far as evalkit knows, no key it checks."""
 
 GENERATORS: Registry[GeneratorBackend] = Registry(
     "generator",
     {
-        "anthropic": GeneratorBackend(AnthropicSettings, _anthropic, api_key_env=ANTHROPIC_API_KEY_ENV),
-        # The key's variable is the endpoint's own setting (generator.api_key_env; null for a local server).
-        "openai": GeneratorBackend(OpenAISettings, _openai),
-        "local": GeneratorBackend(
-            LocalGeneratorSettings, _local, runs_here=True, also=" (or local-1.5b, local-smollm2)"
+        "anthropic": GeneratorBackend(
+            AnthropicSettings, f"{_HERE}.anthropic:AnthropicGenerator", api_key_env=ANTHROPIC_API_KEY_ENV
         ),
-        "fake": GeneratorBackend(FakeSettings, _fake, runs_here=True),
+        # The key's variable is the endpoint's own setting (generator.api_key_env; null for a local server).
+        "openai": GeneratorBackend(OpenAISettings, f"{_HERE}.openai_compat:OpenAICompatGenerator"),
+        "local": GeneratorBackend(
+            LocalGeneratorSettings,
+            f"{_HERE}.local:LlamaCppGenerator",
+            runs_here=True,
+            also=" (or local-1.5b, local-smollm2)",
+        ),
+        "fake": GeneratorBackend(FakeSettings, f"{_HERE}.fake:FakeGenerator", runs_here=True),
     },
 )
 """The registration table: ``generator=<name>`` to its backend. An installed plugin's entry point (group

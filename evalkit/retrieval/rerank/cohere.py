@@ -40,7 +40,11 @@ from evalkit.retrieval.rerank.base import RerankCounter, Reranker, RerankError
 from evalkit.retry import RetriesExhausted, RetryPolicy
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from evalkit.cache import Cache
     from evalkit.cost.prices import RerankPrice
+    from evalkit.retrieval.settings import RerankerSettings
 
 DEFAULT_API_KEY_ENV = "COHERE_API_KEY"
 WHAT = "reranker=cohere"
@@ -117,6 +121,25 @@ class CohereReranker(Reranker):
         offline = "rerank offline with reranker=local (or reranker=e5)"
         key = resolve_api_key(api_key, api_key_env, RerankError, WHAT, offline)
         self._client = make_client(key, base_url, timeout, RerankError, WHAT)
+
+    @classmethod
+    def from_settings(cls, settings: RerankerSettings, cache: Cache, pricing_dir: Path) -> CohereReranker:
+        """``reranker=cohere``: priced, so the budget cap can stop the sweep before a request that would cross it."""
+        from evalkit.cost.prices import price_table
+
+        return cls(
+            model=settings.model,
+            max_documents_per_request=settings.max_documents_per_request,
+            max_tokens_per_doc=settings.max_tokens_per_doc,
+            base_url=settings.base_url,
+            api_key_env=settings.api_key_env,
+            price=price_table(pricing_dir).reranker(settings.model),
+            max_retries=settings.max_retries,
+            retry_base_delay=settings.retry_base_delay_s,
+            retry_max_delay=settings.retry_max_delay_s,
+            retry_deadline=settings.retry_deadline_s,
+            timeout=settings.timeout_s,
+        )
 
     def request_cost_usd(self, n_documents: int) -> float:
         """Dollars for one request: search units (one per ``documents_per_search`` documents) times the price."""
