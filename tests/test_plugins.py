@@ -19,11 +19,11 @@ import pandas as pd
 import pytest
 
 from evalkit.chunking.chunkers import CHUNKERS
-from evalkit.pipeline.executor import EXECUTORS
+from evalkit.pipeline.executor_settings import EXECUTORS
 from evalkit.plugins import CONTRACTS, GROUPS
 from evalkit.retrieval.embedding.settings import EMBEDDERS
 from evalkit.retrieval.settings import RERANKER_BACKENDS
-from evalkit.tracking.registry import TRACKERS
+from evalkit.tracking.settings import TRACKERS
 from tests.conftest import REPO
 from tests.wheel_env import WheelEnv, make_env
 
@@ -71,10 +71,10 @@ def test_a_plugin_adds_names_never_replaces_a_builtin_and_a_broken_one_is_one_li
     )  # fmt: skip
     done = python_with(
         tmp_path / "site",
-        "from evalkit.chunking.chunkers import CHUNKERS, fixed_chunks\n"
+        "from evalkit.chunking.chunkers import CHUNKERS, chunker_of, fixed_chunks\n"
         "from evalkit.retrieval.settings import RERANKER_BACKENDS\n"
         "from evalkit.plugins import PluginError\n"
-        "print(list(CHUNKERS)); print(CHUNKERS['fixed'] is fixed_chunks, CHUNKERS['halves'].__module__)\n"
+        "print(list(CHUNKERS)); print(chunker_of('fixed') is fixed_chunks, chunker_of('halves').__module__)\n"
         "try:\n    RERANKER_BACKENDS['broken']\nexcept PluginError as exc:\n    print(exc)\n",
         tmp_path,
     )

@@ -315,10 +315,10 @@ def _check_target(retriever: RetrieverSettings) -> None:
 def _check_plugins(config: SweepConfig) -> None:
     """Every installed plugin the config names imports (trackers too), before any run folder is made."""
     from evalkit.answers.generation import GENERATORS
-    from evalkit.pipeline.executor import EXECUTORS
+    from evalkit.pipeline.executor_settings import EXECUTORS
     from evalkit.plugins import Registry
     from evalkit.retrieval.settings import RERANKER_BACKENDS
-    from evalkit.tracking.registry import TRACKERS
+    from evalkit.tracking.settings import TRACKERS
 
     named: list[tuple[Mapping[str, object], str]] = [
         (CHUNKERS, config.chunker.name), (EMBEDDERS, config.embedder.name),

@@ -58,6 +58,12 @@ class Logged:
     child_runs: int
 
 
+def log_line(run_dir: Path, settings: TrackerSettings, reports_dir: Path) -> str:
+    """``tracker=mlflow``'s log function: the run folder logged, one line saying where."""
+    logged = log_run(run_dir, settings, reports_dir)
+    return f"logged to MLflow run {logged.run_id} ({logged.child_runs} configs) at {logged.uri}"
+
+
 def tracking_uri(settings: TrackerSettings, reports_dir: Path) -> str:
     """The URI to log to: ``tracker.uri``, else a local SQLite store in the reports folder."""
     if settings.uri:

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from evalkit.answers.generation.local import DEFAULT_MODEL_ID, LocalSettings
+from evalkit.answers.generation.llama_settings import LocalSettings
+from evalkit.answers.generation.models import DEFAULT_MODEL_ID
 from evalkit.plugins import Choices, Registry
 from evalkit.settings import ConfigError, parse_settings, suggest
 
@@ -111,7 +112,7 @@ class OpenAISettings(GeneratorCommon):
 @dataclass(frozen=True)
 class LocalGeneratorSettings(GeneratorCommon, LocalSettings):
     """``generator=local`` (and ``local-1.5b``, ``local-smollm2``): a GGUF model through llama.cpp; the sampling
-    keys are :class:`~evalkit.answers.generation.local.LocalSettings`' (flat in the YAML, as there)."""
+    keys are :class:`~evalkit.answers.generation.llama_settings.LocalSettings`' (flat in the YAML, as there)."""
 
     model: str = field(default=DEFAULT_MODEL_ID, metadata={"allow_empty": False})
     model_path: str | None = None
