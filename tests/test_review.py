@@ -57,6 +57,23 @@ def test_decode_rebuilds_nested_records() -> None:
     assert back.x == (1.0, 3.0) and back.config_ids == ("a", "b")
 
 
+def test_a_paired_comparison_keeps_every_field_scoring_gave_it_through_review_json() -> None:
+    """review.json holds scoring's own paired comparison: ``n_missing`` (lost once by a restated copy) survives."""
+    import numpy as np
+
+    from evalkit.review.analysis import as_paired
+    from evalkit.run.review import HeadlineRow
+    from evalkit.scoring.stats import paired_bootstrap
+
+    base = np.array([1.0, 0.0, 1.0, np.nan, 1.0, 0.0, 1.0, 1.0])
+    cand = np.array([1.0, 1.0, 1.0, 1.0, np.nan, 1.0, 1.0, 0.0])
+    computed = paired_bootstrap(base, cand, n_resamples=200, seed=0, metric="hit@5")
+    assert computed.n_missing == 2
+    row = HeadlineRow("hit@5", None, None, as_paired(computed))
+    back = decode(HeadlineRow, json.loads(json.dumps(asdict(row))))
+    assert back.comparison == computed and back.comparison.n_missing == 2
+
+
 def test_an_older_folder_is_refused_by_the_renderer_and_computed_by_the_entry_point(
     finished: Path, tmp_path: Path
 ) -> None:

@@ -1,10 +1,11 @@
 """review.json: every interval, paired comparison, MDE and piece of advice the report shows (the schema).
 
 Computed once from a finished run folder by :mod:`evalkit.review` and written beside the run's other
-files; the report renders these records and computes nothing. The records mirror
-:mod:`evalkit.scoring.stats`'s by field name, so a number is the same whether the console, the report
-or a reader of the file shows it. :func:`write_review` and :func:`read_review` are the one writer and
-reader; :func:`decode` turns the JSON back into the records by their type hints.
+files; the report renders these records and computes nothing. An interval and a paired comparison are
+the statistics' own records (:mod:`evalkit.records`, where scoring makes them), so a number and its counts
+are the same whether the console, the report or a reader of the file shows them. :func:`write_review` and
+:func:`read_review` are the one writer and reader; :func:`decode` turns the JSON back into the records by
+their type hints.
 """
 
 from __future__ import annotations
@@ -19,13 +20,15 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
+from evalkit import records
 from evalkit.run import files
 from evalkit.run.folder import RunError, read_json
 from evalkit.run.units import atomic_write
 
-SCHEMA = 3
+SCHEMA = 4
 """Version of review.json's shape and content (2: advice carries the gate's verdict; 3: item analysis, production
-logs, collapsed grid points, intervals that resample the run's clusters); another is recomputed."""
+logs, collapsed grid points, intervals that resample the run's clusters; 4: intervals and paired comparisons are
+scoring's records, ``n_missing`` included); another is recomputed."""
 INPUTS = (files.MANIFEST, files.RESULTS, files.SUMMARY, files.RECOMMENDATION_JSON, files.CALIBRATION_TABLE,
           files.POSITION_SUMMARY, files.POSITION_ROWS, files.PRODUCTION_LOG_ROWS, files.PRODUCTION_LOG_JSON,
           files.CLUSTERS)  # fmt: skip
@@ -44,38 +47,10 @@ class Statistics:
     without the file is resampled by question."""
 
 
-@dataclass(frozen=True)
-class Interval:
-    """A confidence interval for the mean of one measure (``scoring.stats.Interval``'s fields)."""
-
-    mean: float
-    low: float
-    high: float
-    n: int
-    level: float
-    method: str = "percentile"
-
-
-@dataclass(frozen=True)
-class Paired:
-    """Candidate minus baseline on the same questions (``scoring.stats.PairedComparison``'s fields)."""
-
-    metric: str
-    baseline_mean: float
-    candidate_mean: float
-    delta: float
-    delta_low: float
-    delta_high: float
-    p_value: float
-    n: int
-    test: str
-    p_adjusted: float | None = None
-    level: float = 0.95
-
-    @property
-    def within_noise(self) -> bool:
-        """Whether the interval of the difference contains 0."""
-        return self.delta_low <= 0.0 <= self.delta_high
+Interval = records.Interval
+"""A confidence interval for the mean of one measure: scoring's record itself (its missing values counted)."""
+Paired = records.PairedComparison
+"""Candidate minus baseline on the same questions: scoring's record itself, so no field is lost on the way."""
 
 
 @dataclass(frozen=True)

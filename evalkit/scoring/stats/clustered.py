@@ -25,9 +25,9 @@ from numpy.typing import ArrayLike
 from scipy.special import ndtr
 from scipy.stats import t as student_t
 
+from evalkit.records import Interval
 from evalkit.scoring.stats.inputs import FloatArray, Seed, check_level, check_resamples, clean_pairs, rng_from
 from evalkit.scoring.stats.intervals import wilson_bounds, wilson_ci
-from evalkit.scoring.stats.records import Interval
 from evalkit.scoring.stats.resample import resampled_means
 
 __all__ = ["clustered_share_ci", "expanded_level", "flip_rate_ci", "paired_difference_ci", "question_shares"]

@@ -11,8 +11,8 @@ from numpy.typing import ArrayLike
 from scipy.special import ndtri
 from scipy.stats import t as student_t
 
+from evalkit.records import Interval
 from evalkit.scoring.stats.inputs import Seed, check_level, check_resamples, clean, rng_from
-from evalkit.scoring.stats.records import Interval
 from evalkit.scoring.stats.resample import BLOCK_ELEMENTS, bca_bounds, percentile_bounds, resampled_means
 
 __all__ = ["CIMethod", "bootstrap_ci", "studentised_ci", "wilson_bounds", "wilson_ci"]

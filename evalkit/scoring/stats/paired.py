@@ -7,9 +7,9 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
+from evalkit.records import PairedComparison, RatioInterval
 from evalkit.scoring.stats.inputs import Seed, check_level, check_resamples, clean_pairs, rng_from
 from evalkit.scoring.stats.intervals import CIMethod
-from evalkit.scoring.stats.records import PairedComparison, RatioInterval
 from evalkit.scoring.stats.resample import (
     bca_bounds,
     bootstrap_p_value,
