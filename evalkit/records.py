@@ -302,3 +302,22 @@ class RatioInterval:
     def percent_change(self) -> float:
         """Observed relative change in percent: ``100 * (ratio - 1)``."""
         return 100.0 * (self.ratio - 1.0)
+
+
+@dataclass(frozen=True)
+class ItemStats:
+    """One question's item statistics across the configs (means in the measure's own direction)."""
+
+    question_id: str
+    facility: float
+    """Mean score over the configs."""
+    r: float
+    """Item-rest correlation (point-biserial for 0/1 scores); NaN when the question's score is constant."""
+    p_upper: float
+    """Mean score under the upper group (the configs best on the rest of the set)."""
+    p_lower: float
+    """Mean score under the lower group."""
+    n_configs: int
+    reason: str
+    """Why it is listed: ``negative``, ``upper_miss``, ``always`` (every config right), ``never`` (every config
+    wrong) or ``constant``."""

@@ -27,8 +27,8 @@ from evalkit.run.units import atomic_write
 
 SCHEMA = 4
 """Version of review.json's shape and content (2: advice carries the gate's verdict; 3: item analysis, production
-logs, collapsed grid points, intervals that resample the run's clusters; 4: intervals and paired comparisons are
-scoring's records, ``n_missing`` included); another is recomputed."""
+logs, collapsed grid points, intervals that resample the run's clusters; 4: intervals, paired comparisons and
+item rows are scoring's records, ``n_missing`` included); another is recomputed."""
 INPUTS = (files.MANIFEST, files.RESULTS, files.SUMMARY, files.RECOMMENDATION_JSON, files.CALIBRATION_TABLE,
           files.POSITION_SUMMARY, files.POSITION_ROWS, files.PRODUCTION_LOG_ROWS, files.PRODUCTION_LOG_JSON,
           files.CLUSTERS)  # fmt: skip
@@ -170,19 +170,8 @@ class CalibrationAdvice:
     recommended: str
 
 
-@dataclass(frozen=True)
-class ItemRow:
-    """One question of the item analysis (``scoring.items.ItemStats``'s fields)."""
-
-    question_id: str
-    facility: float
-    r: float
-    """Item-rest correlation across configs (NaN when the question's score is constant)."""
-    p_upper: float
-    p_lower: float
-    n_configs: int
-    reason: str
-    """``negative``, ``upper_miss``, ``always``, ``never`` or ``constant``."""
+ItemRow = records.ItemStats
+"""One question of the item analysis: scoring's record itself."""
 
 
 @dataclass(frozen=True)

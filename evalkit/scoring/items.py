@@ -42,6 +42,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from evalkit.records import ItemStats
 from evalkit.scoring.registry import Measure
 from evalkit.scoring.values import matrix
 
@@ -56,25 +57,6 @@ UPPER_FLOOR = 0.1
 UPPER_REST_FLOOR = 0.5
 """... and the upper group's mean on the rest of the set at least this (the upper configs find most questions)."""
 EPS = 1e-9
-
-
-@dataclass(frozen=True)
-class ItemStats:
-    """One question's item statistics across the configs (means in the measure's own direction)."""
-
-    question_id: str
-    facility: float
-    """Mean score over the configs."""
-    r: float
-    """Item-rest correlation (point-biserial for 0/1 scores); NaN when the question's score is constant."""
-    p_upper: float
-    """Mean score under the upper group (the configs best on the rest of the set)."""
-    p_lower: float
-    """Mean score under the lower group."""
-    n_configs: int
-    reason: str
-    """Why it is listed: ``negative``, ``upper_miss``, ``always`` (every config right), ``never`` (every config
-    wrong) or ``constant``."""
 
 
 @dataclass(frozen=True)
