@@ -40,6 +40,15 @@ def test_every_kind_has_a_group_and_a_contract_and_its_builtins_come_first() -> 
     assert list(EXECUTORS)[:2] == ["local", "ray"] and list(TRACKERS)[:1] == ["mlflow"]
 
 
+def test_every_builtin_names_an_implementation_that_loads() -> None:
+    """A table names its backends by ``module:attribute`` (no import to check it statically): each one resolves."""
+    from evalkit.answers.generation import GENERATORS
+
+    for registry in (CHUNKERS, EMBEDDERS, RERANKER_BACKENDS, GENERATORS, EXECUTORS, TRACKERS):
+        for name in registry.builtin_names():
+            assert callable(registry.implementation(name)), f"{registry.kind}={name}"
+
+
 def fake_distribution(site: Path, name: str, entry_points: str, modules: dict[str, str]) -> None:
     """An installed distribution as importlib.metadata sees one: a dist-info folder and its modules."""
     info = site / f"{name}-0.1.dist-info"

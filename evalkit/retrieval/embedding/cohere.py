@@ -57,6 +57,10 @@ class CohereEmbedder(Embedder):
 
     asymmetric = True
 
+    @classmethod
+    def from_settings(cls, settings: EmbedderSettings, pricing_dir: Path | None = None) -> CohereEmbedder:
+        return cls(settings, pricing_dir)
+
     def __init__(
         self,
         settings: EmbedderSettings,

@@ -48,6 +48,10 @@ KNOWN_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 30
 class OpenAICompatEmbedder(Embedder):
     """One OpenAI-compatible ``/embeddings`` endpoint; symmetric (queries and passages alike)."""
 
+    @classmethod
+    def from_settings(cls, settings: EmbedderSettings, pricing_dir: Path | None = None) -> OpenAICompatEmbedder:
+        return cls(settings, pricing_dir)
+
     def __init__(
         self,
         settings: EmbedderSettings,

@@ -58,10 +58,10 @@ EMBEDDERS: Registry[EmbedderBackend] = Registry(
         "usem3": EmbedderBackend(f"{_HERE}.local:UniversalSentenceEncoder.from_settings"),
         "e5": EmbedderBackend(f"{_HERE}.local:MultilingualE5Small.from_settings"),
         "cohere": EmbedderBackend(
-            f"{_HERE}.cohere:CohereEmbedder", _HOSTED | {"truncate"}, priced=True, needs_key=True,
+            f"{_HERE}.cohere:CohereEmbedder.from_settings", _HOSTED | {"truncate"}, priced=True, needs_key=True,
             max_batch=COHERE_MAX_TEXTS,
         ),
-        "openai": EmbedderBackend(f"{_HERE}.openai_compat:OpenAICompatEmbedder", _HOSTED | {"dimension"},
+        "openai": EmbedderBackend(f"{_HERE}.openai_compat:OpenAICompatEmbedder.from_settings", _HOSTED | {"dimension"},
                                   priced_if_listed=True),
         "onnx": EmbedderBackend(
             f"{_HERE}.onnx:OnnxEmbedder.from_settings", _ONNX, needs=(("path", "the model folder"),)
