@@ -7,6 +7,7 @@ mutates what an upstream stage produced. Offsets are Python ``str`` indices
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -321,3 +322,38 @@ class ItemStats:
     reason: str
     """Why it is listed: ``negative``, ``upper_miss``, ``always`` (every config right), ``never`` (every config
     wrong) or ``constant``."""
+
+
+@dataclass(frozen=True)
+class ItemAnalysis:
+    """The item analysis of one run on one measure: questions that never discriminate and gold to doubt."""
+
+    measure: str
+    n_configs: int
+    n_questions: int
+    group_size: int
+    """Configs in each of the upper and lower groups."""
+    upper_rest: float
+    """The upper group's mean score on the whole set (what the upper group usually finds)."""
+    suspect: tuple[ItemStats, ...]
+    """Suspect gold, most suspect first (negative discrimination, then the lowest upper-group score)."""
+    never_discriminating: tuple[ItemStats, ...]
+    """Questions every config scores the same (``always``, ``never`` or ``constant``)."""
+    skipped: str = ""
+    """Why there is no analysis (too few configs or questions); empty when there is one."""
+
+
+@dataclass(frozen=True)
+class Mde:
+    """Minimum detectable effect of a paired comparison on this set (80% power, exact)."""
+
+    value: float
+    """The effect in the metric's units; ``inf`` when not detectable at this size."""
+    n: int
+    how: str
+    """The inputs in words, e.g. ``exact McNemar power, 12.3% of questions discordant ...``."""
+
+    @property
+    def detectable(self) -> bool:
+        """False when no effect, however large, reaches 80% power on this many questions."""
+        return math.isfinite(self.value)

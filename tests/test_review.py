@@ -6,6 +6,7 @@ Real sweeps (BM25, the planted set of ``test_report``), the real entry point, fi
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from dataclasses import asdict
 from pathlib import Path
@@ -109,3 +110,22 @@ def test_a_changed_input_makes_the_review_stale(finished: Path, tmp_path: Path) 
         render(run, progress=False)
     assert report_main([str(run)]) == 0
     assert read_review(run) is not None
+
+
+def test_the_mde_and_the_item_analysis_in_review_json_are_scorings_records(finished: Path) -> None:
+    """No restated copy: what scoring returns is what review.json holds and reads back (the MDE keeps its property)."""
+    from evalkit import records
+    from evalkit.run.review import ItemAnalysis, Mde
+    from evalkit.scoring.compare import Mde as ScoringMde
+    from evalkit.scoring.items import item_analysis
+    from evalkit.scoring.registry import measure
+
+    assert Mde is ScoringMde is records.Mde
+    review = read_review(finished)
+    assert review is not None and review.items is not None and review.comparison is not None
+    assert type(review.items) is ItemAnalysis is records.ItemAnalysis
+    run = load_run(finished)
+    fresh = item_analysis(run.results, measure(review.items.measure))
+    assert _text(fresh) == _text(review.items)
+    mde = review.comparison.mde
+    assert type(mde) is records.Mde and mde.detectable == math.isfinite(mde.value)

@@ -154,7 +154,7 @@ def mde(results: pd.DataFrame, recommended_id: str, baseline_id: str, metric: st
     found = compare.detectable_effect(
         wide[baseline_id].to_numpy(), wide[recommended_id].to_numpy(), statistics.level, clusters
     )
-    return None if found is None else Mde(float(found.value), int(found.n), str(found.how))
+    return None if found is None else _plain(found)
 
 
 def compare_with_baseline(

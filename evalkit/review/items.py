@@ -17,17 +17,7 @@ __all__ = ["item_line", "items_of"]
 
 def items_of(results: pd.DataFrame, primary: str) -> ItemAnalysis:
     """Item analysis of every question across every config of ``results`` on measure ``primary``."""
-    found = item_analysis(results, measure(primary))
-    return ItemAnalysis(
-        measure=found.measure,
-        n_configs=found.n_configs,
-        n_questions=found.n_questions,
-        group_size=found.group_size,
-        upper_rest=found.upper_rest,
-        suspect=tuple(found.suspect),
-        never_discriminating=tuple(found.never_discriminating),
-        skipped=found.skipped,
-    )
+    return item_analysis(results, measure(primary))
 
 
 def item_line(items: ItemAnalysis | None) -> str | None:

@@ -27,8 +27,8 @@ from evalkit.run.units import atomic_write
 
 SCHEMA = 4
 """Version of review.json's shape and content (2: advice carries the gate's verdict; 3: item analysis, production
-logs, collapsed grid points, intervals that resample the run's clusters; 4: intervals, paired comparisons and
-item rows are scoring's records, ``n_missing`` included); another is recomputed."""
+logs, collapsed grid points, intervals that resample the run's clusters; 4: intervals, paired comparisons, the MDE and
+the item analysis are scoring's records, ``n_missing`` included); another is recomputed."""
 INPUTS = (files.MANIFEST, files.RESULTS, files.SUMMARY, files.RECOMMENDATION_JSON, files.CALIBRATION_TABLE,
           files.POSITION_SUMMARY, files.POSITION_ROWS, files.PRODUCTION_LOG_ROWS, files.PRODUCTION_LOG_JSON,
           files.CLUSTERS)  # fmt: skip
@@ -53,14 +53,8 @@ Paired = records.PairedComparison
 """Candidate minus baseline on the same questions: scoring's record itself, so no field is lost on the way."""
 
 
-@dataclass(frozen=True)
-class Mde:
-    """Minimum detectable effect of the objective between the focus config and production (80% power)."""
-
-    value: float
-    """In the measure's units; ``inf`` when not detectable at this size."""
-    n: int
-    how: str
+Mde = records.Mde
+"""Minimum detectable effect of the objective between the focus config and production: scoring's record itself."""
 
 
 @dataclass(frozen=True)
@@ -172,20 +166,8 @@ class CalibrationAdvice:
 
 ItemRow = records.ItemStats
 """One question of the item analysis: scoring's record itself."""
-
-
-@dataclass(frozen=True)
-class ItemAnalysis:
-    """Questions that never discriminate between configs and gold to doubt (``scoring.items.Items``'s fields)."""
-
-    measure: str
-    n_configs: int
-    n_questions: int
-    group_size: int
-    upper_rest: float
-    suspect: tuple[ItemRow, ...]
-    never_discriminating: tuple[ItemRow, ...]
-    skipped: str = ""
+ItemAnalysis = records.ItemAnalysis
+"""Questions that never discriminate between configs and gold to doubt: scoring's record itself."""
 
 
 @dataclass(frozen=True)
