@@ -13,7 +13,7 @@ from scipy.stats import t as student_t
 
 from evalkit.records import Interval
 from evalkit.scoring.stats.inputs import Seed, check_level, check_resamples, clean, rng_from
-from evalkit.scoring.stats.resample import BLOCK_ELEMENTS, bca_bounds, percentile_bounds, resampled_means
+from evalkit.scoring.stats.resample import BLOCK_ELEMENTS, bootstrap_bounds, resampled_means
 
 __all__ = ["CIMethod", "bootstrap_ci", "studentised_ci", "wilson_arrays", "wilson_bounds", "wilson_ci"]
 
@@ -52,12 +52,7 @@ def bootstrap_ci(
     if np.ptp(kept) == 0:
         return Interval(mean, mean, mean, kept.size, level, "degenerate", n_missing)
     boot = resampled_means(kept[np.newaxis, :], n_resamples, rng_from(seed))[0]
-    if method == "percentile":
-        low, high = percentile_bounds(boot, level)
-    elif method == "bca":
-        low, high = bca_bounds(boot, kept, level)
-    else:
-        raise ValueError(f"unknown method {method!r}; use 'percentile' or 'bca'")
+    low, high = bootstrap_bounds(boot, kept, level, method)
     return Interval(mean, low, high, kept.size, level, method, n_missing)
 
 
