@@ -61,8 +61,7 @@ class OpenAICompatEmbedder(Embedder):
         jitter: random.Random | None = None,
     ) -> None:
         self.model_id = settings.model
-        shortened = settings.output_dimension is not None  # a shorter vector is another embedding: another key
-        self.version = f"{settings.model}/d{settings.output_dimension}" if shortened else settings.model
+        self.version = settings.hosted_version
         dim = settings.output_dimension or settings.dimension or KNOWN_DIMENSIONS.get(settings.model)
         if dim is None:
             raise EmbeddingError(

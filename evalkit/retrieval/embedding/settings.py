@@ -134,6 +134,12 @@ class EmbedderSettings:
         return embedder_backend(self.name)
 
     @property
+    def hosted_version(self) -> str:
+        """A hosted model's version in cache keys: its id (providers version models by name), and the vector size
+        when ``output_dimension`` shortens it (a shorter vector is another embedding: never the same key)."""
+        return self.model if self.output_dimension is None else f"{self.model}/d{self.output_dimension}"
+
+    @property
     def priced(self) -> bool:
         return self.backend.priced
 
