@@ -385,15 +385,28 @@ BACKEND_KINDS = ("retriever", "reranker", "generator", "embedder", "chunker", "e
 
 
 def _holds_a_kind(node: ast.expr) -> bool:
-    """``spec.chunker``, ``config.embedder.name``, ``tracker.name``, ``settings.name``, ``generator_name``."""
+    """``spec.chunker``, ``config.embedder.name``, ``tracker.name``, ``settings.name``, ``generator_name``,
+    ``spec.backend`` and ``backend`` (a request's or an answer's generator), ``cfg["retriever"].get("name")``."""
     kinds = (*BACKEND_KINDS, "settings")
     if isinstance(node, ast.Attribute):
         owner = node.value
         owner_name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
-        return node.attr in BACKEND_KINDS or (node.attr == "name" and owner_name in kinds)
+        return node.attr in (*BACKEND_KINDS, "backend") or (node.attr == "name" and owner_name in kinds)
     if isinstance(node, ast.Name):
-        return node.id in BACKEND_KINDS or node.id in {f"{kind}_name" for kind in BACKEND_KINDS}
-    return False
+        return node.id in (*BACKEND_KINDS, "backend") or node.id in {f"{kind}_name" for kind in BACKEND_KINDS}
+    return _gets_the_name(node)
+
+
+def _gets_the_name(node: ast.expr) -> bool:
+    """``section.get("name")``: a raw config section's (or a manifest's) backend name."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and bool(node.args)
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value == "name"
+    )
 
 
 def _names_a_backend(node: ast.expr) -> bool:
@@ -505,3 +518,12 @@ def test_the_name_test_check_can_fail() -> None:
     # Outside the backend folders only what says its kind counts: ``name`` alone is any name.
     assert name_tests(ast.parse(source), backend_folder=False) == [1, 2, 3, 4, 5, 11]
     assert name_tests(ast.parse('if name in ("a", "b"): pass\nif tracker.name != "mlflow": pass\n'), False) == [2]
+    # A request's generator and a raw section's name, in any folder (turnaround.py once held TIMED_LOCALLY).
+    held = (
+        '_TIMED = frozenset({"local", "fake"})\n'
+        "hosted = backend not in _TIMED\n"
+        'if spec.backend == "local": pass\n'
+        'if (config.get("retriever") or {}).get("name") == "external": pass\n'
+        "if backend.embeds: pass\n"
+    )
+    assert name_tests(ast.parse(held), backend_folder=False) == [2, 3, 4]

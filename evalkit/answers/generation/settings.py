@@ -156,6 +156,10 @@ class GeneratorBackend:
     contract), imported when a config names it: this table imports none of its backends."""
     runs_here: bool = False
     """Runs on this machine (its speed is measured here); a remote API would be sent a request."""
+    planned_speed: bool = False
+    """A plan times it at the planning speeds (tokens per second on this machine); ``fake`` answers at once."""
+    batches: bool = False
+    """Sends through a batch API (up to a day's turnaround) when its settings say ``batch: true``."""
     api_key_env: str | None = None
     """The environment variable holding its API key (None: it needs none)."""
     also: str = ""
@@ -171,7 +175,10 @@ GENERATORS: Registry[GeneratorBackend] = Registry(
     "generator",
     {
         "anthropic": GeneratorBackend(
-            AnthropicSettings, f"{_HERE}.anthropic:AnthropicGenerator", api_key_env=ANTHROPIC_API_KEY_ENV
+            AnthropicSettings,
+            f"{_HERE}.anthropic:AnthropicGenerator",
+            api_key_env=ANTHROPIC_API_KEY_ENV,
+            batches=True,
         ),
         # The key's variable is the endpoint's own setting (generator.api_key_env; null for a local server).
         "openai": GeneratorBackend(OpenAISettings, f"{_HERE}.openai_compat:OpenAICompatGenerator"),
@@ -179,6 +186,7 @@ GENERATORS: Registry[GeneratorBackend] = Registry(
             LocalGeneratorSettings,
             f"{_HERE}.local:LlamaCppGenerator",
             runs_here=True,
+            planned_speed=True,
             also=" (or local-1.5b, local-smollm2)",
         ),
         "fake": GeneratorBackend(FakeSettings, f"{_HERE}.fake:FakeGenerator", runs_here=True),
