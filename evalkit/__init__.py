@@ -2,7 +2,7 @@
 
 From Python: ``evalkit.run_sweep("sweep=quick", "position=off")`` runs a sweep with the command
 line's overrides and ``evalkit.load_run("reports/<run_id>")`` reads a run folder into pandas
-objects (:mod:`evalkit.project.api`); ``evalkit.chunk_labelset(path, 300)`` and
+objects (:mod:`evalkit.api`, the facade above the stages and the sweep); ``evalkit.chunk_labelset(path, 300)`` and
 ``evalkit.embed_texts(texts)`` give a labelled set's chunks and the vectors a sweep scores with, to
 build a store of one's own (:mod:`evalkit.project.corpus`); ``evalkit.Document``, ``evalkit.ChunkingSpec``
 and ``evalkit.Chunk`` are the records a chunker plugin gets and returns. All are imported on first use, so
@@ -14,17 +14,17 @@ from __future__ import annotations
 from typing import Any
 
 _PUBLIC = {
-    "RunData": "api",
-    "SweepError": "api",
-    "load_run": "api",
-    "run_sweep": "api",
-    "chunk_labelset": "corpus",
-    "embed_texts": "corpus",
-    "Chunk": "plugin_records",
-    "ChunkingSpec": "plugin_records",
-    "Document": "plugin_records",
+    "RunData": "evalkit.api",
+    "SweepError": "evalkit.api",
+    "load_run": "evalkit.api",
+    "run_sweep": "evalkit.api",
+    "chunk_labelset": "evalkit.project.corpus",
+    "embed_texts": "evalkit.project.corpus",
+    "Chunk": "evalkit.project.plugin_records",
+    "ChunkingSpec": "evalkit.project.plugin_records",
+    "Document": "evalkit.project.plugin_records",
 }
-"""Each public name and the module of evalkit.project that defines it."""
+"""Each public name and the module that defines it."""
 
 __all__ = sorted(_PUBLIC)
 
@@ -38,5 +38,5 @@ def __getattr__(name: str) -> Any:
     if name in _PUBLIC:
         from importlib import import_module
 
-        return getattr(import_module(f"evalkit.project.{_PUBLIC[name]}"), name)
+        return getattr(import_module(_PUBLIC[name]), name)
     raise AttributeError(f"module 'evalkit' has no attribute {name!r}")

@@ -116,6 +116,13 @@ class Registry(Mapping[str, T], Generic[T]):
             self._loaded[name] = UserCallable(plugin.where, load(plugin))  # type: ignore[assignment]
         return self._loaded[name]
 
+    def implementation(self, name: str) -> object:
+        """What builds ``name``: a built-in's entry names it by its ``target`` (``module:attribute``, imported
+        now, :func:`resolve`); an installed plugin's entry point is it (loaded behind the user-code boundary)."""
+        if name in self._builtins:
+            return resolve(self._builtins[name].target)  # type: ignore[attr-defined]
+        return self[name]
+
     def where(self, name: str) -> str | None:
         """How a line names ``name`` when an installed plugin provides it; None for evalkit's own (or unknown)."""
         plugin = None if name in self._builtins else self.plugins().get(name)
@@ -132,18 +139,24 @@ class Registry(Mapping[str, T], Generic[T]):
         return isinstance(name, str) and (name in self._builtins or name in self.plugins())
 
 
+def resolve(value: str) -> object:
+    """The object ``package.module:attribute`` names, imported now.
+
+    The one way a backend is named: an installed plugin's entry point, and a built-in's registration
+    table (``evalkit.retrieval.embedding.local:UniversalSentenceEncoder.from_settings``), so a table
+    imports none of its backends, not even inside a function, and no backend imports its table back.
+    """
+    module_name, _, attribute = value.partition(":")
+    target: object = importlib.import_module(module_name)
+    for part in attribute.split(".") if attribute else ():
+        target = getattr(target, part)
+    return target
+
+
 def load(plugin: Plugin) -> object:
     """The object an entry point names; its import failing (or exiting) is one line naming it."""
-    module_name, _, attribute = plugin.value.partition(":")
-
-    def find() -> object:
-        target: object = importlib.import_module(module_name)
-        for part in attribute.split(".") if attribute else ():
-            target = getattr(target, part)
-        return target
-
     try:
-        target = run_user_code(plugin.where, "does not load", find)
+        target = run_user_code(plugin.where, "does not load", resolve, plugin.value)
     except UserCodeError as exc:  # whatever the plugin raised or exited with: the user needs its name
         raise PluginError(str(exc)) from None
     if not callable(target):

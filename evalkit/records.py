@@ -7,6 +7,7 @@ mutates what an upstream stage produced. Offsets are Python ``str`` indices
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -219,3 +220,143 @@ class Answer:
     in_flight: int | None = None
     """Requests of this run in flight when this one was sent, itself included (1: it ran alone; on a server
     with fewer slots the others' work is in its first-token time); None: not recorded (cached, batch)."""
+
+
+# The statistics' results: computed in scoring/, written to review.json by run/ (its schema), shown by the report.
+@dataclass(frozen=True)
+class Interval:
+    """A confidence interval for the mean of one metric."""
+
+    mean: float
+    """Sample mean of the non-missing values."""
+    low: float
+    """Lower bound."""
+    high: float
+    """Upper bound."""
+    n: int
+    """Number of values used (missing values excluded)."""
+    level: float
+    """Two-sided confidence level, e.g. 0.95."""
+    method: str = "percentile"
+    """How the bounds were computed: ``percentile``, ``bca``, ``wilson``, ``degenerate`` (bootstrap_ci of
+    all-equal values), ``t-studentised``, ``cluster-bootstrap``, ``wilson-questions``, ``newcombe`` or
+    ``wilson-difference``."""
+    n_missing: int = 0
+    """Number of NaN values dropped before computing."""
+
+    @property
+    def half_width(self) -> float:
+        """Half the interval's width (the "+-" figure a report shows)."""
+        return (self.high - self.low) / 2.0
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """Candidate versus baseline on the same questions, one metric."""
+
+    metric: str
+    """Metric name, e.g. ``hit@5``."""
+    baseline_mean: float
+    """Mean of the baseline's values over the compared questions."""
+    candidate_mean: float
+    """Mean of the candidate's values over the compared questions."""
+    delta: float
+    """``candidate_mean - baseline_mean``."""
+    delta_low: float
+    """Lower bound of the bootstrap interval for ``delta``."""
+    delta_high: float
+    """Upper bound of the bootstrap interval for ``delta``."""
+    p_value: float
+    """Two-sided p-value for "no difference", from ``test``."""
+    n: int
+    """Number of question pairs compared."""
+    test: str
+    """Source of ``p_value``: ``bootstrap`` or ``permutation`` (paired sign flip)."""
+    p_adjusted: float | None = None
+    """Holm-adjusted p-value when this comparison is one of a family, else None."""
+    level: float = 0.95
+    """Two-sided level of ``[delta_low, delta_high]``."""
+    n_missing: int = 0
+    """Pairs dropped because either value was NaN."""
+
+    @property
+    def within_noise(self) -> bool:
+        """Whether the interval of the difference contains 0."""
+        return self.delta_low <= 0.0 <= self.delta_high
+
+
+@dataclass(frozen=True)
+class RatioInterval:
+    """Interval for ``mean(candidate) / mean(baseline)`` on paired values (e.g. cost)."""
+
+    ratio: float
+    """Observed ratio of means."""
+    low: float
+    """Lower percentile-bootstrap bound."""
+    high: float
+    """Upper percentile-bootstrap bound (``inf`` if some resample had a zero baseline)."""
+    n: int
+    """Number of question pairs used."""
+    level: float
+    """Two-sided confidence level."""
+    n_missing: int = 0
+    """Pairs dropped because either value was NaN."""
+
+    @property
+    def percent_change(self) -> float:
+        """Observed relative change in percent: ``100 * (ratio - 1)``."""
+        return 100.0 * (self.ratio - 1.0)
+
+
+@dataclass(frozen=True)
+class ItemStats:
+    """One question's item statistics across the configs (means in the measure's own direction)."""
+
+    question_id: str
+    facility: float
+    """Mean score over the configs."""
+    r: float
+    """Item-rest correlation (point-biserial for 0/1 scores); NaN when the question's score is constant."""
+    p_upper: float
+    """Mean score under the upper group (the configs best on the rest of the set)."""
+    p_lower: float
+    """Mean score under the lower group."""
+    n_configs: int
+    reason: str
+    """Why it is listed: ``negative``, ``upper_miss``, ``always`` (every config right), ``never`` (every config
+    wrong) or ``constant``."""
+
+
+@dataclass(frozen=True)
+class ItemAnalysis:
+    """The item analysis of one run on one measure: questions that never discriminate and gold to doubt."""
+
+    measure: str
+    n_configs: int
+    n_questions: int
+    group_size: int
+    """Configs in each of the upper and lower groups."""
+    upper_rest: float
+    """The upper group's mean score on the whole set (what the upper group usually finds)."""
+    suspect: tuple[ItemStats, ...]
+    """Suspect gold, most suspect first (negative discrimination, then the lowest upper-group score)."""
+    never_discriminating: tuple[ItemStats, ...]
+    """Questions every config scores the same (``always``, ``never`` or ``constant``)."""
+    skipped: str = ""
+    """Why there is no analysis (too few configs or questions); empty when there is one."""
+
+
+@dataclass(frozen=True)
+class Mde:
+    """Minimum detectable effect of a paired comparison on this set (80% power, exact)."""
+
+    value: float
+    """The effect in the metric's units; ``inf`` when not detectable at this size."""
+    n: int
+    how: str
+    """The inputs in words, e.g. ``exact McNemar power, 12.3% of questions discordant ...``."""
+
+    @property
+    def detectable(self) -> bool:
+        """False when no effect, however large, reaches 80% power on this many questions."""
+        return math.isfinite(self.value)

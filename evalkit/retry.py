@@ -7,8 +7,9 @@ failure a retry may fix into :class:`Transient` (one bounded reason line, plus t
 response headers when there were any) and maps :class:`RetriesExhausted` to its own
 one-line error; any other exception passes through at once (the backend's to map).
 
-Used by the Anthropic generator (``evalkit.answers.generation.anthropic``) and the
-Cohere reranker (``evalkit.retrieval.rerank.cohere``): one set of retryable statuses,
+Used by the Anthropic generator (``evalkit.answers.generation.anthropic``), the Cohere reranker
+(``evalkit.retrieval.rerank.cohere``) and the advisory judge's async client (``evalkit.answers.judge.llm``,
+:func:`call_with_retries_async`): one set of retryable statuses,
 one reading of ``retry-after-ms`` / ``Retry-After`` / ``x-should-retry``, one backoff.
 """
 
@@ -18,7 +19,7 @@ import email.utils
 import math
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypeVar
@@ -133,14 +134,48 @@ def call_with_retries(
         try:
             return attempt()
         except Transient as failure:
-            wait = policy.next_wait(retry, clock() - start, failure.headers, jitter)
-            if wait is None:
-                why = "" if retry >= policy.max_retries else f" (deadline {policy.deadline_s:g} s)"
-                raise RetriesExhausted(failure, retry + 1, why) from failure
+            wait = _wait_or_give_up(policy, failure, retry, clock() - start, jitter)
             if on_retry is not None:
                 on_retry(failure)
             sleep(wait)
             retry += 1
+
+
+async def call_with_retries_async(
+    attempt: Callable[[], Awaitable[T]],
+    policy: RetryPolicy,
+    *,
+    sleep: Callable[[float], Awaitable[None]] | None = None,
+    jitter: random.Random | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> T:
+    """:func:`call_with_retries` for a coroutine (an async SDK's call): the same rule, awaited.
+
+    ``sleep``: None waits with ``asyncio.sleep`` (imported here: asyncio is not loaded for the sync callers).
+    """
+    if sleep is None:
+        import asyncio
+
+        sleep = asyncio.sleep
+    start = clock()
+    retry = 0
+    while True:
+        try:
+            return await attempt()
+        except Transient as failure:
+            await sleep(_wait_or_give_up(policy, failure, retry, clock() - start, jitter))
+            retry += 1
+
+
+def _wait_or_give_up(
+    policy: RetryPolicy, failure: Transient, retry: int, elapsed_s: float, jitter: random.Random | None
+) -> float:
+    """The wait before retry ``retry`` after ``failure``; :class:`RetriesExhausted` when the policy gives up."""
+    wait = policy.next_wait(retry, elapsed_s, failure.headers, jitter)
+    if wait is None:
+        why = "" if retry >= policy.max_retries else f" (deadline {policy.deadline_s:g} s)"
+        raise RetriesExhausted(failure, retry + 1, why) from failure
+    return wait
 
 
 def attempts_text(n: int) -> str:

@@ -216,12 +216,11 @@ def _write_report(run_dir: Path, plan: SweepPlan) -> None:
 
 
 def _check_tracker(tracker: TrackerSettings, plan: SweepPlan) -> None:
-    from evalkit.tracking.mlflow_log import TrackingError, check_ready
+    from evalkit.tracking.mlflow_log import TrackingError
+    from evalkit.tracking.registry import check_tracker
 
-    if tracker.name != "mlflow":  # a plugin's tracker checks what it needs when it logs
-        return
     try:
-        check_ready(tracker, plan.options.reports_dir)
+        check_tracker(tracker, plan.options.reports_dir)
     except TrackingError as exc:
         fail([str(exc)])
 
@@ -230,10 +229,10 @@ def _log_to_tracker(run_dir: Path, tracker: TrackerSettings, plan: SweepPlan) ->
     """The finished run folder (summary, decision, manifest, report) logged; a failure leaves the folder complete."""
     from evalkit.pipeline.errors import PluginError
     from evalkit.tracking.mlflow_log import TrackingError
-    from evalkit.tracking.registry import TRACKERS
+    from evalkit.tracking.registry import log_to_tracker
 
     try:
-        line = TRACKERS[tracker.name](run_dir, tracker, plan.options.reports_dir)
+        line = log_to_tracker(run_dir, tracker, plan.options.reports_dir)
     except (TrackingError, PluginError, UserCodeError) as exc:
         fail([f"{exc} (the run folder is complete; log it later with python -m evalkit.tracking {run_dir})"])
     if isinstance(line, str) and line:  # a plugin's other return values say nothing a user can read

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import itertools
 import re
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
@@ -129,8 +130,6 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "confdir.py",
         "plugins.py",
         "distribution.py",
-        "overrides.py",
-        "sweep.py",
         "http_call.py",
         "records.py",
         "labels/",
@@ -142,7 +141,9 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "pipeline/",
         "scoring/",
     ),
-    "__init__.py": ("project/",),
+    # evalkit from Python: sweeps and run folders, above the sweep's entry point and the stages it fronts
+    "api.py": ("settings.py", "overrides.py", "sweep.py", "labels/", "project/", "run/"),
+    "__init__.py": ("project/", "api.py"),
     # thin entry points: the stage they front
     "__main__.py": NOTHING,  # runs the others by module name (importlib), imports none of them
     "sweep.py": (
@@ -379,19 +380,45 @@ def test_no_raw_config_dict_below_the_entry_points() -> None:
     assert not offenders, offenders
 
 
-BACKEND_FREE = ("pipeline/", "retrieval/")
-"""Folders that ask a backend what it needs (evalkit.retrieval.backends, the registries) and never test its name."""
-REGISTRATION_TABLES = ("retrieval/backends.py",)
-"""Where a built-in's name may be written next to what it is: the registries' own tables."""
-BACKEND_KINDS = ("retriever", "reranker", "generator", "embedder", "chunker", "executor")
+BACKEND_FOLDERS = ("pipeline/", "retrieval/", "chunking/", "tracking/", "answers/generation/")
+"""Where a bare ``name`` or ``x.name`` holds a backend's name (and in every settings module): there a test of it
+against names is a name test too. Elsewhere only an expression that says which kind it holds counts."""
+BACKEND_KINDS = ("retriever", "reranker", "generator", "embedder", "chunker", "executor", "tracker")
+
+
+def _holds_a_kind(node: ast.expr) -> bool:
+    """``spec.chunker``, ``config.embedder.name``, ``tracker.name``, ``settings.name``, ``generator_name``,
+    ``spec.backend`` and ``backend`` (a request's or an answer's generator), ``cfg["retriever"].get("name")``."""
+    kinds = (*BACKEND_KINDS, "settings")
+    if isinstance(node, ast.Attribute):
+        owner = node.value
+        owner_name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
+        return node.attr in (*BACKEND_KINDS, "backend") or (node.attr == "name" and owner_name in kinds)
+    if isinstance(node, ast.Name):
+        return node.id in (*BACKEND_KINDS, "backend") or node.id in {f"{kind}_name" for kind in BACKEND_KINDS}
+    return _gets_the_name(node)
+
+
+def _gets_the_name(node: ast.expr) -> bool:
+    """``section.get("name")``: a raw config section's (or a manifest's) backend name."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and bool(node.args)
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value == "name"
+    )
 
 
 def _names_a_backend(node: ast.expr) -> bool:
-    """``x.name``, ``retriever.name``, ``generator_name``, ``name``: an expression holding a backend's name."""
+    """``x.name``, ``retriever.name``, ``generator_name``, ``name``: an expression that may hold a backend's name."""
+    if _holds_a_kind(node):
+        return True
     if isinstance(node, ast.Attribute):
-        return node.attr == "name" or (node.attr in BACKEND_KINDS)
+        return node.attr == "name"
     if isinstance(node, ast.Name):
-        return node.id == "name" or node.id.endswith("_name") or node.id in BACKEND_KINDS
+        return node.id == "name" or node.id.endswith("_name")
     if isinstance(node, ast.Subscript):  # cfg["name"], raw.get is a call (not a test by itself)
         key = node.slice
         return isinstance(key, ast.Constant) and key.value == "name"
@@ -399,39 +426,77 @@ def _names_a_backend(node: ast.expr) -> bool:
 
 
 def _literal_names(node: ast.expr) -> bool:
-    """A string literal, or a tuple / list / set of them."""
+    """A string literal, or a tuple / list / set / dict (its keys) of them, or ``frozenset(...)`` of one."""
     if isinstance(node, ast.Constant):
         return isinstance(node.value, str)
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
         return bool(node.elts) and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return bool(node.keys) and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys)
+    if isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("frozenset", "set", "tuple"):
+        return len(node.args) == 1 and _literal_names(node.args[0])
     return False
 
 
-def name_tests(tree: ast.AST) -> list[int]:
-    """Lines comparing a backend's name with a literal (==, !=, in, not in) or matching on it."""
+def name_sets(tree: ast.Module) -> set[str]:
+    """Module-level names bound to a collection of names (``_PRICED = frozenset({"cohere"})``): a second table.
+
+    A single string (``NO_RERANKER = "none"``) is a sentinel written once, not a set of backends.
+    """
+    found = set()
+    for node in tree.body:
+        targets, value = (node.targets, node.value) if isinstance(node, ast.Assign) else ([], None)
+        if isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        if value is not None and not isinstance(value, ast.Constant) and _literal_names(value):
+            found.update(t.id for t in targets if isinstance(t, ast.Name))
+    return found
+
+
+def _is_lookup(node: ast.AST, tables: set[str], holds: Callable[[ast.expr], bool]) -> bool:
+    """``_KEYS[settings.name]`` or ``_CHECKS.get(self.name)``: a backend's trait read from a table of names."""
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.value, ast.Name) and node.value.id in tables and holds(node.slice)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+        table = node.func.value
+        return isinstance(table, ast.Name) and table.id in tables and bool(node.args) and holds(node.args[0])
+    return False
+
+
+def name_tests(tree: ast.Module, backend_folder: bool = True) -> list[int]:
+    """Lines testing a backend's name against names: ==, !=, in, not in a literal or a module's set of names,
+    a lookup in a module's table of names, or a match on it."""
+    tables = name_sets(tree)
+    holds = _names_a_backend if backend_folder else _holds_a_kind
+
+    def names(node: ast.expr) -> bool:
+        return _literal_names(node) or (isinstance(node, ast.Name) and node.id in tables)
+
+    def looked_up(node: ast.expr) -> bool:  # a lookup's key: a bare ``name`` is too common to count
+        return _holds_a_kind(node) or (isinstance(node, ast.Attribute) and node.attr == "name")
+
     lines = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Compare):
-            sides = [node.left, *node.comparators]
-            pairs = itertools.pairwise(sides)
-            if any(
-                (_names_a_backend(a) and _literal_names(b)) or (_literal_names(a) and _names_a_backend(b))
-                for a, b in pairs
-            ):
+            pairs = itertools.pairwise([node.left, *node.comparators])
+            if any((holds(a) and names(b)) or (names(a) and holds(b)) for a, b in pairs):
                 lines.append(node.lineno)
-        elif isinstance(node, ast.Match) and _names_a_backend(node.subject):
+        elif _is_lookup(node, tables, looked_up if backend_folder else _holds_a_kind) or (
+            isinstance(node, ast.Match) and holds(node.subject)
+        ):
             lines.append(node.lineno)
-    return sorted(lines)
+    return sorted(set(lines))
 
 
-@pytest.mark.parametrize(
-    "path",
-    [p for p in modules() if unit_of(p) in BACKEND_FREE and name_of(p) not in REGISTRATION_TABLES],
-    ids=name_of,
-)
-def test_no_backend_name_is_tested_in_the_pipeline_or_retrieval(path: Path) -> None:
-    """A backend says what it needs (capabilities, its methods); only its registration table writes its name."""
-    found = name_tests(ast.parse(path.read_text(encoding="utf-8")))
+def _in_a_backend_folder(path: Path) -> bool:
+    name = name_of(path)
+    return name.startswith(BACKEND_FOLDERS) or name.endswith("settings.py")
+
+
+@pytest.mark.parametrize("path", modules(), ids=name_of)
+def test_no_backend_name_is_tested_anywhere(path: Path) -> None:
+    """A backend declares what it is (its registration table's entry); only that table writes its name."""
+    found = name_tests(ast.parse(path.read_text(encoding="utf-8")), _in_a_backend_folder(path))
     assert not found, f"{name_of(path)}: a backend's name is tested at line(s) {found}; ask its backend instead"
 
 
@@ -444,5 +509,23 @@ def test_the_name_test_check_can_fail() -> None:
         'ok = generator_name in ("local", "fake")\n'
         "match reranker.name:\n    case 'local': pass\n"
         'if backend.embeds and index == "hnsw": pass\n'
+        '_PRICED = frozenset({"cohere"})\n'
+        "priced = self.name in _PRICED\n"
+        '_KEYS = {"onnx": {"path"}, "e5": set()}\n'
+        "keys = _KEYS.get(self.name, set()) | _KEYS[settings.name]\n"
+        'NO_RERANKER = "none"\n'
+        "enabled = self.name != NO_RERANKER\n"
     )
-    assert name_tests(ast.parse(source)) == [1, 2, 3, 4, 5]
+    assert name_tests(ast.parse(source)) == [1, 2, 3, 4, 5, 9, 11]
+    # Outside the backend folders only what says its kind counts: ``name`` alone is any name.
+    assert name_tests(ast.parse(source), backend_folder=False) == [1, 2, 3, 4, 5, 11]
+    assert name_tests(ast.parse('if name in ("a", "b"): pass\nif tracker.name != "mlflow": pass\n'), False) == [2]
+    # A request's generator and a raw section's name, in any folder (turnaround.py once held TIMED_LOCALLY).
+    held = (
+        '_TIMED = frozenset({"local", "fake"})\n'
+        "hosted = backend not in _TIMED\n"
+        'if spec.backend == "local": pass\n'
+        'if (config.get("retriever") or {}).get("name") == "external": pass\n'
+        "if backend.embeds: pass\n"
+    )
+    assert name_tests(ast.parse(held), backend_folder=False) == [2, 3, 4]

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalkit.chunking.chunkers import CHUNKERS, ChunkingError, chunk_corpus, chunk_document, validate_spec
+from evalkit.chunking.chunkers import CHUNKERS, ChunkingError, chunk_corpus, chunk_document, chunker_of, validate_spec
 from evalkit.records import Chunk, ChunkingSpec, Document, span_id
 
 # --------------------------------------------------------------------------
@@ -546,7 +546,7 @@ def test_bad_specs_raise_a_helpful_error(spec: ChunkingSpec, message: str) -> No
 
 def test_chunkers_check_sizes_when_called_directly() -> None:
     with pytest.raises(ChunkingError, match="chunk_overlap"):
-        CHUNKERS["recursive"](Document("d", "text"), ChunkingSpec("recursive", 5, 9))
+        chunker_of("recursive")(Document("d", "text"), ChunkingSpec("recursive", 5, 9))
 
 
 def test_chunk_corpus_keeps_document_order_and_rejects_duplicate_ids() -> None:

@@ -278,7 +278,7 @@ def test_a_pull_request_that_changes_production_gates_the_new_production_against
 
 
 def _sweep(reports: Path, labelset: Path, run_id: str, *overrides: str) -> Path:
-    from evalkit.project.api import run_sweep
+    from evalkit.api import run_sweep
 
     args = [
         f"labelset.path={labelset}",

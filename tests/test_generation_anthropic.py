@@ -15,7 +15,7 @@ from evalkit.answers.generation.cached import count_tokens_cached, generate_cach
 from evalkit.answers.generation.request import GenerationError, GenerationRequest, build_request
 from evalkit.answers.generation.tally import GenerationCounter
 from evalkit.cache import Cache
-from tests.loopback.anthropic_server import REFUSAL_EN, AnthropicLoopback
+from tests.loopback.anthropic_server import REFUSAL_EN, AnthropicLoopback, anthropic_generator
 from tests.loopback.faults import FAULT_KINDS, FaultPlan
 
 pytest.importorskip("anthropic")
@@ -47,7 +47,7 @@ def make(server: AnthropicLoopback, **kwargs: object) -> AnthropicGenerator:
     """A generator against the loopback server; no window check unless a test asks for one."""
     args: dict[str, object] = {"api_key": "test-key", "base_url": server.url, "max_retries": 2, "window": 0}
     args.update(kwargs)
-    return AnthropicGenerator("claude-sonnet-5", **args)  # type: ignore[arg-type]
+    return anthropic_generator(**args)
 
 
 def ask(question: str, qid: str = "q1", context: str = CONTEXT, **kwargs: object) -> GenerationRequest:
@@ -314,14 +314,14 @@ def batch_requests() -> list[GenerationRequest]:
 def test_missing_key_is_a_clear_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(GenerationError) as err:
-        AnthropicGenerator("claude-sonnet-5")
+        anthropic_generator()
     message = str(err.value)
     assert "ANTHROPIC_API_KEY" in message and "generator=local" in message and "\n" not in message
 
 
 def test_key_from_environment(server: AnthropicLoopback, cache: Cache, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    gen = AnthropicGenerator("claude-sonnet-5", base_url=server.url, window=0)
+    gen = anthropic_generator(base_url=server.url, window=0)
     assert generate_cached(gen, ask("What burst does the RateLimiter allow?"), cache).stop_reason == "end_turn"
     headers = server.log[0].headers
     assert "test-key" in (headers.get("x-api-key"), headers.get("authorization", "").removeprefix("Bearer "))

@@ -24,7 +24,7 @@ from evalkit.cache import Cache
 from evalkit.cost.budget import BudgetExceeded, SpendGuard
 from evalkit.cost.model import call_cost
 from evalkit.cost.prices import load_price_table
-from tests.loopback.anthropic_server import AnthropicLoopback
+from tests.loopback.anthropic_server import AnthropicLoopback, anthropic_generator
 from tests.loopback.batch_client import requests as client_requests
 from tests.loopback.faults import FaultPlan
 
@@ -58,7 +58,7 @@ def make(server: AnthropicLoopback, **kwargs: object) -> AnthropicGenerator:
         "retry_base_delay_s": 0.0,
     }  # fmt: skip
     args.update(kwargs)
-    return AnthropicGenerator("claude-sonnet-5", **args)  # type: ignore[arg-type]
+    return anthropic_generator(**args)
 
 
 def ask(question: str, qid: str, **kwargs: object) -> GenerationRequest:

@@ -9,14 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.answers.generation.anthropic import AnthropicGenerator
 from evalkit.answers.generation.batches import generate_many
 from evalkit.answers.generation.request import GenerationRequest, build_request
 from evalkit.cache import Cache
 from evalkit.cost.model import call_cost
 from evalkit.cost.prices import load_price_table
 from evalkit.records import Answer, Usage
-from tests.loopback.anthropic_server import LOST_KINDS, AnthropicLoopback
+from tests.loopback.anthropic_server import LOST_KINDS, AnthropicLoopback, anthropic_generator
 from tests.loopback.faults import FaultPlan
 
 pytest.importorskip("anthropic")
@@ -43,9 +42,7 @@ def requests() -> list[GenerationRequest]:
 
 
 def run(server: AnthropicLoopback, tmp_path: Path, name: str) -> list[Answer]:
-    gen = AnthropicGenerator(
-        "claude-sonnet-5", api_key="test-key", base_url=server.url, window=0, max_retries=4, retry_base_delay_s=0.0
-    )
+    gen = anthropic_generator(api_key="test-key", base_url=server.url, window=0, max_retries=4, retry_base_delay_s=0.0)
     gen.min_cacheable = 20  # toy tokens: the system prompt (and so every context prefix) is cached
     with Cache(tmp_path / f"{name}.sqlite") as cache:
         return generate_many(gen, requests(), cache)

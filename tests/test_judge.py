@@ -253,7 +253,7 @@ def test_a_reply_that_is_not_json_is_a_nan_row() -> None:
     assert srv.counts["messages"] == 1  # one attempt: instructor does not re-ask (its max_retries=1)
 
 
-def test_an_unreadable_http_body_is_retried_by_the_sdk_loop() -> None:
+def test_an_unreadable_http_body_is_retried_by_the_one_retry_rule() -> None:
     # A 200 whose body is empty, not JSON or cut short is a flaky API, not the judge's verdict: retried.
     import asyncio
 
@@ -269,6 +269,18 @@ def test_an_unreadable_http_body_is_retried_by_the_sdk_loop() -> None:
             )
         )
     assert message.content and srv.counts["messages"] == 3 and sum(srv.faults.injected.values()) == 2
+
+
+def test_overload_is_retried_by_the_one_retry_rule_not_the_sdk(server: ScriptedJudge) -> None:
+    # The SDK's loop is off; evalkit's rule retries a 529 (within max_retries) and gives a 400 back at once.
+    server.fail_next(529, "overloaded_error", "scripted overload", times=2)
+    llm = make_llm(server, max_retries=2)
+    assert llm.client.client.max_retries == 0  # under instructor: the SDK client
+    [score] = judge_answers([PARIS], llm, max_concurrency=1)
+    assert score.score == 1.0 and server.counts["messages"] == 2 + score.calls  # two refused, then the metric's calls
+    server.fail_next(529, "overloaded_error", "scripted overload", times=3)
+    [score] = judge_answers([LYON], make_llm(server, max_retries=2), max_concurrency=1)
+    assert math.isnan(score.score) and "overload" in score.note  # 3 attempts, all refused: a NaN row with why
 
 
 def test_a_reply_cut_at_max_tokens_is_a_nan_row(server: ScriptedJudge) -> None:

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from evalkit.answers.generation import make_generator, prompts_for
-from evalkit.answers.generation.anthropic import AnthropicGenerator
 from evalkit.answers.generation.fake import FAKE_LOGPROB_SEEN, FAKE_LOGPROB_UNSEEN, FakeGenerator
 from evalkit.answers.generation.local import LlamaCppGenerator, LocalModelError, chat_payload
 from evalkit.answers.generation.local_loglik import forced_payload, token_logprobs
@@ -19,6 +18,7 @@ from evalkit.answers.generation.loglik import AnswerLoglik, answer_logliks, logl
 from evalkit.answers.generation.request import build_request
 from evalkit.cache import Cache
 from evalkit.labels.read import load_labelset
+from tests.loopback.anthropic_server import anthropic_generator
 from tests.test_generation_local import CFG
 
 REPO = Path(__file__).resolve().parents[1]
@@ -86,7 +86,7 @@ def test_fake_window_overflow_is_none_and_not_stored(tmp_path: Path) -> None:
 
 
 def test_a_backend_without_logprobs_gives_none_and_sends_nothing(tmp_path: Path) -> None:
-    gen = AnthropicGenerator("claude-sonnet-5", api_key="sk-test", base_url="http://127.0.0.1:9")  # nothing listens
+    gen = anthropic_generator(api_key="sk-test", base_url="http://127.0.0.1:9")  # nothing listens
     assert not gen.supports_loglik
     with Cache(tmp_path / "c.sqlite") as cache:
         assert answer_logliks(gen, [(_request(CONTEXT), "20"), (_request(CONTEXT), "21")], cache) == [None, None]

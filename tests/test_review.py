@@ -6,6 +6,7 @@ Real sweeps (BM25, the planted set of ``test_report``), the real entry point, fi
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from dataclasses import asdict
 from pathlib import Path
@@ -57,6 +58,23 @@ def test_decode_rebuilds_nested_records() -> None:
     assert back.x == (1.0, 3.0) and back.config_ids == ("a", "b")
 
 
+def test_a_paired_comparison_keeps_every_field_scoring_gave_it_through_review_json() -> None:
+    """review.json holds scoring's own paired comparison: ``n_missing`` (lost once by a restated copy) survives."""
+    import numpy as np
+
+    from evalkit.review.analysis import as_paired
+    from evalkit.run.review import HeadlineRow
+    from evalkit.scoring.stats import paired_bootstrap
+
+    base = np.array([1.0, 0.0, 1.0, np.nan, 1.0, 0.0, 1.0, 1.0])
+    cand = np.array([1.0, 1.0, 1.0, 1.0, np.nan, 1.0, 1.0, 0.0])
+    computed = paired_bootstrap(base, cand, n_resamples=200, seed=0, metric="hit@5")
+    assert computed.n_missing == 2
+    row = HeadlineRow("hit@5", None, None, as_paired(computed))
+    back = decode(HeadlineRow, json.loads(json.dumps(asdict(row))))
+    assert back.comparison == computed and back.comparison.n_missing == 2
+
+
 def test_an_older_folder_is_refused_by_the_renderer_and_computed_by_the_entry_point(
     finished: Path, tmp_path: Path
 ) -> None:
@@ -92,3 +110,22 @@ def test_a_changed_input_makes_the_review_stale(finished: Path, tmp_path: Path) 
         render(run, progress=False)
     assert report_main([str(run)]) == 0
     assert read_review(run) is not None
+
+
+def test_the_mde_and_the_item_analysis_in_review_json_are_scorings_records(finished: Path) -> None:
+    """No restated copy: what scoring returns is what review.json holds and reads back (the MDE keeps its property)."""
+    from evalkit import records
+    from evalkit.run.review import ItemAnalysis, Mde
+    from evalkit.scoring.compare import Mde as ScoringMde
+    from evalkit.scoring.items import item_analysis
+    from evalkit.scoring.registry import measure
+
+    assert Mde is ScoringMde is records.Mde
+    review = read_review(finished)
+    assert review is not None and review.items is not None and review.comparison is not None
+    assert type(review.items) is ItemAnalysis is records.ItemAnalysis
+    run = load_run(finished)
+    fresh = item_analysis(run.results, measure(review.items.measure))
+    assert _text(fresh) == _text(review.items)
+    mde = review.comparison.mde
+    assert type(mde) is records.Mde and mde.detectable == math.isfinite(mde.value)

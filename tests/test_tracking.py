@@ -156,3 +156,16 @@ def test_an_unreachable_server_stops_the_sweep_before_any_work(tmp_path: Path, s
     assert not reports.exists() or not any(p.name != ".hydra" for p in reports.iterdir())
     with pytest.raises(evalkit.SweepError, match=r"tracker\.per_config"):
         evalkit.run_sweep(*sweep_args(small_demo, reports), "+tracker=mlflow", "tracker.per_confg=false")
+
+
+def test_production_chunking_is_named_for_any_external_retriever_not_by_its_name() -> None:
+    """An installed retriever (any name) chunks as production does, as ``retriever=external`` does: the plan's one
+    chunking says so, so its chunk sizes are logged as ``external``, not as evalkit's grid it never used."""
+    from evalkit.tracking.mlflow_log import sweep_params
+
+    config = {"retriever": {"name": "mystore"}, "chunk_size": [512, 256], "chunk_overlap": [0]}
+    external = sweep_params({"config": config, "grid": {"chunkings": ["external"]}})
+    assert external["retriever"] == "mystore"
+    assert (external["chunk_size"], external["chunk_overlap"]) == ("external", "external")
+    own = sweep_params({"config": config, "grid": {"chunkings": ["recursive-s256-o0", "recursive-s512-o0"]}})
+    assert (own["chunk_size"], own["chunk_overlap"]) == ("[256, 512]", "[0]")

@@ -30,12 +30,13 @@ in its own module (``fixed``, ``recursive``, ``parent_child``, ``code``,
 ``markdown``), the shared span-exact helpers in ``text_cuts`` and ``engine``.
 Add a chunker: write ``(Document, ChunkingSpec) -> tuple[Chunk, ...]`` in a
 new module (calling :func:`~evalkit.chunking.engine.check_sizes` first) and
-register it in :data:`CHUNKERS`.
+register it in :data:`CHUNKERS` (one line; ``child_size=True`` if it cuts children).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from evalkit.chunking.code import code_chunks
 from evalkit.chunking.engine import ChunkingError, check_sizes
@@ -48,9 +49,11 @@ from evalkit.records import Chunk, ChunkingSpec, Document
 
 __all__ = [
     "CHUNKERS",
+    "ChunkerBackend",
     "ChunkingError",
     "chunk_corpus",
     "chunk_document",
+    "chunker_of",
     "code_chunks",
     "fixed_chunks",
     "markdown_chunks",
@@ -67,22 +70,24 @@ def validate_spec(spec: ChunkingSpec) -> None:
     if spec.chunker not in CHUNKERS:
         raise ChunkingError(f"unknown chunker {spec.chunker!r}; choose one of: {', '.join(sorted(CHUNKERS))}")
     check_sizes(spec)
-    if spec.child_size and spec.chunker != "parent_child":
+    takes_child_size = CHUNKERS.builtin(spec.chunker) and CHUNKERS[spec.chunker].child_size
+    if spec.child_size and not takes_child_size:
         raise ChunkingError(
-            f"child_size ({spec.child_size}) is only used by the parent_child chunker; set it to 0 for {spec.chunker!r}"
+            f"child_size ({spec.child_size}) is only used by the {' or '.join(_child_cutters())} chunker; "
+            f"set it to 0 for {spec.chunker!r}"
         )
 
 
 def chunk_document(doc: Document, spec: ChunkingSpec) -> tuple[Chunk, ...]:
     """Chunk one document with the chunker ``spec`` names."""
     validate_spec(spec)
-    return _chunks_of(CHUNKERS[spec.chunker], doc, spec)
+    return _chunks_of(chunker_of(spec.chunker), doc, spec)
 
 
 def chunk_corpus(docs: Sequence[Document], spec: ChunkingSpec) -> tuple[Chunk, ...]:
     """Chunk every document, in order; doc ids must be unique so chunk ids are."""
     validate_spec(spec)
-    chunker = CHUNKERS[spec.chunker]
+    chunker = chunker_of(spec.chunker)
     seen: set[str] = set()
     chunks: list[Chunk] = []
     for doc in docs:
@@ -102,14 +107,35 @@ def _chunks_of(chunker: Chunker, doc: Document, spec: ChunkingSpec) -> tuple[Chu
     return tuple(produced)
 
 
-CHUNKERS: Mapping[str, Chunker] = Registry(
+@dataclass(frozen=True)
+class ChunkerBackend:
+    """A built-in chunker as evalkit sees it: where its function is and what it declares (no name is tested)."""
+
+    target: str
+    """``module:function`` of ``function(doc, spec) -> chunks`` (the chunker entry-point contract)."""
+    child_size: bool = False
+    """Cuts each chunk again into children of ``spec.child_size`` (other chunkers refuse a child size)."""
+
+
+_HERE = "evalkit.chunking"
+CHUNKERS: Registry[ChunkerBackend] = Registry(
     "chunker",
     {
-        "fixed": fixed_chunks,
-        "recursive": recursive_chunks,
-        "markdown": markdown_chunks,
-        "code": code_chunks,
-        "parent_child": parent_child_chunks,
+        "fixed": ChunkerBackend(f"{_HERE}.fixed:fixed_chunks"),
+        "recursive": ChunkerBackend(f"{_HERE}.recursive:recursive_chunks"),
+        "markdown": ChunkerBackend(f"{_HERE}.markdown:markdown_chunks"),
+        "code": ChunkerBackend(f"{_HERE}.code:code_chunks"),
+        "parent_child": ChunkerBackend(f"{_HERE}.parent_child:parent_child_chunks", child_size=True),
     },
 )
-"""Chunker name (``ChunkingSpec.chunker``) to chunking function; installed plugins after evalkit's own."""
+"""The registration table (``ChunkingSpec.chunker`` to its backend): the one place a built-in chunker's name is
+written in code; installed plugins after evalkit's own (a plugin's entry point is its function)."""
+
+
+def _child_cutters() -> list[str]:
+    return [name for name in CHUNKERS.builtin_names() if CHUNKERS[name].child_size]
+
+
+def chunker_of(name: str) -> Chunker:
+    """The chunking function ``chunker=name`` runs: a built-in's, or an installed plugin's."""
+    return CHUNKERS.implementation(name)  # type: ignore[return-value]

@@ -91,6 +91,19 @@ def _clip(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def record_first(
+    record: dict[str, Any] | None, number: int, source: str | Path, documents: Mapping[str, Document], field: str
+) -> tuple[Anchored | None, tuple[str, ...]]:
+    """An imported row's own evalkit columns (``record``), anchored when they hold; else None and why, as notes
+    for the row then located from its ``field`` (the contexts): the rule every importer of another format keeps."""
+    if record is None:
+        return None, ()
+    anchored = from_record(record, number, source, documents)
+    if anchored.question is not None:
+        return anchored, ()
+    return None, tuple(f"{line} (evalkit columns ignored; located from {field})" for line in anchored.reports)
+
+
 def from_record(record: dict[str, Any], number: int, source: str | Path, documents: Mapping[str, Document]) -> Anchored:
     """A question from a ``questions.jsonl``-shaped record, checked against ``documents`` as the loader checks it."""
     question, problems = parse_question(record, number, source, documents)

@@ -30,7 +30,7 @@ from typing import Any, Literal
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evalkit.labels.anchor import Anchored, GoldAnswer, ImportResult, collect, from_contexts, from_record
+from evalkit.labels.anchor import Anchored, GoldAnswer, ImportResult, collect, from_contexts, record_first
 from evalkit.labels.locate import Locator, build_locator
 from evalkit.labels.ragas_format import ContextChoice, read_rows
 from evalkit.labels.write import safe_name, span_record
@@ -232,13 +232,9 @@ def _row(
     if not isinstance(question, str) or not question.strip():
         return Anchored(None, (f"{where}: field 'question': missing or empty; row skipped",))
     qid = str(row.get("id") or f"hf-{number:05d}")
-    record = _evalkit_record(row, qid, question)
-    notes: tuple[str, ...] = ()
-    if record is not None:
-        anchored = from_record(record, number, source, documents)
-        if anchored.question is not None:
-            return anchored
-        notes = tuple(f"{line} (evalkit columns ignored; located from contexts)" for line in anchored.reports)
+    done, notes = record_first(_evalkit_record(row, qid, question), number, source, documents, "contexts")
+    if done is not None:
+        return done
     contexts = _contexts(row)
     if contexts is None:
         return Anchored(None, (f"{where}: field 'contexts': expected a string or a list of strings; row skipped",))

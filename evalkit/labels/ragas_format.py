@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from evalkit.labels.anchor import Anchored, GoldAnswer, ImportResult, collect, from_contexts, from_record
+from evalkit.labels.anchor import Anchored, GoldAnswer, ImportResult, collect, from_contexts, record_first
 from evalkit.labels.locate import Locator, build_locator
 from evalkit.labels.write import span_record
 from evalkit.records import Document, Question, Span, span_id
@@ -161,13 +161,9 @@ def _row(
     if not isinstance(question, str) or not question.strip():
         return Anchored(None, (f"{where}: field 'user_input': missing, empty or multi-turn; row skipped",))
     qid = str(row.get("id") or f"ragas-{ordinal:05d}")
-    record = _evalkit_record(row, qid, question)
-    notes: tuple[str, ...] = ()
-    if record is not None:
-        anchored = from_record(record, number, source, documents)
-        if anchored.question is not None:
-            return anchored
-        notes = tuple(f"{line} (evalkit columns ignored; located from reference_contexts)" for line in anchored.reports)
+    done, notes = record_first(_evalkit_record(row, qid, question), number, source, documents, "reference_contexts")
+    if done is not None:
+        return done
     contexts = _strings(row.get("reference_contexts"))
     if contexts is None:
         return Anchored(None, (f"{where}: field 'reference_contexts': expected a list of strings; row skipped",))

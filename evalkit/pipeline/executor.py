@@ -9,12 +9,11 @@ anything, sends only the misses, and writes what comes back through the driver.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol
 
-from evalkit.pipeline.executor_settings import ExecutorSettings
+from evalkit.pipeline.executor_settings import EXECUTORS, ExecutorSettings
 from evalkit.pipeline.work import UnitOfWork, UnitResult, WorkContext, run_unit
-from evalkit.plugins import Registry
 from evalkit.settings import ConfigError
 from evalkit.usercode import guarded_iter, run_user_code
 
@@ -47,7 +46,8 @@ class LocalExecutor:
             yield run_unit(unit, ctx)
 
 
-def _ray(settings: ExecutorSettings) -> Executor:
+def ray_executor(settings: ExecutorSettings) -> Executor:
+    """``executor=ray``: Ray is an extra, so its absence is one line."""
     try:
         from evalkit.pipeline.ray_executor import RayExecutor
     except ImportError as exc:
@@ -57,15 +57,10 @@ def _ray(settings: ExecutorSettings) -> Executor:
     return RayExecutor(settings)
 
 
-EXECUTORS: Mapping[str, Callable[[ExecutorSettings], Executor]] = Registry(
-    "executor", {"local": LocalExecutor, "ray": _ray}
-)
-"""``executor=<name>`` to ``factory(settings) -> Executor``; installed plugins after evalkit's own."""
-
-
 def make_executor(settings: ExecutorSettings) -> Executor:
-    executor = EXECUTORS[settings.name](settings)
-    where = EXECUTORS.where(settings.name)  # type: ignore[attr-defined]
+    factory: Callable[[ExecutorSettings], Executor] = EXECUTORS.implementation(settings.name)  # type: ignore[assignment]
+    executor = factory(settings)
+    where = EXECUTORS.where(settings.name)
     return executor if where is None else PluginExecutor(where, executor)
 
 

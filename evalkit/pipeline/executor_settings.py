@@ -4,13 +4,35 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from evalkit.plugins import Choices
+from evalkit.plugins import Choices, Registry
 from evalkit.retrieval.pools import DEFAULT_BLOCK_CELLS
 from evalkit.run.files import DEFAULT_RESULTS_BLOCK_ROWS
 
 IN_PROCESS = "local"
 """``executor=local``: the units run in this process (the default; the one executor that may call production)."""
-EXECUTOR_NAMES = Choices("executor", (IN_PROCESS, "ray"))
+
+
+@dataclass(frozen=True)
+class ExecutorBackend:
+    """A built-in executor as evalkit sees it: where its factory is and where it runs the units."""
+
+    target: str
+    """``module:attribute`` of ``factory(settings) -> Executor`` (the executor entry-point contract), imported
+    when a sweep runs: the plan checks names here without importing the executors (which import the units)."""
+    in_process: bool = False
+    """Runs the units in this process (the one kind of executor that may call production's retriever)."""
+
+
+EXECUTORS: Registry[ExecutorBackend] = Registry(
+    "executor",
+    {
+        IN_PROCESS: ExecutorBackend("evalkit.pipeline.executor:LocalExecutor", in_process=True),
+        "ray": ExecutorBackend("evalkit.pipeline.executor:ray_executor"),
+    },
+)
+"""The registration table: the one place a built-in executor's name is written in code; installed plugins
+after evalkit's own (a plugin's entry point is its factory, and it runs elsewhere as far as evalkit knows)."""
+EXECUTOR_NAMES = Choices("executor", EXECUTORS.builtin_names())
 
 
 class ClusterError(RuntimeError):
@@ -47,4 +69,4 @@ class ExecutorSettings:
 
     @property
     def in_process(self) -> bool:
-        return self.name == IN_PROCESS
+        return EXECUTORS.builtin(self.name) and EXECUTORS[self.name].in_process

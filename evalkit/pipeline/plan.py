@@ -29,8 +29,7 @@ from evalkit.pipeline.config import PROJECT_ROOT, BaselineSettings, StatsSetting
 from evalkit.pipeline.executor_settings import ExecutorSettings
 from evalkit.pipeline.plan_checks import check_before_work
 from evalkit.records import EXTERNAL_CHUNKING, ChunkingSpec
-from evalkit.retrieval.embedding.registry import EMBEDDERS
-from evalkit.retrieval.embedding.settings import EmbedderSettings
+from evalkit.retrieval.embedding.settings import EMBEDDERS, EmbedderSettings
 from evalkit.retrieval.external.calls import ExternalCallError, load_target, where_of
 from evalkit.retrieval.filters import FilterSettings
 from evalkit.retrieval.settings import RerankerSettings, RetrieverSettings, threshold_warnings
@@ -322,14 +321,14 @@ def _check_target(retriever: RetrieverSettings) -> None:
 def _check_plugins(config: SweepConfig) -> None:
     """Every installed plugin the config names imports (trackers too), before any run folder is made."""
     from evalkit.answers.generation import GENERATORS
-    from evalkit.pipeline.executor import EXECUTORS
+    from evalkit.pipeline.executor_settings import EXECUTORS
     from evalkit.plugins import Registry
-    from evalkit.retrieval.rerank.factory import RERANKER_FACTORIES
-    from evalkit.tracking.registry import TRACKERS
+    from evalkit.retrieval.settings import RERANKER_BACKENDS
+    from evalkit.tracking.settings import TRACKERS
 
     named: list[tuple[Mapping[str, object], str]] = [
         (CHUNKERS, config.chunker.name), (EMBEDDERS, config.embedder.name),
-        (RERANKER_FACTORIES, config.reranker.name), (EXECUTORS, config.executor.name),
+        (RERANKER_BACKENDS, config.reranker.name), (EXECUTORS, config.executor.name),
     ]  # fmt: skip
     if config.generator is not None:
         named.append((GENERATORS, config.generator.name))

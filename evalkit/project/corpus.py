@@ -25,8 +25,8 @@ from evalkit.labels.read import load_labelset
 from evalkit.records import ChunkingSpec
 from evalkit.retrieval.embedding.base import Embedder, compute_batch
 from evalkit.retrieval.embedding.base import embed_texts as cached_embed_texts
-from evalkit.retrieval.embedding.registry import EMBEDDERS, make_embedder
-from evalkit.retrieval.embedding.settings import EmbedderSettings
+from evalkit.retrieval.embedding.registry import make_embedder
+from evalkit.retrieval.embedding.settings import EMBEDDERS, EmbedderSettings
 
 BATCH = 64
 """Texts per embedder call (memory stays flat on a large corpus)."""

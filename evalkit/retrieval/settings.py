@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from evalkit.http_call import url_problem
-from evalkit.plugins import Choices
+from evalkit.plugins import Choices, Registry
 from evalkit.retrieval.backends import BUILTIN_RETRIEVERS, RetrieverBackend, backend_of, taking_index
 from evalkit.settings import ConfigError, check_keys
 
@@ -27,7 +27,6 @@ EXTERNAL_IDENTITY = ("target", "url", "version")
 """What names an external retriever's answers (the rest is transport: how the calls are made)."""
 NO_RERANKER = "none"
 """``reranker=none``: no rerank stage (the absence of a backend, not one)."""
-RERANKERS = Choices("reranker", (NO_RERANKER, "local", "e5", "cohere", "fake"))
 TRANSPORT_KEYS = frozenset(
     {
         "base_url",
@@ -134,23 +133,42 @@ class RetrieverSettings:
         return {k: v for k, v in asdict(self).items() if k not in skip}
 
 
-_RERANKER_KEYS = {
-    "none": {"name"},
-    "local": {"name", "thresholds"},
-    "e5": {"name", "thresholds"},
-    "fake": {"name", "thresholds"},
-    "cohere": {
-        "name", "thresholds", "model", "max_documents_per_request", "max_tokens_per_doc", "max_retries",
-        "retry_base_delay_s", "retry_max_delay_s", "retry_deadline_s", "timeout_s", "max_reply_mb", "api_key_env",
-        "base_url",
+@dataclass(frozen=True)
+class RerankerBackend:
+    """A built-in reranker as evalkit sees it: where its factory is and what it declares (no name is tested)."""
+
+    target: str
+    """``module:attribute`` of ``factory(settings, cache, pricing_dir) -> Reranker`` (the reranker entry-point
+    contract), imported when a config names it."""
+    keys: frozenset[str] = frozenset()
+    """Its settings besides ``name`` and ``thresholds``: ``reranker=local`` with ``model=`` is a mistake."""
+    priced: bool = False
+    """Billed per request, its ``model`` priced from the price files (the cost model adds it)."""
+
+
+_RERANK = "evalkit.retrieval.rerank"
+_COHERE_KEYS = frozenset({"model", "max_documents_per_request", "max_tokens_per_doc", "max_reply_mb", *TRANSPORT_KEYS})
+RERANKER_BACKENDS: Registry[RerankerBackend] = Registry(
+    "reranker",
+    {
+        "local": RerankerBackend(f"{_RERANK}.local:NanoReranker.from_settings"),
+        "e5": RerankerBackend(f"{_RERANK}.local:E5Reranker.from_settings"),
+        "cohere": RerankerBackend(f"{_RERANK}.cohere:CohereReranker.from_settings", _COHERE_KEYS, priced=True),
+        "fake": RerankerBackend("evalkit.retrieval.fake:OverlapReranker.from_settings"),  # wiring tests only
     },
-}  # fmt: skip
+)
+"""The registration table: the one place a built-in reranker's name is written in code. An installed plugin
+(entry-point group ``evalkit.rerankers``) names its factory itself; its keys are its name and its thresholds
+(on its own score scale)."""
+RERANKERS = Choices("reranker", (NO_RERANKER, *RERANKER_BACKENDS.builtin_names()))
+"""``none``, evalkit's own rerankers, then installed plugins'."""
+PLUGIN_RERANKER = RerankerBackend("")
+"""An installed reranker's traits as far as evalkit knows them, and ``reranker=none``'s: unpriced, no keys."""
 
 
-_PRICED_RERANKERS = frozenset({"cohere"})
-"""Rerankers billed per request, their ``model`` priced from the price files (the cost model adds them)."""
-_PLUGIN_RERANKER_KEYS = {"name", "thresholds"}
-"""An installed reranker's keys: its name and its threshold grid (on its own score scale)."""
+def reranker_backend(name: str) -> RerankerBackend:
+    """What ``reranker.name`` declares: evalkit's own backend's traits, else a plugin's (or none's)."""
+    return RERANKER_BACKENDS[name] if RERANKER_BACKENDS.builtin(name) else PLUGIN_RERANKER
 
 
 @dataclass(frozen=True)
@@ -180,13 +198,18 @@ class RerankerSettings:
         return self.name != NO_RERANKER
 
     @property
+    def backend(self) -> RerankerBackend:
+        """What this reranker declares (its table entry)."""
+        return reranker_backend(self.name)
+
+    @property
     def priced_model(self) -> str | None:
         """The model the price files charge per query for (None: a reranker that costs nothing per call)."""
-        return self.model if self.name in _PRICED_RERANKERS else None
+        return self.model if self.backend.priced else None
 
     def identity(self) -> dict[str, Any]:
         """What changes rerank scores: the backend and its model settings, not transport or thresholds."""
-        keys = _RERANKER_KEYS.get(self.name, _PLUGIN_RERANKER_KEYS) - TRANSPORT_KEYS - {"thresholds"}
+        keys = {"name", *self.backend.keys} - TRANSPORT_KEYS
         return {k: v for k, v in asdict(self).items() if k in keys}
 
 
@@ -195,7 +218,8 @@ def check_reranker_keys(raw: dict[str, Any], where: str = "reranker") -> None:
     name = raw.get("name", "none")
     if name not in RERANKERS:
         raise ConfigError(f"{where}.name: unknown reranker {name!r}; known: {', '.join(RERANKERS)}")
-    check_keys(raw, _RERANKER_KEYS.get(name, _PLUGIN_RERANKER_KEYS), where)
+    keys = {"name"} if name == NO_RERANKER else {"name", "thresholds", *reranker_backend(name).keys}
+    check_keys(raw, keys, where)
 
 
 def score_range(retriever: RetrieverSettings, reranker: str) -> tuple[float, float] | None:

@@ -13,7 +13,8 @@ the gate resample: the question's source document by default) when the settings 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict, fields, replace
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -25,6 +26,8 @@ from evalkit.scoring.compare import Resampling
 from evalkit.scoring.production import production_in_grid
 from evalkit.scoring.registry import COST_PER_QUERY, HEADLINE, Measure, measure
 from evalkit.scoring.values import at_threshold, available, matrix, per_question
+
+R = TypeVar("R", Interval, Paired)
 
 __all__ = [
     "as_interval",
@@ -56,19 +59,19 @@ def resampling(statistics: Settings, clusters: pd.Series | None = None) -> Resam
 
 
 def as_interval(ci: stats.Interval | None) -> Interval | None:
-    """scoring's interval as review.json's record (the same fields)."""
-    if ci is None:
-        return None
-    return Interval(float(ci.mean), float(ci.low), float(ci.high), int(ci.n), float(ci.level), str(ci.method))
+    """scoring's interval as review.json holds it: the same record, its numbers plain Python (not numpy)."""
+    return None if ci is None else _plain(ci)
 
 
 def as_paired(c: stats.PairedComparison | None) -> Paired | None:
-    """scoring's paired comparison as review.json's record (the same fields)."""
-    if c is None:
-        return None
-    p_adjusted = None if c.p_adjusted is None else float(c.p_adjusted)
-    return Paired(c.metric, float(c.baseline_mean), float(c.candidate_mean), float(c.delta), float(c.delta_low),
-                  float(c.delta_high), float(c.p_value), int(c.n), str(c.test), p_adjusted, float(c.level))  # fmt: skip
+    """scoring's paired comparison as review.json holds it: the same record, its numbers plain Python."""
+    return None if c is None else _plain(c)
+
+
+def _plain(record: R) -> R:
+    """``record`` with numpy scalars as Python numbers (json writes those; an ``np.int64`` it refuses)."""
+    plain = {f.name: getattr(record, f.name) for f in fields(record)}  # type: ignore[arg-type]
+    return replace(record, **{k: v.item() if isinstance(v, np.generic) else v for k, v in plain.items()})
 
 
 def k_label(metric: str, k: int) -> str:
@@ -157,7 +160,7 @@ def mde(results: pd.DataFrame, recommended_id: str, baseline_id: str, metric: st
     found = compare.detectable_effect(
         wide[baseline_id].to_numpy(), wide[recommended_id].to_numpy(), statistics.level, clusters
     )
-    return None if found is None else Mde(float(found.value), int(found.n), str(found.how))
+    return None if found is None else _plain(found)
 
 
 def compare_with_baseline(

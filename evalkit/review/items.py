@@ -6,34 +6,18 @@ counts it and ``python -m evalkit.labels queue --suspect`` sends its questions t
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 import pandas as pd
 
-from evalkit.run.review import ItemAnalysis, ItemRow
-from evalkit.scoring.items import ItemStats, item_analysis
+from evalkit.run.review import ItemAnalysis
+from evalkit.scoring.items import item_analysis
 from evalkit.scoring.registry import measure
 
 __all__ = ["item_line", "items_of"]
 
 
-def _row(stats: ItemStats) -> ItemRow:
-    return ItemRow(**asdict(stats))
-
-
 def items_of(results: pd.DataFrame, primary: str) -> ItemAnalysis:
     """Item analysis of every question across every config of ``results`` on measure ``primary``."""
-    found = item_analysis(results, measure(primary))
-    return ItemAnalysis(
-        measure=found.measure,
-        n_configs=found.n_configs,
-        n_questions=found.n_questions,
-        group_size=found.group_size,
-        upper_rest=found.upper_rest,
-        suspect=tuple(_row(s) for s in found.suspect),
-        never_discriminating=tuple(_row(s) for s in found.never_discriminating),
-        skipped=found.skipped,
-    )
+    return item_analysis(results, measure(primary))
 
 
 def item_line(items: ItemAnalysis | None) -> str | None:

@@ -1,10 +1,11 @@
 """review.json: every interval, paired comparison, MDE and piece of advice the report shows (the schema).
 
 Computed once from a finished run folder by :mod:`evalkit.review` and written beside the run's other
-files; the report renders these records and computes nothing. The records mirror
-:mod:`evalkit.scoring.stats`'s by field name, so a number is the same whether the console, the report
-or a reader of the file shows it. :func:`write_review` and :func:`read_review` are the one writer and
-reader; :func:`decode` turns the JSON back into the records by their type hints.
+files; the report renders these records and computes nothing. An interval and a paired comparison are
+the statistics' own records (:mod:`evalkit.records`, where scoring makes them), so a number and its counts
+are the same whether the console, the report or a reader of the file shows them. :func:`write_review` and
+:func:`read_review` are the one writer and reader; :func:`decode` turns the JSON back into the records by
+their type hints.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
+from evalkit import records
 from evalkit.run import files
 from evalkit.run.folder import RunError, read_json
 from evalkit.run.schemas import declared_version
@@ -45,48 +47,14 @@ class Statistics:
     without the file is resampled by question."""
 
 
-@dataclass(frozen=True)
-class Interval:
-    """A confidence interval for the mean of one measure (``scoring.stats.Interval``'s fields)."""
-
-    mean: float
-    low: float
-    high: float
-    n: int
-    level: float
-    method: str = "percentile"
+Interval = records.Interval
+"""A confidence interval for the mean of one measure: scoring's record itself (its missing values counted)."""
+Paired = records.PairedComparison
+"""Candidate minus baseline on the same questions: scoring's record itself, so no field is lost on the way."""
 
 
-@dataclass(frozen=True)
-class Paired:
-    """Candidate minus baseline on the same questions (``scoring.stats.PairedComparison``'s fields)."""
-
-    metric: str
-    baseline_mean: float
-    candidate_mean: float
-    delta: float
-    delta_low: float
-    delta_high: float
-    p_value: float
-    n: int
-    test: str
-    p_adjusted: float | None = None
-    level: float = 0.95
-
-    @property
-    def within_noise(self) -> bool:
-        """Whether the interval of the difference contains 0."""
-        return self.delta_low <= 0.0 <= self.delta_high
-
-
-@dataclass(frozen=True)
-class Mde:
-    """Minimum detectable effect of the objective between the focus config and production (80% power)."""
-
-    value: float
-    """In the measure's units; ``inf`` when not detectable at this size."""
-    n: int
-    how: str
+Mde = records.Mde
+"""Minimum detectable effect of the objective between the focus config and production: scoring's record itself."""
 
 
 @dataclass(frozen=True)
@@ -196,33 +164,10 @@ class CalibrationAdvice:
     recommended: str
 
 
-@dataclass(frozen=True)
-class ItemRow:
-    """One question of the item analysis (``scoring.items.ItemStats``'s fields)."""
-
-    question_id: str
-    facility: float
-    r: float
-    """Item-rest correlation across configs (NaN when the question's score is constant)."""
-    p_upper: float
-    p_lower: float
-    n_configs: int
-    reason: str
-    """``negative``, ``upper_miss``, ``always``, ``never`` or ``constant``."""
-
-
-@dataclass(frozen=True)
-class ItemAnalysis:
-    """Questions that never discriminate between configs and gold to doubt (``scoring.items.Items``'s fields)."""
-
-    measure: str
-    n_configs: int
-    n_questions: int
-    group_size: int
-    upper_rest: float
-    suspect: tuple[ItemRow, ...]
-    never_discriminating: tuple[ItemRow, ...]
-    skipped: str = ""
+ItemRow = records.ItemStats
+"""One question of the item analysis: scoring's record itself."""
+ItemAnalysis = records.ItemAnalysis
+"""Questions that never discriminate between configs and gold to doubt: scoring's record itself."""
 
 
 @dataclass(frozen=True)

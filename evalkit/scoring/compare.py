@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from evalkit.records import Mde
 from evalkit.scoring import stats
 from evalkit.scoring.clusters import labels_for
 from evalkit.scoring.stats.cluster_intervals import cluster_mean_ci, measured_design_effect
@@ -164,22 +165,6 @@ def mean_interval(
 
 
 # Minimum detectable effect ------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Mde:
-    """Minimum detectable effect of a paired comparison on this set (80% power, exact)."""
-
-    value: float
-    """The effect in the metric's units; ``inf`` when not detectable at this size."""
-    n: int
-    how: str
-    """The inputs in words, e.g. ``exact McNemar power, 12.3% of questions discordant ...``."""
-
-    @property
-    def detectable(self) -> bool:
-        """False when no effect, however large, reaches 80% power on this many questions."""
-        return math.isfinite(self.value)
 
 
 def is_binary(values: np.ndarray) -> bool:

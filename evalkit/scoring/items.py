@@ -37,15 +37,24 @@ records out.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
+from evalkit.records import ItemAnalysis, ItemStats
 from evalkit.scoring.registry import Measure
 from evalkit.scoring.values import matrix
 
-__all__ = ["GROUP_SHARE", "MIN_CONFIGS", "UPPER_FLOOR", "UPPER_REST_FLOOR", "ItemStats", "Items", "item_analysis"]
+__all__ = [
+    "GROUP_SHARE",
+    "MIN_CONFIGS",
+    "UPPER_FLOOR",
+    "UPPER_REST_FLOOR",
+    "ItemAnalysis",
+    "ItemStats",
+    "item_analysis",
+]
 
 MIN_CONFIGS = 8
 """Configs needed for an analysis: 27% of 8 rounds to 2, the smallest upper and lower groups that are groups."""
@@ -56,44 +65,6 @@ UPPER_FLOOR = 0.1
 UPPER_REST_FLOOR = 0.5
 """... and the upper group's mean on the rest of the set at least this (the upper configs find most questions)."""
 EPS = 1e-9
-
-
-@dataclass(frozen=True)
-class ItemStats:
-    """One question's item statistics across the configs (means in the measure's own direction)."""
-
-    question_id: str
-    facility: float
-    """Mean score over the configs."""
-    r: float
-    """Item-rest correlation (point-biserial for 0/1 scores); NaN when the question's score is constant."""
-    p_upper: float
-    """Mean score under the upper group (the configs best on the rest of the set)."""
-    p_lower: float
-    """Mean score under the lower group."""
-    n_configs: int
-    reason: str
-    """Why it is listed: ``negative``, ``upper_miss``, ``always`` (every config right), ``never`` (every config
-    wrong) or ``constant``."""
-
-
-@dataclass(frozen=True)
-class Items:
-    """The item analysis of one run on one measure."""
-
-    measure: str
-    n_configs: int
-    n_questions: int
-    group_size: int
-    """Configs in each of the upper and lower groups."""
-    upper_rest: float
-    """The upper group's mean score on the whole set (what the upper group usually finds)."""
-    suspect: tuple[ItemStats, ...]
-    """Suspect gold, most suspect first (negative discrimination, then the lowest upper-group score)."""
-    never_discriminating: tuple[ItemStats, ...]
-    """Questions every config scores the same (``always``, ``never`` or ``constant``)."""
-    skipped: str = ""
-    """Why there is no analysis (too few configs or questions); empty when there is one."""
 
 
 def _corr(x: np.ndarray, y: np.ndarray) -> float:
@@ -110,7 +81,7 @@ def _constant_kind(value: float, m: Measure) -> str:
     return "constant"
 
 
-def item_analysis(results: pd.DataFrame, m: Measure) -> Items:
+def item_analysis(results: pd.DataFrame, m: Measure) -> ItemAnalysis:
     """Item statistics of every question on measure ``m``'s per-question values across every config."""
     wide = matrix(results, m).dropna(axis=0, how="all")
     wide = wide.loc[:, wide.notna().all(axis=0)] if len(wide) else wide  # configs that scored every question
@@ -121,7 +92,7 @@ def item_analysis(results: pd.DataFrame, m: Measure) -> Items:
             f"{n_configs} configs and {n_questions} questions scored on {m.name}; item analysis needs at least "
             f"{MIN_CONFIGS} configs and 3 questions"
         )
-        return Items(m.name, n_configs, n_questions, group, math.nan, (), (), why)
+        return ItemAnalysis(m.name, n_configs, n_questions, group, math.nan, (), (), why)
     sign = 1.0 if m.higher_is_better else -1.0  # groups and rules on scores where higher is better
     scores = sign * wide.to_numpy(dtype=np.float64)
     totals = scores.sum(axis=0)
@@ -145,4 +116,4 @@ def item_analysis(results: pd.DataFrame, m: Measure) -> Items:
     suspect.sort(key=lambda pair: (*pair[0], pair[1].question_id))
     never.sort(key=lambda s: (s.reason, s.question_id))
     ranked = tuple(stats for _, stats in suspect)
-    return Items(m.name, n_configs, n_questions, group, sign * float(np.mean(upper_rest)), ranked, tuple(never))
+    return ItemAnalysis(m.name, n_configs, n_questions, group, sign * float(np.mean(upper_rest)), ranked, tuple(never))

@@ -28,6 +28,7 @@ from typing import Any
 import pandas as pd
 
 from evalkit.http_call import HttpError, request
+from evalkit.records import EXTERNAL_CHUNKING
 from evalkit.run import files
 from evalkit.tracking.settings import TrackerSettings
 
@@ -56,6 +57,12 @@ class Logged:
     experiment_id: str
     run_id: str
     child_runs: int
+
+
+def log_line(run_dir: Path, settings: TrackerSettings, reports_dir: Path) -> str:
+    """``tracker=mlflow``'s log function: the run folder logged, one line saying where."""
+    logged = log_run(run_dir, settings, reports_dir)
+    return f"logged to MLflow run {logged.run_id} ({logged.child_runs} configs) at {logged.uri}"
 
 
 def tracking_uri(settings: TrackerSettings, reports_dir: Path) -> str:
@@ -93,8 +100,8 @@ def sweep_params(manifest: Mapping[str, Any]) -> dict[str, str]:
         "reranker": (config.get("reranker") or {}).get("name"),
         "embedder": (config.get("embedder") or {}).get("name"),
         "chunkings": len(grid.get("chunkings", [])),
-        "chunk_size": _grid_value(config, "chunk_size"),
-        "chunk_overlap": _grid_value(config, "chunk_overlap"),
+        "chunk_size": _grid_value(config, grid, "chunk_size"),
+        "chunk_overlap": _grid_value(config, grid, "chunk_overlap"),
         "top_k": grid.get("top_k"),
         "threshold": grid.get("threshold"),
         "grid_points": grid.get("points"),
@@ -107,10 +114,11 @@ def sweep_params(manifest: Mapping[str, Any]) -> dict[str, str]:
     return {k: _param(v) for k, v in params.items() if v is not None}
 
 
-def _grid_value(config: Mapping[str, Any], key: str) -> Any:
-    """A chunking knob as swept; with retriever=external production's own chunking (no value of evalkit's)."""
-    if (config.get("retriever") or {}).get("name") == "external":
-        return "external"
+def _grid_value(config: Mapping[str, Any], grid: Mapping[str, Any], key: str) -> Any:
+    """A chunking knob as swept; production's own chunking (an external retriever, built in or installed: the
+    plan's one chunking is then :data:`EXTERNAL_CHUNKING`) has no value of evalkit's."""
+    if grid.get("chunkings") == [EXTERNAL_CHUNKING]:
+        return EXTERNAL_CHUNKING
     value = config.get(key)
     return sorted(value) if isinstance(value, list) else value
 

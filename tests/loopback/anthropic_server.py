@@ -34,6 +34,7 @@ Every request is counted by endpoint name (``messages``, ``count_tokens``,
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -42,13 +43,16 @@ from collections import Counter, deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests.loopback.anthropic_batches import BATCH_ERROR_TRIGGER, BatchDesk
 from tests.loopback.faults import FaultInjector, FaultPlan, write_fault
 from tests.loopback.threaded import ThreadedLoopback
+
+if TYPE_CHECKING:
+    from evalkit.answers.generation.anthropic import AnthropicGenerator
 
 JSON = Any
 
@@ -434,3 +438,16 @@ def anthropic_server() -> Iterator[AnthropicLoopback]:
     """A started :class:`AnthropicLoopback`, stopped after the test."""
     with AnthropicLoopback() as server:
         yield server
+
+
+def anthropic_generator(**keys: Any) -> AnthropicGenerator:
+    """An AnthropicGenerator built from its settings record (``claude-sonnet-5`` unless told): keys naming a
+    setting go into the record, the rest (``api_key``, ``sleep``, ``jitter``) to the constructor."""
+    from evalkit.answers.generation.anthropic import AnthropicGenerator
+    from evalkit.answers.generation.settings import AnthropicSettings
+
+    fields = {item.name for item in dataclasses.fields(AnthropicSettings)}
+    record = AnthropicSettings(
+        **{"name": "anthropic", "model": "claude-sonnet-5", **{k: v for k, v in keys.items() if k in fields}}
+    )
+    return AnthropicGenerator(record, **{k: v for k, v in keys.items() if k not in fields})

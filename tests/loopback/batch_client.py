@@ -11,10 +11,10 @@ import json
 import sys
 from pathlib import Path
 
-from evalkit.answers.generation.anthropic import AnthropicGenerator
 from evalkit.answers.generation.batches import generate_many
 from evalkit.answers.generation.request import GenerationRequest, build_request
 from evalkit.cache import Cache
+from tests.loopback.anthropic_server import anthropic_generator
 
 CONTEXT = "\n".join(
     [
@@ -46,9 +46,7 @@ def requests() -> list[GenerationRequest]:
 
 def main(argv: list[str]) -> int:
     url, cache_path, journal, out = argv
-    generator = AnthropicGenerator(
-        "claude-sonnet-5", api_key="test-key", base_url=url, window=0, poll_interval_s=0.01, max_retries=2
-    )
+    generator = anthropic_generator(api_key="test-key", base_url=url, window=0, poll_interval_s=0.01, max_retries=2)
     with Cache(cache_path) as cache:
         answers = generate_many(generator, requests(), cache, batch=True, journal=Path(journal))
     rows = [{"question_id": a.question_id, "text": a.text, "stop": a.stop_reason, "error": a.error} for a in answers]

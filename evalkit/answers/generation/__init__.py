@@ -62,8 +62,7 @@ def make_generator(cfg: Mapping[str, Any] | GeneratorSettings, **overrides: Any)
     if isinstance(cfg, Mapping) and cfg.get("name") not in GENERATOR_NAMES:
         raise GenerationError(f"unknown generator {cfg.get('name')!r}: {USE_ONE_OF}")
     settings = read_generator_settings(cfg)
-    entry = GENERATORS[settings.name]
-    backend = entry.load() if GENERATORS.builtin(settings.name) else entry  # a plugin's entry is its class
+    backend = GENERATORS.implementation(settings.name)  # a built-in's class, or a plugin's entry point
     generator = backend.from_config(settings, **overrides)  # type: ignore[attr-defined]
     if not isinstance(generator, Generator):
         raise PluginError(f"generator={settings.name} built {type(generator).__name__}, not a Generator")

@@ -22,6 +22,7 @@ with a fixed seed: evalkit's cache is what makes a re-run reproducible.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -40,8 +41,8 @@ from evalkit.answers.generation.prompt_cache import (
     with_lost_attempts,
 )
 from evalkit.answers.generation.request import TRUNCATING_STOPS, GenerationError, GenerationRequest
-from evalkit.answers.generation.settings import ANTHROPIC_API_KEY_ENV
-from evalkit.http_call import SDK_MAX_BYTES, HttpError, http_error_in
+from evalkit.answers.generation.settings import ANTHROPIC_API_KEY_ENV, AnthropicSettings, read_generator_settings
+from evalkit.http_call import HttpError, http_error_in
 from evalkit.http_sdk import sdk_client
 from evalkit.records import Answer, Usage
 from evalkit.retry import SHOULD_RETRY_HEADER, RetriesExhausted, RetryPolicy, Transient, call_with_retries
@@ -87,82 +88,59 @@ class AnthropicGenerator(Generator):
 
     def __init__(
         self,
-        model: str,
+        settings: AnthropicSettings,
         *,
         api_key: str | None = None,
-        base_url: str | None = None,
-        max_retries: int = 4,
-        retry_base_delay_s: float = 0.5,
-        retry_max_delay_s: float = 60.0,
-        retry_deadline_s: float | None = None,
-        timeout_s: float = 120.0,
-        max_reply_mb: float = SDK_MAX_BYTES / (1024 * 1024),
-        window: int | None = None,
-        headroom: int = 0,
-        precount: bool = True,
-        batch: bool = False,
-        poll_interval_s: float = 60.0,
-        batch_timeout_s: float = 24 * 3600.0,
-        max_batch_requests: int = 10_000,
         sleep: Callable[[float], None] = time.sleep,
         jitter: random.Random | None = None,
     ) -> None:
-        """``jitter``: the backoff's random source (seeded in tests); None: a fresh one seeded by the OS."""
+        """``settings``: the frozen record the config was read into, kept whole. ``api_key``: None reads
+        ``$ANTHROPIC_API_KEY``; ``jitter``: the backoff's random source (seeded in tests), None: seeded by the OS."""
         key = api_key or os.environ.get(API_KEY_ENV, "")
         if not key:
             raise GenerationError(
                 f"{API_KEY_ENV} is not set: export it to use generator=anthropic, or run offline with generator=local"
             )
-        self.model = model
-        self.window = window if window is not None else DEFAULT_WINDOWS.get(model)
-        self.headroom = headroom
-        self.precount = precount
-        self.batch_enabled = batch
-        self.poll_interval_s = poll_interval_s
-        self.batch_timeout_s = batch_timeout_s
-        self.max_batch_requests = max_batch_requests
-        self.max_retries = max_retries
+        self.settings = settings
+        self.model = settings.model
+        windows = {**DEFAULT_WINDOWS, **settings.windows}
+        self.window = settings.window if settings.window is not None else windows.get(settings.model)
+        self.headroom = settings.headroom
+        self.precount = settings.precount
+        self.batch_enabled = settings.batch
+        self.poll_interval_s = settings.poll_interval_s
+        self.batch_timeout_s = settings.batch_timeout_s
+        self.max_batch_requests = settings.max_batch_requests
+        self.max_retries = settings.max_retries
         # Claude's servers say whether a retry may help (x-should-retry): the shared policy's hint parameter.
         self.retry = RetryPolicy(
-            max_retries, retry_base_delay_s, retry_max_delay_s, retry_deadline_s, hint_header=SHOULD_RETRY_HEADER
+            settings.max_retries,
+            settings.retry_base_delay_s,
+            settings.retry_max_delay_s,
+            settings.retry_deadline_s,
+            hint_header=SHOULD_RETRY_HEADER,
         )
         self._sleep = sleep
         self._jitter = jitter if jitter is not None else random.Random()
         self._sdk = _sdk()
         # The key is passed explicitly so the SDK never falls back to profiles or other credentials on disk.
         # max_retries=0: evalkit's loop retries; HTTP by evalkit's rule (http_call; the SDK 2.x is on httpx2).
-        client = sdk_client(timeout_s, int(max_reply_mb * 1024 * 1024), "httpx2")
-        self._client: Anthropic = self._sdk.Anthropic(api_key=key, base_url=base_url, max_retries=0, http_client=client)
+        client = sdk_client(settings.timeout_s, int(settings.max_reply_mb * 1024 * 1024), "httpx2")
+        self._client: Anthropic = self._sdk.Anthropic(
+            api_key=key, base_url=settings.base_url, max_retries=0, http_client=client
+        )
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], **overrides: Any) -> AnthropicGenerator:
-        """Build from ``conf/generator/anthropic.yaml`` (a mapping, read strictly, or its typed settings);
-        keyword overrides win, e.g. ``api_key``, ``base_url``."""
-        from evalkit.answers.generation.settings import AnthropicSettings, read_generator_settings
-
+        """Build from ``conf/generator/anthropic.yaml`` (a mapping, read strictly, or its typed settings); an
+        override naming a setting (``model``, ``base_url``) replaces it in the record, ``api_key``, ``sleep`` and
+        ``jitter`` go to the constructor."""
         settings = read_generator_settings(cfg, default_name="anthropic")
         if not isinstance(settings, AnthropicSettings):
             raise GenerationError(f"generator.name: {settings.name!r} is not generator=anthropic")
-        model = str(overrides.pop("model", settings.model))
-        windows = {**DEFAULT_WINDOWS, **settings.windows}
-        args: dict[str, Any] = {
-            "base_url": settings.base_url,
-            "max_retries": settings.max_retries,
-            "retry_base_delay_s": settings.retry_base_delay_s,
-            "retry_max_delay_s": settings.retry_max_delay_s,
-            "retry_deadline_s": settings.retry_deadline_s,
-            "timeout_s": settings.timeout_s,
-            "max_reply_mb": settings.max_reply_mb,
-            "window": settings.window or windows.get(model),
-            "headroom": settings.headroom,
-            "precount": settings.precount,
-            "batch": settings.batch,
-            "poll_interval_s": settings.poll_interval_s,
-            "batch_timeout_s": settings.batch_timeout_s,
-            "max_batch_requests": settings.max_batch_requests,
-        }
-        args.update(overrides)
-        return cls(model, **args)
+        fields = {item.name for item in dataclasses.fields(settings)}
+        settings = dataclasses.replace(settings, **{k: v for k, v in overrides.items() if k in fields})
+        return cls(settings, **{k: v for k, v in overrides.items() if k not in fields})
 
     # ----------------------------------------------------------------------- wire format
 

@@ -14,7 +14,7 @@ from evalkit.answers.generation.request import TRUNCATING_STOPS, GenerationReque
 from evalkit.records import Answer, Usage
 
 if TYPE_CHECKING:
-    from evalkit.answers.generation.local import LocalSettings
+    from evalkit.answers.generation.llama_settings import LocalSettings
 
 
 OVERFLOW_ERROR = "exceed_context_size_error"

@@ -26,11 +26,12 @@ Rules (the transport's in :mod:`evalkit.openai_api`, shared with ``embedder=open
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalkit import openai_api
 from evalkit.answers.generation.base import Generator
@@ -38,6 +39,9 @@ from evalkit.answers.generation.cached import overflow_answer
 from evalkit.answers.generation.request import TRUNCATING_STOPS, GenerationError, GenerationRequest
 from evalkit.records import Answer, Usage
 from evalkit.retry import RetryPolicy, Transient
+
+if TYPE_CHECKING:
+    from evalkit.answers.generation.settings import OpenAISettings
 
 log = logging.getLogger(__name__)
 
@@ -86,71 +90,51 @@ class OpenAICompatGenerator(Generator):
 
     def __init__(
         self,
-        model: str,
+        settings: OpenAISettings,
         *,
-        base_url: str = "https://api.openai.com/v1",
-        api_key_env: str | None = "OPENAI_API_KEY",
-        window: int | None = None,
-        headroom: int = 0,
-        temperature: float = 0.0,
-        seed: int | None = 0,
-        extra_body: Mapping[str, Any] | None = None,
-        stream: bool = True,
-        concurrency: int = 4,
-        timeout_s: float = 120.0,
-        max_reply_mb: float = 8.0,
-        max_retries: int = 4,
-        retry_base_delay_s: float = 0.5,
-        retry_max_delay_s: float = 60.0,
-        retry_deadline_s: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
         jitter: random.Random | None = None,
     ) -> None:
-        self.model = model
-        self.base_url = openai_api.check_base_url(base_url, "generator.base_url", GenerationError)
-        self.api_key_env = api_key_env
-        self.window = window
-        self.headroom = headroom
-        self.stream = stream
-        self.concurrency = concurrency
-        self.timeout_s = timeout_s
-        self.sampling: dict[str, Any] = {"temperature": temperature, "seed": seed}
-        self.extra_body = dict(extra_body or {})
-        self.retry = RetryPolicy(max_retries, retry_base_delay_s, retry_max_delay_s, retry_deadline_s)
+        """``settings``: the frozen record the config was read into, kept whole (``sleep``, ``jitter``: for tests)."""
+        self.settings = settings
+        self.model = settings.model
+        self.base_url = openai_api.check_base_url(settings.base_url, "generator.base_url", GenerationError)
+        self.api_key_env = settings.api_key_env
+        self.window = settings.window
+        self.headroom = settings.headroom
+        self.stream = settings.stream
+        self.concurrency = settings.concurrency
+        self.timeout_s = settings.timeout_s
+        self.sampling: dict[str, Any] = {"temperature": settings.temperature, "seed": settings.seed}
+        self.extra_body = dict(settings.extra_body)
+        self.retry = RetryPolicy(
+            settings.max_retries, settings.retry_base_delay_s, settings.retry_max_delay_s, settings.retry_deadline_s
+        )
         self._sleep = sleep
         self._jitter = jitter if jitter is not None else random.Random()
         self._sdk = openai_api.sdk(GenerationError, WHAT)
         self._client = openai_api.make_client(
-            self._sdk, api_key_env, self.base_url, timeout_s, int(max_reply_mb * 1024 * 1024), WHAT, GenerationError
+            self._sdk,
+            settings.api_key_env,
+            self.base_url,
+            settings.timeout_s,
+            int(settings.max_reply_mb * 1024 * 1024),
+            WHAT,
+            GenerationError,
         )
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], **overrides: Any) -> OpenAICompatGenerator:
-        """Build from ``conf/generator/openai.yaml`` (a mapping, read strictly, or its typed settings)."""
+        """Build from ``conf/generator/openai.yaml`` (a mapping, read strictly, or its typed settings); an override
+        naming a setting replaces it in the record, ``sleep`` and ``jitter`` go to the constructor."""
         from evalkit.answers.generation.settings import OpenAISettings, read_generator_settings
 
         settings = read_generator_settings(cfg, default_name="openai")
         if not isinstance(settings, OpenAISettings):
             raise GenerationError(f"generator.name: {settings.name!r} is not generator=openai")
-        args: dict[str, Any] = {
-            "base_url": settings.base_url,
-            "api_key_env": settings.api_key_env,
-            "window": settings.window,
-            "headroom": settings.headroom,
-            "temperature": settings.temperature,
-            "seed": settings.seed,
-            "extra_body": dict(settings.extra_body),
-            "stream": settings.stream,
-            "concurrency": settings.concurrency,
-            "timeout_s": settings.timeout_s,
-            "max_reply_mb": settings.max_reply_mb,
-            "max_retries": settings.max_retries,
-            "retry_base_delay_s": settings.retry_base_delay_s,
-            "retry_max_delay_s": settings.retry_max_delay_s,
-            "retry_deadline_s": settings.retry_deadline_s,
-        }
-        args.update(overrides)
-        return cls(str(args.pop("model", settings.model)), **args)
+        fields = {item.name for item in dataclasses.fields(settings)}
+        settings = dataclasses.replace(settings, **{k: v for k, v in overrides.items() if k in fields})
+        return cls(settings, **{k: v for k, v in overrides.items() if k not in fields})
 
     def key_params(self) -> Mapping[str, Any]:
         # What changes the answer besides the request: the sampling and any extra body fields (never the URL,

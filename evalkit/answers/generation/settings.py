@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from evalkit.answers.generation.local import DEFAULT_MODEL_ID, LocalSettings
+from evalkit.answers.generation.llama_settings import LocalSettings
+from evalkit.answers.generation.models import DEFAULT_MODEL_ID
 from evalkit.plugins import Choices, Registry
 from evalkit.settings import ConfigError, parse_settings, suggest
 
@@ -116,7 +117,7 @@ class OpenAISettings(GeneratorCommon):
 @dataclass(frozen=True)
 class LocalGeneratorSettings(GeneratorCommon, LocalSettings):
     """``generator=local`` (and ``local-1.5b``, ``local-smollm2``): a GGUF model through llama.cpp; the sampling
-    keys are :class:`~evalkit.answers.generation.local.LocalSettings`' (flat in the YAML, as there)."""
+    keys are :class:`~evalkit.answers.generation.llama_settings.LocalSettings`' (flat in the YAML, as there)."""
 
     model: str = field(default=DEFAULT_MODEL_ID, metadata={"allow_empty": False})
     model_path: str | None = None
@@ -155,54 +156,45 @@ class GeneratorBackend:
     """A built-in generator as a plugin's is registered: its settings, its class, what it needs to run."""
 
     settings: type[GeneratorCommon]
-    load: Callable[[], type]
-    """The class whose ``from_config(settings, **overrides)`` builds it, imported when a config names it."""
+    target: str
+    """``module:Class`` whose ``from_config(settings, **overrides)`` builds it (the generator entry-point
+    contract), imported when a config names it: this table imports none of its backends."""
     runs_here: bool = False
     """Runs on this machine (its speed is measured here); a remote API would be sent a request."""
+    planned_speed: bool = False
+    """A plan times it at the planning speeds (tokens per second on this machine); ``fake`` answers at once."""
+    batches: bool = False
+    """Sends through a batch API (up to a day's turnaround) when its settings say ``batch: true``."""
     api_key_env: str | None = None
     """The environment variable holding its API key (None: it needs none)."""
     also: str = ""
     """How the one-line refusal of an unknown name mentions its other conf options."""
 
 
-def _anthropic() -> type:
-    from evalkit.answers.generation.anthropic import AnthropicGenerator
-
-    return AnthropicGenerator
-
-
-def _openai() -> type:
-    from evalkit.answers.generation.openai_compat import OpenAICompatGenerator
-
-    return OpenAICompatGenerator
-
-
-def _local() -> type:
-    from evalkit.answers.generation.local import LlamaCppGenerator
-
-    return LlamaCppGenerator
-
-
-def _fake() -> type:
-    from evalkit.answers.generation.fake import FakeGenerator
-
-    return FakeGenerator
-
-
+_HERE = "evalkit.answers.generation"
 ANTHROPIC_API_KEY_ENV = "ANTHROPIC_API_KEY"
-PLUGIN_BACKEND = GeneratorBackend(PluginGeneratorSettings, lambda: type(None))
+PLUGIN_BACKEND = GeneratorBackend(PluginGeneratorSettings, "")
 """An installed generator's traits: its own settings record, remote as far as evalkit knows, no key it checks."""
 
 GENERATORS: Registry[GeneratorBackend] = Registry(
     "generator",
     {
-        "anthropic": GeneratorBackend(AnthropicSettings, _anthropic, api_key_env=ANTHROPIC_API_KEY_ENV),
-        # The key's variable is the endpoint's own setting (generator.api_key_env; null for a local server).
-        "openai": GeneratorBackend(OpenAISettings, _openai),
-        "local": GeneratorBackend(
-            LocalGeneratorSettings, _local, runs_here=True, also=" (or local-1.5b, local-smollm2)"
+        "anthropic": GeneratorBackend(
+            AnthropicSettings,
+            f"{_HERE}.anthropic:AnthropicGenerator",
+            api_key_env=ANTHROPIC_API_KEY_ENV,
+            batches=True,
         ),
-        "fake": GeneratorBackend(FakeSettings, _fake, runs_here=True),
+        # The key's variable is the endpoint's own setting (generator.api_key_env; null for a local server).
+        "openai": GeneratorBackend(OpenAISettings, f"{_HERE}.openai_compat:OpenAICompatGenerator"),
+        "local": GeneratorBackend(
+            LocalGeneratorSettings,
+            f"{_HERE}.local:LlamaCppGenerator",
+            runs_here=True,
+            planned_speed=True,
+            also=" (or local-1.5b, local-smollm2)",
+        ),
+        "fake": GeneratorBackend(FakeSettings, f"{_HERE}.fake:FakeGenerator", runs_here=True),
     },
 )
 """The registration table: ``generator=<name>`` to its backend. An installed plugin's entry point (group

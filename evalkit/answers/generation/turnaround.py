@@ -1,12 +1,12 @@
 """How long answers from a hosted model take, said honestly (pure): a plan never times an endpoint with the
 local model's tokens per second.
 
-The rule: a local backend (``local``, and the instant ``fake``) is timed by its planning speeds; any other
-backend is hosted. A hosted endpoint's time is its own queue and speed, which nothing here has measured
-before a run, so a plan states the number of requests and how they are sent instead of minutes. With
-Message Batches (``generator=anthropic`` with ``batch: true``) a batch can take up to
-:data:`BATCH_TURNAROUND_H` hours, and rounds that wait on each other's results (a powered pilot, then
-each re-plan) are sequential batches: up to that many hours each.
+The rule: a backend that runs here (its registration says so: ``local``, and the instant ``fake``) is timed
+by its planning speeds; any other backend is hosted. A hosted endpoint's time is its own queue and speed,
+which nothing here has measured before a run, so a plan states the number of requests and how they are sent
+instead of minutes. With Message Batches (a backend registered with ``batches``, ``generator=anthropic``,
+with ``batch: true``) a batch can take up to :data:`BATCH_TURNAROUND_H` hours, and rounds that wait on each
+other's results (a powered pilot, then each re-plan) are sequential batches: up to that many hours each.
 """
 
 from __future__ import annotations
@@ -14,19 +14,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from evalkit.answers.generation.settings import generator_backend
+
 BATCH_TURNAROUND_H = 24
 """Hours a Message Batch may take to end (Anthropic's stated limit; most end far sooner)."""
-TIMED_LOCALLY = frozenset({"local", "fake"})
-"""Backends whose answers are timed by evalkit's planning speeds (on this machine)."""
 
 
 def is_hosted(backend: str) -> bool:
-    """True for a backend whose time is an endpoint's, not this machine's tokens per second."""
-    return backend not in TIMED_LOCALLY
+    """True for a backend whose time is an endpoint's, not this machine's tokens per second (its table entry
+    says whether it runs here; an installed plugin is an endpoint as far as evalkit knows)."""
+    return not generator_backend(backend).runs_here
+
+
+def timed_by_planning_speeds(backend: str) -> bool:
+    """True for a backend a plan times at this machine's planning speeds (the local model; not the instant fake)."""
+    return generator_backend(backend).planned_speed
 
 
 def uses_batches(backend: str, generator_cfg: Mapping[str, Any]) -> bool:
-    return backend == "anthropic" and bool(generator_cfg.get("batch"))
+    return generator_backend(backend).batches and bool(generator_cfg.get("batch"))
 
 
 def hosted_time(backend: str, generator_cfg: Mapping[str, Any], requests: int, rounds: int = 1) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,7 @@ from evalkit.answers.judge.metrics import DEFAULT_METRIC, metric_spec
 from evalkit.answers.judge.records import JudgeError
 from evalkit.http_call import SDK_MAX_BYTES
 from evalkit.http_sdk import sdk_async_client
+from evalkit.retry import RetriesExhausted, RetryPolicy, Transient, call_with_retries_async
 from evalkit.settings import ConfigError, parse_settings
 
 if TYPE_CHECKING:
@@ -41,8 +43,8 @@ def ragas_llm(
     """ragas' LLM wrapper (``InstructorLLM``) around ``anthropic.AsyncAnthropic``, for the judge metrics.
 
     ``api_key`` defaults to ``$ANTHROPIC_API_KEY``; ``base_url`` points the SDK elsewhere (tests use a
-    loopback server). ``max_retries`` is the SDK's own (408/409/429/5xx/529, connection errors, and through
-    a middleware 2xx replies whose body is not JSON). Sets ``RAGAS_DO_NOT_TRACK``
+    loopback server). ``max_retries``: retries under evalkit's one rule (:mod:`evalkit.retry`: 408/409/429/5xx/529,
+    connection errors, 2xx replies whose body is not JSON), run by a middleware. Sets ``RAGAS_DO_NOT_TRACK``
     to ``true`` unless the caller set it, before ragas is imported.
     """
     os.environ.setdefault(TELEMETRY_ENV, "true")
@@ -66,10 +68,10 @@ def ragas_llm(
     client = anthropic.AsyncAnthropic(
         api_key=key,
         base_url=base_url,
-        max_retries=max_retries,
+        max_retries=0,  # evalkit's rule retries (the middleware), never the SDK's own loop as well
         timeout=timeout_s,
         http_client=http_client,
-        middleware=[_retry_unreadable(anthropic)],
+        middleware=[_evalkit_retries(anthropic, RetryPolicy(max_retries))],
     )
     llm = llm_factory(model, provider="anthropic", client=client)
     # Not ragas' temperature/top_p defaults (DESIGN §9). ``max_retries`` is instructor's, consumed by it and
@@ -78,23 +80,45 @@ def ragas_llm(
     return llm
 
 
-def _retry_unreadable(anthropic: Any) -> Any:
-    """SDK middleware: a 2xx whose body is not JSON (empty, cut, garbage) is retried like a 5xx, not raised.
+def _evalkit_retries(anthropic: Any, policy: RetryPolicy) -> Any:
+    """SDK middleware running evalkit's one retry rule (:mod:`evalkit.retry`) around each request.
 
-    It runs inside the SDK's own retry loop (once per attempt), so the attempts stay ``1 + max_retries``.
+    The SDK's own loop is off (``max_retries=0`` on the client): which statuses are retried, how ``Retry-After``
+    and ``x-should-retry`` are read, the backoff and its cap are the rule every other backend follows. A 2xx
+    whose body is not JSON (empty, cut, garbage) is retried like a 5xx. When the rule gives up, the last reply
+    goes back to the SDK, which raises its own error for it (the judge turns that into a NaN row or one line).
     """
+    jitter = random.Random()
 
-    class RetryUnreadable(anthropic.Middleware):
+    class EvalkitRetries(anthropic.Middleware):
         async def handle_async(self, request: Any, call_next: Any) -> Any:
-            response = await call_next(request)
-            if 200 <= response.status_code < 300:
-                try:
-                    await response.parse()  # parsed once; the SDK reuses it
-                except json.JSONDecodeError as exc:
-                    raise anthropic.RetryableError(f"unreadable reply (HTTP {response.status_code}): {exc}") from exc
-            return response
+            last: list[Any] = []
 
-    return RetryUnreadable()
+            async def attempt() -> Any:
+                try:
+                    response = await call_next(request)
+                except anthropic.APIConnectionError as exc:  # timeouts too: the reply never arrived whole
+                    raise Transient(f"{type(exc).__name__}: {exc}") from exc
+                last[:] = [response]
+                status, headers = response.http_response.status_code, response.http_response.headers
+                if 200 <= status < 300:
+                    try:
+                        await response.parse()  # parsed once; the SDK reuses it
+                    except json.JSONDecodeError as exc:
+                        raise Transient(f"unreadable reply (HTTP {status}): {exc}", headers) from exc
+                    return response
+                if policy.retryable(status, headers):
+                    raise Transient(f"HTTP {status}", headers)
+                return response  # a refusal a retry cannot fix: the SDK raises its error for it
+
+            try:
+                return await call_with_retries_async(attempt, policy, jitter=jitter)
+            except RetriesExhausted as exc:
+                if not last:  # never a reply: the connection error itself
+                    raise exc.last.__cause__ or exc from None
+                return last[0]
+
+    return EvalkitRetries()
 
 
 @dataclass(frozen=True)

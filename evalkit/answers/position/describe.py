@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evalkit.answers.context import DOES_NOT_FIT, PROMPT_TOO_LONG
-from evalkit.answers.generation.turnaround import hosted_time, is_hosted
+from evalkit.answers.generation.turnaround import hosted_time, is_hosted, timed_by_planning_speeds
 from evalkit.answers.position.plan import PositionPlan
 from evalkit.answers.position.sizing import FORCED_ANSWER_SECONDS, planned_seconds
 from evalkit.cost.model import TokenUsage, call_cost
@@ -39,7 +39,7 @@ def describe(plan: PositionPlan) -> str:
         f"  answers: {len(send)} ({plan.n_distinct} distinct requests), ~{_thousands(tokens)} prompt tokens ({label})",
     ]
     output = plan.n_distinct * s.expected_output_tokens
-    if plan.request_spec.backend == "local":
+    if timed_by_planning_speeds(plan.request_spec.backend):
         minutes = planned_seconds(tokens, plan.n_distinct, s) / 60
         scored = f", {FORCED_ANSWER_SECONDS:g} s per gold log-likelihood" if s.loglik else ""
         lines.append(

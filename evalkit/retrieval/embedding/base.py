@@ -10,13 +10,17 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from evalkit.cache import Cache, cache_key, decode_vector, encode_vector, text_hash
 from evalkit.cost.budget import SpendGuard
 from evalkit.run.progress import embedding_bar
+
+if TYPE_CHECKING:
+    from evalkit.retrieval.embedding.settings import EmbedderSettings
 
 EmbedKind = Literal["query", "passage"]
 
@@ -63,6 +67,11 @@ class Embedder(ABC):
     billed_tokens: int = 0
     """Input tokens a paid API's replies reported as billed, in this process."""
     _on_resend: Callable[[], None] | None = None
+
+    @classmethod
+    def from_settings(cls, settings: EmbedderSettings, pricing_dir: Path | None = None) -> Embedder:
+        """Its factory (the table's target): a model with no settings of its own is built from none."""
+        return cls()
 
     @abstractmethod
     def embed_batch(self, texts: Sequence[str], kind: EmbedKind) -> np.ndarray:

@@ -57,6 +57,10 @@ class CohereEmbedder(Embedder):
 
     asymmetric = True
 
+    @classmethod
+    def from_settings(cls, settings: EmbedderSettings, pricing_dir: Path | None = None) -> CohereEmbedder:
+        return cls(settings, pricing_dir)
+
     def __init__(
         self,
         settings: EmbedderSettings,
@@ -66,8 +70,7 @@ class CohereEmbedder(Embedder):
         jitter: random.Random | None = None,
     ) -> None:
         self.model_id = settings.model
-        sized = settings.output_dimension is not None  # a shorter vector is another embedding: never the same key
-        self.version = f"{settings.model}/d{settings.output_dimension}" if sized else settings.model
+        self.version = settings.hosted_version
         dim = settings.output_dimension or KNOWN_DIMENSIONS.get(settings.model)
         if dim is None:
             raise EmbeddingError(

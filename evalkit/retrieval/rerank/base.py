@@ -10,11 +10,16 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from evalkit.cache import Cache, cache_key, decode_json, encode_json, text_hash
 from evalkit.cost.budget import SpendGuard
+
+if TYPE_CHECKING:
+    from evalkit.retrieval.settings import RerankerSettings
 
 
 class RerankError(RuntimeError):
@@ -47,6 +52,11 @@ class Reranker(ABC):
     max_documents_per_request: int = 1000
     bills_unanswered_requests: bool = False
     """A paid backend whose failed attempts may be billed (reply lost, unreadable): it takes an ``on_resend`` hook."""
+
+    @classmethod
+    def from_settings(cls, settings: RerankerSettings, cache: Cache, pricing_dir: Path) -> Reranker:
+        """Its factory (the table's target): a model with no settings of its own is built from none."""
+        return cls()
 
     @abstractmethod
     def score_pairs(self, query: str, documents: Sequence[str], counter: RerankCounter | None = None) -> np.ndarray:

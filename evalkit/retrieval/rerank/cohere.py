@@ -40,14 +40,14 @@ from evalkit.retrieval.rerank.base import RerankCounter, Reranker, RerankError
 from evalkit.retry import RetriesExhausted, RetryPolicy
 
 if TYPE_CHECKING:
-    from evalkit.cost.prices import RerankPrice
+    from pathlib import Path
 
-DEFAULT_API_KEY_ENV = "COHERE_API_KEY"
+    from evalkit.cache import Cache
+    from evalkit.cost.prices import RerankPrice
+    from evalkit.retrieval.settings import RerankerSettings
+
 WHAT = "reranker=cohere"
 
-DEFAULT_MODEL = "rerank-v3.5"
-DEFAULT_MAX_TOKENS_PER_DOC = 4096
-"""The API's documented default: longer documents are truncated to this many tokens."""
 DOCUMENTS_PER_SEARCH_UNIT = 100
 """Cohere bills one search unit per query with up to 100 documents."""
 
@@ -61,64 +61,57 @@ class CohereReranker(Reranker):
 
     def __init__(
         self,
-        model: str = DEFAULT_MODEL,
-        *,
-        max_documents_per_request: int = 1000,
-        max_tokens_per_doc: int = DEFAULT_MAX_TOKENS_PER_DOC,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        api_key_env: str = DEFAULT_API_KEY_ENV,
+        settings: RerankerSettings,
         price: RerankPrice | None = None,
-        timeout: float = 60.0,
-        max_reply_mb: float = 64.0,
-        max_retries: int = 4,
-        retry_base_delay: float = 1.0,
-        retry_max_delay: float = 60.0,
-        retry_deadline: float | None = None,
+        *,
+        api_key: str | None = None,
         sleep: Callable[[float], None] = time.sleep,
         jitter: random.Random | None = None,
     ) -> None:
-        """Configure the model and transport.
+        """Configure the model and transport from the frozen ``reranker`` settings, taken whole.
 
         Args:
-            model: Cohere model id; it is also the version (Cohere versions models by name).
-            max_documents_per_request: documents per request (Cohere recommends at most 1,000);
-                ``rerank_scores`` splits larger pools. A multiple of 100 wastes no search unit.
-            max_tokens_per_doc: truncation length; part of the cache key since it changes scores.
-            base_url: API root; None keeps the SDK default (``CO_API_URL`` or api.cohere.com).
-            api_key: the key; None reads the variable ``api_key_env`` (then ``CO_API_KEY``).
-            api_key_env: environment variable holding the key.
+            settings: ``model`` (also the version: Cohere versions models by name), ``max_documents_per_request``
+                (Cohere recommends at most 1,000; ``rerank_scores`` splits larger pools; a multiple of 100 wastes
+                no search unit), ``max_tokens_per_doc`` (truncation: part of the cache key since it changes
+                scores), ``base_url`` (None: the SDK default, ``CO_API_URL`` or api.cohere.com), ``api_key_env``,
+                ``timeout_s`` per HTTP request, ``max_reply_mb`` (a larger reply is refused, never held whole) and
+                the retry rule's ``max_retries``, ``retry_*_s``.
             price: the model's price (``conf/pricing/cohere.yaml``), so a budget guard can price
                 each request before it is sent; without it :meth:`request_cost_usd` raises.
-            timeout: seconds per HTTP request, from connect to the reply's last byte.
-            max_reply_mb: a larger reply is refused (one line), never held whole.
-            max_retries: retries of a transient failure (429/5xx/529, connection error, unusable reply)
-                after the first attempt.
-            retry_base_delay: first backoff in seconds; doubles each retry, with full jitter.
-            retry_max_delay: cap on any single wait, including a server's ``Retry-After``.
-            retry_deadline: give up rather than wait past this many seconds since the first attempt (None: never).
+            api_key: the key; None reads the variable ``settings.api_key_env`` (then ``CO_API_KEY``).
             sleep: the wait function (tests pass a recorder).
             jitter: the backoff's random source (tests pass a seeded one); None: a fresh one seeded by the OS.
         """
-        if max_documents_per_request < 1:
-            raise ValueError(f"max_documents_per_request must be >= 1, got {max_documents_per_request}")
-        if max_tokens_per_doc < 1:
-            raise ValueError(f"max_tokens_per_doc must be >= 1, got {max_tokens_per_doc}")
-        self.model_id = model
-        self.version = model
-        self.max_documents_per_request = max_documents_per_request
-        self.max_tokens_per_doc = max_tokens_per_doc
-        self.max_retries = max_retries
+        # Checked here too: settings built in Python (not read from a config) have not met the reader's bounds.
+        if settings.max_documents_per_request < 1:
+            raise ValueError(f"max_documents_per_request must be >= 1, got {settings.max_documents_per_request}")
+        if settings.max_tokens_per_doc < 1:
+            raise ValueError(f"max_tokens_per_doc must be >= 1, got {settings.max_tokens_per_doc}")
+        self.model_id = settings.model
+        self.version = settings.model
+        self.max_documents_per_request = settings.max_documents_per_request
+        self.max_tokens_per_doc = settings.max_tokens_per_doc
+        self.max_retries = settings.max_retries
         # The policy checks its own values (max_retries >= 0, delays >= 0): shared with the Anthropic generator.
-        self.retry = RetryPolicy(max_retries, retry_base_delay, retry_max_delay, retry_deadline)
+        self.retry = RetryPolicy(
+            settings.max_retries, settings.retry_base_delay_s, settings.retry_max_delay_s, settings.retry_deadline_s
+        )
         self._jitter = jitter if jitter is not None else random.Random()
-        self.timeout = timeout
+        self.timeout = settings.timeout_s
         self.price = price
-        self.api_key_env = api_key_env
+        self.api_key_env = settings.api_key_env
         self._sleep = sleep
         offline = "rerank offline with reranker=local (or reranker=e5)"
-        key = resolve_api_key(api_key, api_key_env, RerankError, WHAT, offline)
-        self._client = make_client(key, base_url, timeout, RerankError, WHAT, max_reply_mb)
+        key = resolve_api_key(api_key, settings.api_key_env, RerankError, WHAT, offline)
+        self._client = make_client(key, settings.base_url, settings.timeout_s, RerankError, WHAT, settings.max_reply_mb)
+
+    @classmethod
+    def from_settings(cls, settings: RerankerSettings, cache: Cache, pricing_dir: Path) -> CohereReranker:
+        """``reranker=cohere``: priced, so the budget cap can stop the sweep before a request that would cross it."""
+        from evalkit.cost.prices import price_table
+
+        return cls(settings, price_table(pricing_dir).reranker(settings.model))
 
     def request_cost_usd(self, n_documents: int) -> float:
         """Dollars for one request: search units (one per ``documents_per_search`` documents) times the price."""

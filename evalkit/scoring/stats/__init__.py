@@ -34,6 +34,7 @@ is :mod:`evalkit.scoring.compare`.
 
 from __future__ import annotations
 
+from evalkit.records import Interval, PairedComparison, RatioInterval
 from evalkit.scoring.stats.clustered import clustered_share_ci, flip_rate_ci, paired_difference_ci
 from evalkit.scoring.stats.inputs import FloatArray, Seed
 from evalkit.scoring.stats.intervals import CIMethod, bootstrap_ci, studentised_ci, wilson_ci
@@ -56,7 +57,6 @@ from evalkit.scoring.stats.power import (
     questions_for_paired_mean,
     share_mde,
 )
-from evalkit.scoring.stats.records import Interval, PairedComparison, RatioInterval
 
 __all__ = [
     "CIMethod",

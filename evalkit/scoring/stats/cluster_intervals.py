@@ -24,11 +24,11 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from evalkit.records import Interval, PairedComparison
 from evalkit.scoring.stats.cluster_paired import cluster_paired_bootstrap, cluster_se
 from evalkit.scoring.stats.clustered import paired_difference_ci
 from evalkit.scoring.stats.inputs import Seed
 from evalkit.scoring.stats.intervals import bootstrap_ci
-from evalkit.scoring.stats.records import Interval, PairedComparison
 
 __all__ = [
     "cluster_difference",

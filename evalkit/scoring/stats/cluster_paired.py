@@ -32,9 +32,9 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy.stats import t as student_t
 
+from evalkit.records import PairedComparison
 from evalkit.scoring.stats.clustered import expanded_level
 from evalkit.scoring.stats.inputs import FloatArray, Seed, check_level, check_resamples, rng_from
-from evalkit.scoring.stats.records import PairedComparison
 from evalkit.scoring.stats.resample import BLOCK_ELEMENTS, bootstrap_p_value
 
 __all__ = ["cluster_paired_bootstrap", "cluster_se"]

@@ -22,12 +22,12 @@ from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import ndtr
+from scipy.special import ndtr, ndtri
 from scipy.stats import t as student_t
 
+from evalkit.records import Interval
 from evalkit.scoring.stats.inputs import FloatArray, Seed, check_level, check_resamples, clean_pairs, rng_from
-from evalkit.scoring.stats.intervals import wilson_bounds, wilson_ci
-from evalkit.scoring.stats.records import Interval
+from evalkit.scoring.stats.intervals import wilson_arrays, wilson_bounds, wilson_ci
 from evalkit.scoring.stats.resample import resampled_means
 
 __all__ = ["clustered_share_ci", "expanded_level", "flip_rate_ci", "paired_difference_ci", "question_shares"]
@@ -195,25 +195,40 @@ def paired_difference_ci(
 def _newcombe(base: FloatArray, cand: FloatArray, level: float, n_missing: int) -> Interval:
     """Newcombe's method 10 on the 2x2 table of (candidate, baseline) outcomes; see paired_difference_ci."""
     n = int(base.size)
-    both = float(np.sum((cand == 1) & (base == 1)))
-    wins = float(np.sum((cand == 1) & (base == 0)))
-    losses = float(np.sum((cand == 0) & (base == 1)))
+    both = np.float64(np.sum((cand == 1) & (base == 1)))
+    wins = np.float64(np.sum((cand == 1) & (base == 0)))
+    losses = np.float64(np.sum((cand == 0) & (base == 1)))
+    low, high = newcombe_bounds(both, wins, losses, n, level)
+    delta = float((both + wins) / n - (both + losses) / n)
+    return Interval(delta, float(low), float(high), n, level, "newcombe", n_missing)
+
+
+def newcombe_bounds(
+    both: np.ndarray, wins: np.ndarray, losses: np.ndarray, n: int, level: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds of Newcombe's method-10 interval for candidate minus baseline, for one 2x2 table or many at once.
+
+    ``both``: questions right under both; ``wins``: under the candidate only; ``losses``: under the baseline
+    only; of ``n``. The one implementation: one comparison (:func:`paired_difference_ci`) and the simulated
+    power of many (:mod:`~evalkit.scoring.stats.noninferiority`) both call it.
+    """
+    z = float(ndtri(0.5 + level / 2.0))
     neither = n - both - wins - losses
     p_cand, p_base = (both + wins) / n, (both + losses) / n
-    delta = p_cand - p_base
-    low_c, high_c = wilson_bounds(p_cand, n, level)
-    low_b, high_b = wilson_bounds(p_base, n, level)
+    low_c, high_c = wilson_arrays(p_cand, n, z)
+    low_b, high_b = wilson_arrays(p_base, n, z)
     margins = (both + wins) * (losses + neither) * (both + losses) * (wins + neither)
     cross = both * neither - wins * losses
     # Newcombe's phi: a positive association is shrunk by n/2 (and cut at 0), so phi < 1 and the
     # interval keeps a positive width even when no question is discordant.
-    shrunk = cross - n / 2.0 if cross > n / 2.0 else (cross if cross < 0 else 0.0)
-    phi = shrunk / math.sqrt(margins) if margins > 0 else 0.0
+    shrunk = np.where(cross > n / 2.0, cross - n / 2.0, np.where(cross < 0, cross, 0.0))
+    phi = np.divide(shrunk, np.sqrt(margins), out=np.zeros_like(shrunk, dtype=np.float64), where=margins > 0)
     below = _combined(p_cand - low_c, high_b - p_base, phi)
     above = _combined(high_c - p_cand, p_base - low_b, phi)
-    return Interval(delta, max(-1.0, delta - below), min(1.0, delta + above), n, level, "newcombe", n_missing)
+    delta = p_cand - p_base
+    return np.maximum(-1.0, delta - below), np.minimum(1.0, delta + above)
 
 
-def _combined(first: float, second: float, phi: float) -> float:
+def _combined(first: np.ndarray, second: np.ndarray, phi: np.ndarray) -> np.ndarray:
     """``sqrt(a**2 - 2 phi a b + b**2)``: two Wilson distances joined with the pairs' correlation."""
-    return math.sqrt(max(0.0, first * first - 2.0 * phi * first * second + second * second))
+    return np.sqrt(np.maximum(0.0, first * first - 2.0 * phi * first * second + second * second))

@@ -11,11 +11,11 @@ from numpy.typing import ArrayLike
 from scipy.special import ndtri
 from scipy.stats import t as student_t
 
+from evalkit.records import Interval
 from evalkit.scoring.stats.inputs import Seed, check_level, check_resamples, clean, rng_from
-from evalkit.scoring.stats.records import Interval
-from evalkit.scoring.stats.resample import BLOCK_ELEMENTS, bca_bounds, percentile_bounds, resampled_means
+from evalkit.scoring.stats.resample import BLOCK_ELEMENTS, bootstrap_bounds, resampled_means
 
-__all__ = ["CIMethod", "bootstrap_ci", "studentised_ci", "wilson_bounds", "wilson_ci"]
+__all__ = ["CIMethod", "bootstrap_ci", "studentised_ci", "wilson_arrays", "wilson_bounds", "wilson_ci"]
 
 CIMethod = Literal["percentile", "bca"]
 
@@ -52,12 +52,7 @@ def bootstrap_ci(
     if np.ptp(kept) == 0:
         return Interval(mean, mean, mean, kept.size, level, "degenerate", n_missing)
     boot = resampled_means(kept[np.newaxis, :], n_resamples, rng_from(seed))[0]
-    if method == "percentile":
-        low, high = percentile_bounds(boot, level)
-    elif method == "bca":
-        low, high = bca_bounds(boot, kept, level)
-    else:
-        raise ValueError(f"unknown method {method!r}; use 'percentile' or 'bca'")
+    low, high = bootstrap_bounds(boot, kept, level, method)
     return Interval(mean, low, high, kept.size, level, method, n_missing)
 
 
@@ -145,11 +140,18 @@ def wilson_bounds(share: float, n: int, level: float, continuity_correction: boo
     z = float(ndtri(0.5 + level / 2.0))
     if continuity_correction:
         return _wilson_cc(share, n, z)
+    low, high = wilson_arrays(np.asarray(share, dtype=np.float64), n, z)
+    return float(low), float(high)
+
+
+def wilson_arrays(share: np.ndarray, n: int, z: float) -> tuple[np.ndarray, np.ndarray]:
+    """Plain Wilson bounds of many shares of ``n`` at once, ``z`` the normal quantile (the formula in
+    ``wilson_ci``): the one implementation, :func:`wilson_bounds` its scalar form, Newcombe's interval its user."""
     denom = 1.0 + z * z / n
     centre = (share + z * z / (2.0 * n)) / denom
-    half = z / denom * math.sqrt(share * (1.0 - share) / n + z * z / (4.0 * n * n))
+    half = z / denom * np.sqrt(share * (1.0 - share) / n + z * z / (4.0 * n * n))
     # min/max with the share: at k = 0 (or n) rounding can leave the bound a hair past the estimate.
-    return max(0.0, min(share, centre - half)), min(1.0, max(share, centre + half))
+    return np.maximum(0.0, np.minimum(share, centre - half)), np.minimum(1.0, np.maximum(share, centre + half))
 
 
 def _wilson_cc(p: float, n: int, z: float) -> tuple[float, float]:

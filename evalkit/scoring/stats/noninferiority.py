@@ -19,6 +19,7 @@ import math
 import numpy as np
 from scipy.special import ndtri
 
+from evalkit.scoring.stats.clustered import newcombe_bounds
 from evalkit.scoring.stats.intervals import wilson_bounds
 
 N_SIMULATIONS = 4000
@@ -30,27 +31,9 @@ PLANNING_LEVEL = 0.6
 """Two-sided level of the Wilson interval whose upper bound plans the size (a one-sided 80% bound)."""
 
 
-def _wilson_vec(p: np.ndarray, n: int, z: float) -> tuple[np.ndarray, np.ndarray]:
-    denom = 1.0 + z * z / n
-    centre = (p + z * z / (2.0 * n)) / denom
-    half = z / denom * np.sqrt(p * (1.0 - p) / n + z * z / (4.0 * n * n))
-    return np.maximum(0.0, np.minimum(p, centre - half)), np.minimum(1.0, np.maximum(p, centre + half))
-
-
 def newcombe_lower(both: np.ndarray, wins: np.ndarray, losses: np.ndarray, n: int, level: float) -> np.ndarray:
-    """Lower bounds of Newcombe's method-10 interval for many 2x2 tables at once (same formula as the scalar)."""
-    z = float(ndtri(0.5 + level / 2.0))
-    neither = n - both - wins - losses
-    p_cand, p_base = (both + wins) / n, (both + losses) / n
-    low_c, _ = _wilson_vec(p_cand, n, z)
-    _, high_b = _wilson_vec(p_base, n, z)
-    margins = (both + wins) * (losses + neither) * (both + losses) * (wins + neither)
-    cross = both * neither - wins * losses
-    shrunk = np.where(cross > n / 2.0, cross - n / 2.0, np.where(cross < 0, cross, 0.0))
-    phi = np.divide(shrunk, np.sqrt(margins), out=np.zeros_like(shrunk, dtype=float), where=margins > 0)
-    a, b = p_cand - low_c, high_b - p_base
-    below = np.sqrt(np.maximum(0.0, a * a - 2.0 * phi * a * b + b * b))
-    return np.maximum(-1.0, (p_cand - p_base) - below)
+    """Lower bounds of Newcombe's method-10 interval for many 2x2 tables at once (the one implementation)."""
+    return newcombe_bounds(both, wins, losses, n, level)[0]
 
 
 def noninferiority_power(

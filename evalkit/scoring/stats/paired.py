@@ -7,13 +7,12 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
+from evalkit.records import PairedComparison, RatioInterval
 from evalkit.scoring.stats.inputs import Seed, check_level, check_resamples, clean_pairs, rng_from
 from evalkit.scoring.stats.intervals import CIMethod
-from evalkit.scoring.stats.records import PairedComparison, RatioInterval
 from evalkit.scoring.stats.resample import (
-    bca_bounds,
+    bootstrap_bounds,
     bootstrap_p_value,
-    percentile_bounds,
     resampled_means,
     sign_flip_p,
 )
@@ -95,12 +94,7 @@ def paired_bootstrap(
         low = high = delta
     else:
         boot = resampled_means(diffs[np.newaxis, :], n_resamples, rng)[0]
-        if method == "percentile":
-            low, high = percentile_bounds(boot, level)
-        elif method == "bca":
-            low, high = bca_bounds(boot, diffs, level)
-        else:
-            raise ValueError(f"unknown method {method!r}; use 'percentile' or 'bca'")
+        low, high = bootstrap_bounds(boot, diffs, level, method)
     p_value = bootstrap_p_value(boot) if test == "bootstrap" else sign_flip_p(diffs, n_resamples, rng)
     return PairedComparison(
         metric=metric,

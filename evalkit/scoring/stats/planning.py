@@ -9,9 +9,9 @@ from dataclasses import replace
 import numpy as np
 from numpy.typing import ArrayLike
 
+from evalkit.records import PairedComparison
 from evalkit.scoring.stats.inputs import clean_pairs
 from evalkit.scoring.stats.power import paired_binary_mde, paired_mean_mde, two_sample_mean_mde
-from evalkit.scoring.stats.records import PairedComparison
 
 __all__ = [
     "discordance_rate",

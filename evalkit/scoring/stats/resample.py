@@ -17,6 +17,7 @@ __all__ = [
     "EXACT_MAX",
     "TIE_RTOL",
     "bca_bounds",
+    "bootstrap_bounds",
     "bootstrap_p_value",
     "percentile_bounds",
     "resampled_means",
@@ -85,6 +86,16 @@ def bca_bounds(boot: FloatArray, values: FloatArray, level: float) -> tuple[floa
     adjusted = np.where(denominator > 0, ndtr(z0 + shifted / safe), (shifted > 0).astype(np.float64))
     low, high = np.quantile(boot, adjusted)
     return float(low), float(high)
+
+
+def bootstrap_bounds(boot: FloatArray, values: FloatArray, level: float, method: str) -> tuple[float, float]:
+    """The interval ``method`` (``percentile`` or ``bca``) draws from ``boot``, the resampled means of ``values``:
+    the one dispatch for a mean's interval and a paired difference's."""
+    if method == "percentile":
+        return percentile_bounds(boot, level)
+    if method == "bca":
+        return bca_bounds(boot, values, level)
+    raise ValueError(f"unknown method {method!r}; use 'percentile' or 'bca'")
 
 
 def bootstrap_p_value(boot_deltas: FloatArray) -> float:
