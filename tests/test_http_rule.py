@@ -73,10 +73,9 @@ def _raw(url: str) -> str:
 def _openai_chat(url: str, stream: bool = True) -> str:
     from evalkit.answers.generation.openai_compat import OpenAICompatGenerator
 
-    made = OpenAICompatGenerator(
-        "m", base_url=url + "/v1", api_key_env=None, timeout_s=TIMEOUT_S, max_reply_mb=CAP_MB, max_retries=0
-    )
-    made.stream = stream
+    made = OpenAICompatGenerator.from_config({"name": "openai", "model": "m", "base_url": url + "/v1",
+                                              "api_key_env": None, "timeout_s": TIMEOUT_S, "max_reply_mb": CAP_MB,
+                                              "max_retries": 0, "stream": stream})  # fmt: skip
     return made.generate(_ask("m")).text
 
 
@@ -100,26 +99,23 @@ def _openai_embed(url: str) -> str:
 def _anthropic(url: str) -> str:
     from evalkit.answers.generation.anthropic import AnthropicGenerator
 
-    made = AnthropicGenerator(
-        "claude-sonnet-5",
+    made = AnthropicGenerator.from_config(
+        {"name": "anthropic", "model": "claude-sonnet-5", "base_url": url, "timeout_s": TIMEOUT_S,
+         "max_reply_mb": CAP_MB, "max_retries": 0, "precount": False},
         api_key="k",
-        base_url=url,
-        timeout_s=TIMEOUT_S,
-        max_reply_mb=CAP_MB,
-        max_retries=0,
-        window=0,
-        precount=False,
-    )
+    )  # fmt: skip
     return made.generate(_ask("claude-sonnet-5")).text
 
 
 def _cohere(url: str) -> str:
     from evalkit.retrieval.rerank.cohere import CohereReranker
+    from evalkit.retrieval.settings import RerankerSettings
 
     return str(
-        CohereReranker(base_url=url, api_key="k", timeout=TIMEOUT_S, max_reply_mb=CAP_MB, max_retries=0).score_pairs(
-            "q", ["d"]
-        )
+        CohereReranker(
+            RerankerSettings(name="cohere", base_url=url, timeout_s=TIMEOUT_S, max_reply_mb=CAP_MB, max_retries=0),
+            api_key="k",
+        ).score_pairs("q", ["d"])
     )
 
 
@@ -252,9 +248,9 @@ def test_a_streamed_reply_with_an_endless_line_is_refused_under_a_larger_cap() -
     from evalkit.answers.generation.request import GenerationError
 
     with RuleServer("close", "huge", b"", "text/event-stream") as server:
-        made = OpenAICompatGenerator(
-            "m", base_url=server.url + "/v1", api_key_env=None, timeout_s=30.0, max_reply_mb=8.0, max_retries=0
-        )
+        made = OpenAICompatGenerator.from_config({"name": "openai", "model": "m", "base_url": server.url + "/v1",
+                                                  "api_key_env": None, "timeout_s": 30.0, "max_reply_mb": 8.0,
+                                                  "max_retries": 0})  # fmt: skip
         with pytest.raises(GenerationError, match="event stream has a line over the 1,048,576 byte cap"):
             made.generate(_ask("m"))
 
@@ -285,9 +281,9 @@ def test_after_a_failed_request_the_queued_ones_are_not_sent(tmp_path: Path) -> 
     from evalkit.cache import Cache
 
     with RuleServer("http10", "trickle") as server, Cache(tmp_path / "c.sqlite") as cache:
-        made = OpenAICompatGenerator(
-            "m", base_url=server.url + "/v1", api_key_env=None, timeout_s=TIMEOUT_S, max_retries=0, concurrency=4
-        )
+        made = OpenAICompatGenerator.from_config({"name": "openai", "model": "m", "base_url": server.url + "/v1",
+                                                  "api_key_env": None, "timeout_s": TIMEOUT_S, "max_retries": 0,
+                                                  "concurrency": 4})  # fmt: skip
         asked = [
             build_request(f"Who wrote part {i}?", "[d1] Ann wrote it.", model="m", max_tokens=16, system="Answer.")
             for i in range(6)

@@ -114,8 +114,11 @@ def _evalkit_retries(anthropic: Any, policy: RetryPolicy) -> Any:
             try:
                 return await call_with_retries_async(attempt, policy, jitter=jitter)
             except RetriesExhausted as exc:
-                if not last:  # never a reply: the connection error itself
-                    raise exc.last.__cause__ or exc from None
+                if not last:  # never a reply: the connection error itself, its own causes kept (the HTTP rule's
+                    error = exc.last.__cause__  # reason, which the row's note names)
+                    if error is None:
+                        raise exc from None
+                    raise error  # noqa: B904  (raising the SDK's error as the SDK would)
                 return last[0]
 
     return EvalkitRetries()
