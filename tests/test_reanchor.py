@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from evalkit.curate.queue import read_queue
+from evalkit.curate.reanchor import FUZZY_FLOOR
 from evalkit.labels.parse import load_documents
 from evalkit.labels.read import read_set
-from evalkit.labels.reanchor import FUZZY_FLOOR
 from evalkit.labels.validate import validate
 from tests.conftest import REPO, evidence, write_set
 from tests.test_sweep import run_in_process

@@ -12,8 +12,9 @@ import random
 import unicodedata
 from pathlib import Path
 
-from evalkit.labels.reanchor import FUZZY_FLOOR, MAX_WINDOWS, Searchable, StaleSpan, _windows, find_again
-from evalkit.labels.textkey import Keyed, align, edit_scores, key_of
+from evalkit.curate.reanchor.find import Searchable, StaleSpan, find_again
+from evalkit.curate.reanchor.fuzzy import FUZZY_FLOOR, MAX_WINDOWS, _windows
+from evalkit.curate.reanchor.textkey import Keyed, align, edit_scores, key_of
 from tests.test_reanchor import DUPLICATED, SECURITY, SECURITY_EDITED
 
 
@@ -77,7 +78,7 @@ def test_the_fuzzy_search_is_bounded_on_a_large_document() -> None:
     doc = Searchable(filler[: len(filler) // 2] + " " + target.replace("burst", "brust") + " " + filler)
     needle = key_of(target)
     edits = int((1 - FUZZY_FLOOR) * len(needle))
-    windows = _windows(doc.keyed, needle, span(target, 10), edits)
+    windows = _windows(doc.keyed, needle, 10, edits)
     assert len(windows) <= MAX_WINDOWS
     assert sum(hi - lo for lo, hi in windows) <= MAX_WINDOWS * (len(needle) + 2 * edits)
     found = find_again(doc, span(target, 10, answers=("20",)))
