@@ -12,7 +12,7 @@ import random
 import unicodedata
 from pathlib import Path
 
-from evalkit.curate.reanchor.find import Searchable, StaleSpan, find_again
+from evalkit.curate.reanchor.find import Searchable, StaleSpan, _find, find_again
 from evalkit.curate.reanchor.fuzzy import FUZZY_FLOOR, MAX_WINDOWS, _windows
 from evalkit.curate.reanchor.textkey import Keyed, align, edit_scores, key_of
 from tests.test_reanchor import DUPLICATED, SECURITY, SECURITY_EDITED
@@ -58,15 +58,15 @@ def span(text: str, start: int = 0, answers: tuple[str, ...] = ()) -> StaleSpan:
 
 def test_guards_short_spans_numbers_answers_and_whitespace_twins() -> None:
     doc = Searchable("Intro.\n\nThe free tier includes 800 API calls per month.\n\nburst of 20 and burst of\n20.\n")
-    assert find_again(doc, span("The free tier includes 500 API calls per month.")).status == "lost"
-    short = find_again(doc, span("tier ncludes"))  # 11 key characters: one edit is allowed ...
+    assert _find(doc, span("The free tier includes 500 API calls per month.")).status == "lost"
+    short = _find(doc, span("tier ncludes"))  # 11 key characters: one edit is allowed ...
     assert (short.status, short.method) == ("moved", "fuzzy")
-    assert find_again(doc, span("Intrx.")).reason.startswith("not found; too short")  # ... under ten, none
-    answer = find_again(doc, span("The free tier includes 800 API calls per mnth.", answers=("per month",)))
+    assert _find(doc, span("Intrx.")).reason.startswith("not found; too short")  # ... under ten, none
+    answer = _find(doc, span("The free tier includes 800 API calls per mnth.", answers=("per month",)))
     assert answer.status == "moved"
-    refused = find_again(doc, span("The free tier includes 800 API calls per week.", answers=("per week",)))
+    refused = _find(doc, span("The free tier includes 800 API calls per week.", answers=("per week",)))
     assert refused.status == "lost"
-    twins = find_again(doc, span("burst of 20"))  # once exactly, once more across a line break
+    twins = _find(doc, span("burst of 20"))  # once exactly, once more across a line break
     assert twins.status == "ambiguous" and len(twins.places) == 2
 
 
@@ -81,7 +81,7 @@ def test_the_fuzzy_search_is_bounded_on_a_large_document() -> None:
     windows = _windows(doc.keyed, needle, 10, edits)
     assert len(windows) <= MAX_WINDOWS
     assert sum(hi - lo for lo, hi in windows) <= MAX_WINDOWS * (len(needle) + 2 * edits)
-    found = find_again(doc, span(target, 10, answers=("20",)))
+    found = _find(doc, span(target, 10, answers=("20",)))
     assert (found.status, found.method) == ("moved", "fuzzy") and "brust" in found.text
 
 
