@@ -106,19 +106,27 @@ def test_the_demo_set_edited_every_span_lands_at_its_true_offset(tmp_path: Path)
         edit_of[record["doc_id"]] = edits[i % 3]
         path.write_text(edits[i % 3](old[record["doc_id"]]), encoding="utf-8", newline="")
 
-    for before, moved, ambiguous in ((None, 157, 55), (DEMO, 212, 0)):
+    # Without the documents as labelled nothing is taken (a place found once is proposed, not moved);
+    # with them every label is placed by its surroundings, the 67 that still read right checked too.
+    for before, settled, ambiguous in ((None, 0, 212), (DEMO, 212 + 67, 0)):
         plan = plan_reanchor(root, before)
         counts = plan.counts()
-        assert (counts["stale"], counts["moved"], counts["ambiguous"], counts["lost"]) == (212, moved, ambiguous, 0)
+        assert (counts["stale"], counts["moved"] + counts["unchanged"], counts["ambiguous"]) == (
+            212,
+            settled,
+            ambiguous,
+        )
+        assert counts["unchecked"] == (67 if before is None else 0) and counts["lost"] == 0
         for found in plan.found:
-            if found.status == "moved":
+            if found.status in ("moved", "unchanged"):
                 edit, text = edit_of[found.span.doc_id], old[found.span.doc_id]
                 truth = (len(edit(text[: found.span.start])), len(edit(text[: found.span.end])))
                 assert (found.start, found.end) == truth, found
 
 
 def test_a_before_that_is_not_the_labelled_version_decides_nothing() -> None:
-    found = find_again(Searchable(SECURITY_EDITED), span(DUPLICATED, SECURITY.index(DUPLICATED)), SECURITY_EDITED)
+    at = SECURITY.index(DUPLICATED)
+    found = find_again(Searchable(SECURITY_EDITED), span(DUPLICATED, at), Searchable(SECURITY_EDITED))
     assert found.status == "ambiguous"
-    found = find_again(Searchable(SECURITY_EDITED), span(DUPLICATED, SECURITY.index(DUPLICATED)), SECURITY)
+    found = find_again(Searchable(SECURITY_EDITED), span(DUPLICATED, at), Searchable(SECURITY))
     assert (found.status, found.method, found.start) == ("moved", "context", SECURITY_EDITED.rindex(DUPLICATED))
