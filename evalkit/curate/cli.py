@@ -90,8 +90,8 @@ def _annotate(args: argparse.Namespace) -> int:
 def _add_failures(args: argparse.Namespace) -> int:
     from evalkit.curate.failures import propose_failures
 
+    documents = _set_documents(args.set)  # the set first: a broken one is named before the run is read
     proposal = propose_failures(args.run_dir, args.labelset, args.unanswerable)
-    documents = _set_documents(args.set)
     existing, problems = read_queue(args.set, documents)
     if problems:
         raise ValueError(f"{args.set / 'queue.jsonl'}: {len(problems)} unreadable line(s), first: {problems[0]}")
@@ -114,6 +114,8 @@ def _queue(args: argparse.Namespace) -> int:
 
     if not (args.suspect or args.never_discriminating):
         raise ValueError("queue: say what to queue: --suspect and/or --never-discriminating")
+    if args.set is not None:
+        _set_documents(args.set)  # the set first: a broken one is named before the run is read
     proposal = propose_items(args.run_dir, args.labelset, args.suspect, args.never_discriminating)
     target = args.set if args.set is not None else proposal.labelset
     documents = _set_documents(target)

@@ -189,6 +189,7 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    readable_set(args.path)  # a set not read whole: one line naming the first problem
     labelset = load_labelset(args.path)
     if args.to == "ragas":
         out = write_rows(ragas_rows(labelset.documents, labelset.questions, args.contexts), args.out)
