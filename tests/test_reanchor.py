@@ -392,3 +392,34 @@ def test_a_source_passage_not_found_again_is_dropped_not_queued(tmp_path: Path) 
     assert after["evidence"] == [evidence("limits", new, ANSWER)]
     assert after["source_passage"] == [evidence("limits", new, "Every client")]
     assert validate(root).ok and not (root / "queue.jsonl").exists()
+
+
+def test_a_typo_fixed_inside_an_extractive_answer_is_proposed_side_by_side_and_accepted_in_one_click(
+    tmp_path: Path,
+) -> None:
+    """SQuAD-style: the span is the answer, so any edit inside it edits the answer: proposed, never taken."""
+    from evalkit.curate.annotate.store import AnnotationStore
+
+    old_answer = "the first buisness day of each month"
+    text = f"# Billing\n\nInvoices are issued on {old_answer}. Payment is due in thirty days.\n"
+    record = question("q-squad", "When are invoices issued?", [evidence("billing", text, old_answer)], [old_answer])
+    root = write_kept(tmp_path / "squad-like", {"billing": text}, [record])
+    edited = "# Billing\n\nNew rules apply.\n\n" + text.replace("buisness", "business").split("\n\n", 1)[1]
+    (root / "docs" / "billing.md").write_text(edited, encoding="utf-8", newline="")
+
+    done = reanchor(root)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1 proposed" in done.stdout and not lines_by_id(root / "questions.jsonl")
+    new_answer = old_answer.replace("buisness", "business")
+    store = AnnotationStore(root)
+    item = store.item("q-squad")
+    assert item.tags["reanchor"] == "proposed"
+    assert item.tags["reanchor_answer"] == f"{old_answer!r} -> {new_answer!r}"  # side by side on the page
+    (proposed,) = item.proposed
+    assert (proposed.start, proposed.text) == (edited.index(new_answer), new_answer)
+
+    store.edit("q-squad", "accept_proposed")  # the one click ('a')
+    (line,) = lines_by_id(root / "questions.jsonl").values()
+    accepted = json.loads(line)
+    assert accepted["answers"] == [new_answer] and accepted["evidence"][0]["text"] == new_answer
+    assert validate(root).ok
