@@ -270,8 +270,10 @@ def test_the_edited_set_is_refused_then_reanchored_and_swept(
         text = AFTER[record["doc_id"]]
         assert record["sha256"] == hashlib.sha256(text.encode("utf-8")).hexdigest()
 
+    capsys.readouterr()
     run_dir = run_in_process([*SWEEP, f"labelset.path={root}", f"reports_dir={tmp_path / 'after'}"])
     assert (run_dir / "results.parquet").is_file()
+    assert "evalkit: items: " in capsys.readouterr().err, "the items line is printed with report=false too"
 
     again = reanchor(root)
     assert again.returncode == 0 and "nothing stale" in again.stderr
