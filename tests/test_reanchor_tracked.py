@@ -63,14 +63,14 @@ def plan_edits(text: str, spans: list[tuple[int, int, str, tuple[str, ...]]], rn
         return False
 
     # a changed number whose text occurs elsewhere in the document (the silent wrong move of the old step)
-    for start, end, label, _ in rng.sample(spans, len(spans)):
+    for start, _end, label, _ in rng.sample(spans, len(spans)):
         numbers = [m for m in re.finditer(r"\d+", label) if text.count(m.group()) > 1]
         if numbers:
             m = numbers[0]
             add(start + m.start(), start + m.end(), str(int(m.group()) + 1), "number")
             break
     # a typo fixed inside a labelled answer (on an extractive set the span is the answer)
-    for start, end, label, _ in rng.sample(spans, len(spans)):
+    for start, _end, label, _ in rng.sample(spans, len(spans)):
         letters = [i for i, c in enumerate(label) if c.isalpha() and c.islower()]
         if len(label) >= 12 and letters:
             i = letters[len(letters) // 2]

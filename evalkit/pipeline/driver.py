@@ -139,9 +139,8 @@ def _before_work(build: Callable[[], T]) -> T:
 def write_review_of(run_dir: Path) -> None:
     """review.json: the report's intervals, comparisons, MDE and advice, computed once from the finished folder."""
     from evalkit.review import write_review  # imported when a run finishes: --help and config errors stay fast
-    from evalkit.run.review import read_review
-
     from evalkit.review.items import item_line
+    from evalkit.run.review import read_review
 
     write_review(run_dir)
     review = read_review(run_dir)
