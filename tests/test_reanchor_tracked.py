@@ -191,3 +191,24 @@ def test_a_changed_year_is_never_moved_onto_the_other_occurrence(tmp_path: Path)
     shutil.rmtree(root / HISTORY)
     (found,) = plan_reanchor(root).found
     assert found.status == "ambiguous" and found.proposal == (new.index("1943", 30), new.index("1943", 30) + 4)
+
+
+def test_a_damaged_history_copy_is_no_copy_and_a_read_only_set_keeps_none(tmp_path: Path) -> None:
+    from evalkit.labels.history import recall, recorded_sha256, remember
+    from evalkit.labels.load import read_documents
+    from tests.conftest import write_set
+
+    root = write_set(tmp_path / "s", {"a": "Alpha text here.\n"}, [])
+    documents = read_documents(root)
+    assert remember(root, documents) == ""
+    (sha,) = recorded_sha256(root).values()
+    assert recall(root, sha) == "Alpha text here.\n"
+    (root / HISTORY / f"{sha}.txt.gz").write_bytes(b"\x1f\x8bnot gzip")
+    assert recall(root, sha) is None  # a damaged copy is never taken for the document as labelled
+    shutil.rmtree(root / HISTORY)
+    root.chmod(0o555)
+    try:
+        note = remember(root, documents)
+    finally:
+        root.chmod(0o755)
+    assert note.startswith("note: no copy of the documents kept") or not (root / HISTORY).exists()

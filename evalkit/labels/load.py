@@ -88,8 +88,10 @@ def read_documents(path: str | Path) -> tuple[Document, ...]:
             raise LabelsetError(problems)
         return tuple(documents.values())
     documents_list = []
-    for file in sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith(".")):
+    for file in sorted(p for p in root.rglob("*") if p.is_file()):
         relative = file.relative_to(root)
+        if any(part.startswith(".") for part in relative.parts):  # hidden: .git, a set's .history/ copies
+            continue
         try:
             text = read_text(file)
         except UnicodeDecodeError as exc:
