@@ -118,7 +118,7 @@ def test_reanchor_on_the_demo_with_one_document_file_deleted_exits_2_naming_it(
 ) -> None:
     from tests.conftest import DEMO
 
-    root = Path(shutil.copytree(DEMO, tmp_path / "demo"))
+    root = Path(shutil.copytree(DEMO, tmp_path / "demo", ignore=shutil.ignore_patterns(".history")))
     record = json.loads((root / "docs.jsonl").read_text(encoding="utf-8").splitlines()[0])
     (root / record["path"]).unlink()
     assert main(["reanchor", str(root)]) == 2

@@ -92,7 +92,7 @@ def test_the_demo_set_edited_every_span_lands_at_its_true_offset(tmp_path: Path)
     from evalkit.curate.reanchor import plan_reanchor
     from tests.conftest import DEMO
 
-    root = Path(shutil.copytree(DEMO, tmp_path / "demo"))
+    root = Path(shutil.copytree(DEMO, tmp_path / "demo", ignore=shutil.ignore_patterns(".history")))
     records = [json.loads(line) for line in (root / "docs.jsonl").read_text(encoding="utf-8").splitlines()]
     edits = [
         lambda t: "Inserted note paragraph.\n\n" + t,
