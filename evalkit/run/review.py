@@ -23,9 +23,10 @@ from evalkit.run import files
 from evalkit.run.folder import RunError, read_json
 from evalkit.run.units import atomic_write
 
-SCHEMA = 3
+SCHEMA = 4
 """Version of review.json's shape and content (2: advice carries the gate's verdict; 3: item analysis, production
-logs, collapsed grid points, intervals that resample the run's clusters); another is recomputed."""
+logs, collapsed grid points, intervals that resample the run's clusters; 4: suspect gold's second signal, wrong gold
+or hard question); another is recomputed."""
 INPUTS = (files.MANIFEST, files.RESULTS, files.SUMMARY, files.RECOMMENDATION_JSON, files.CALIBRATION_TABLE,
           files.POSITION_SUMMARY, files.POSITION_ROWS, files.PRODUCTION_LOG_ROWS, files.PRODUCTION_LOG_JSON,
           files.CLUSTERS)  # fmt: skip
@@ -208,6 +209,17 @@ class ItemRow:
     n_configs: int
     reason: str
     """``negative``, ``upper_miss``, ``always``, ``never`` or ``constant``."""
+    doubt: str = ""
+    """Suspect gold only, the second signal (``scoring.gold_doubt``): ``wrong_span`` or ``wrong_document`` (a
+    passage elsewhere matches the question better: the gold is elsewhere), ``hard`` (the gold matches it as well as
+    anything retrieved: no config retrieves it); '' when the labelled set could not be read."""
+    gold_overlap: float = math.nan
+    """Share of the question's term weight the gold span's window holds."""
+    elsewhere_overlap: float = math.nan
+    """... that the best window elsewhere (the gold's document or a retrieved one) holds."""
+    elsewhere_doc_id: str = ""
+    gold_doc_retrieved: bool | None = None
+    """A gold document is among the documents the configs returned (None: not known)."""
 
 
 @dataclass(frozen=True)
