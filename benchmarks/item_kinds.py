@@ -17,6 +17,7 @@ elsewhere"), and the unplanted flags with their question and gold, to read by ha
 
     PYTHONPATH=. python benchmarks/item_kinds.py                  # squad2-en, 10 per kind, seed 7
     PYTHONPATH=. python benchmarks/item_kinds.py --set cmrc2018-zh --per-kind 8
+    PYTHONPATH=. python benchmarks/item_kinds.py --keep /tmp/ik   # keep the run; again: recompute its review only
 
 Reads ``../shared/labelsets`` (never writes there: the set is copied to a temporary folder).
 """
@@ -162,19 +163,27 @@ def main(argv: list[str] | None = None) -> int:
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="item-kinds-"))
     labelset = work / "set"
-    shutil.copytree(SHARED / args.set, labelset, ignore=shutil.ignore_patterns(".history"))
-    planted = plant(labelset, args.per_kind, args.seed)
     began = time.perf_counter()
-    overrides = [*GRID, f"labelset.path={labelset}", f"reports_dir={work / 'reports'}"]
-    with initialize_config_dir(version_base="1.3", config_dir=str(REPO / "conf")):
-        run_dir = sweep(compose(config_name="config", overrides=overrides))
+    done = sorted(p.parent for p in (work / "reports").glob("*/review.json")) if args.keep else []
+    if done:  # a kept run: its review computed again with the code as it is now, nothing swept
+        from evalkit.review.build import write_review
+
+        run_dir, planted = done[-1], json.loads((work / "planted.json").read_text(encoding="utf-8"))
+        write_review(run_dir, labelset=labelset)
+    else:
+        shutil.copytree(SHARED / args.set, labelset, ignore=shutil.ignore_patterns(".history"))
+        planted = plant(labelset, args.per_kind, args.seed)
+        (work / "planted.json").write_text(json.dumps(planted, indent=1), encoding="utf-8")
+        overrides = [*GRID, f"labelset.path={labelset}", f"reports_dir={work / 'reports'}"]
+        with initialize_config_dir(version_base="1.3", config_dir=str(REPO / "conf")):
+            run_dir = sweep(compose(config_name="config", overrides=overrides))
     seconds = time.perf_counter() - began
     review = json.loads((run_dir / "review.json").read_text(encoding="utf-8"))
     items = review["items"]
     figures = score(items["suspect"], planted)
     print(
         f"{args.set}: {figures['planted']} planted ({args.per_kind} per kind, seed {args.seed}), "
-        f"{items['n_questions']} questions x {items['n_configs']} configs on {items['measure']}, sweep {seconds:.0f} s"
+        f"{items['n_questions']} questions x {items['n_configs']} configs on {items['measure']}, {seconds:.0f} s"
     )
     print(json.dumps(figures, indent=1))
     questions = {

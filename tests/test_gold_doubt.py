@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from evalkit.scoring.gold_doubt import CONTEXT, FLOOR, MARGIN, doubt_gold, lexicon, terms
+from evalkit.scoring.gold_doubt import CONTEXT, FLOOR, RATIO, doubt_gold, lexicon, terms
 
 FILLER = "Nothing of note happened on that quiet day in the valley. " * 12  # > 2 x CONTEXT characters, no question term
 
@@ -31,9 +31,9 @@ def test_idf_is_bm25s_and_unseen_terms_weigh_most() -> None:
 
 
 def _set() -> dict[str, str]:
-    passage = "In 1884 Tesla sailed to New York and joined Edison Machine Works as an engineer. "
+    passage = "In 1884 Tesla sailed to New York and joined the company Edison Machine Works as an engineer. "
     return {
-        "a": FILLER + passage + FILLER + "The company built dynamos for the city. " + FILLER,
+        "a": FILLER + passage + FILLER + "The firm built dynamos for the city. " + FILLER,
         "b": FILLER + "Lighthouses guard the rocky northern coast. " + FILLER,
     }
 
@@ -54,14 +54,14 @@ def test_right_gold_reads_best_and_gold_elsewhere_is_told_by_kind() -> None:
     lex = lexicon(texts.values())
     right = doubt_gold(QUESTION, [_where(texts, "Edison Machine Works")], texts, ["a"], lex)
     assert right.kind == "hard" and right.gold_doc_retrieved
-    # The gold window holds every question term but "which", "company" and "did" ("company" is further on).
+    # The gold window holds every question term but "which" and "did" ("joined" stems to "join").
     weights = {t: lex.weight(t) for _, t in terms(QUESTION)}
-    held = {"tesla", "join", "in", "new", "york", "1884"} & set(weights)
+    held = {"tesla", "join", "in", "new", "york", "1884", "company"}
     assert right.gold_overlap == pytest.approx(sum(weights[t] for t in held) / sum(weights.values()))
     # Gold moved to the far sentence of the same document: its own document's passage matches better.
     same = doubt_gold(QUESTION, [_where(texts, "dynamos")], texts, ["a"], lex)
     assert same.kind == "wrong_span" and same.elsewhere_doc_id == "a"
-    assert same.elsewhere_overlap >= FLOOR and same.elsewhere_overlap - same.gold_overlap >= MARGIN
+    assert same.elsewhere_overlap >= FLOOR and same.elsewhere_overlap >= RATIO * same.gold_overlap
     # Gold moved to another document the configs never return; they return "a", where the question's passage is.
     other = doubt_gold(QUESTION, [_where(texts, "Lighthouses")], texts, ["a"], lex)
     assert other.kind == "wrong_document" and other.elsewhere_doc_id == "a" and not other.gold_doc_retrieved

@@ -56,8 +56,9 @@ def _note(items: ItemAnalysis) -> str:
         f"27%; the upper group finds {fmt.pct(items.upper_rest)} of the set). r: item-rest correlation across "
         "configs (point-biserial for hit). Suspect gold: r < 0 with the lower group scoring higher, or the upper "
         "group scoring it at most 10%. Second signal: the share of the question's term weight (IDF) the gold's "
-        "window holds against the best window elsewhere in its document or in the documents retrieved; 20 points "
-        "more elsewhere says the gold is elsewhere, else the question is hard. Check the gold span first: "
+        "window holds against the best window elsewhere in its document or in the documents retrieved: at least 50% "
+        "elsewhere and three times the gold's says the gold is elsewhere, else the question is hard. Check the "
+        "gold span first: "
         "python -m evalkit.labels queue --suspect RUN_DIR [SET] sends these questions to the annotation page."
     )
 
