@@ -104,6 +104,27 @@ def test_too_few_configs_give_no_analysis() -> None:
     assert "needs at least 8 configs" in found.skipped
 
 
+def test_the_stuffed_gold_documents_answer_is_kept_only_when_it_is_another_answer() -> None:
+    from evalkit.review.items import stuffed_answers
+
+    rows = pd.DataFrame(
+        [
+            # q1: every stuffed answer wrong, none a refusal: another answer; its retrieve-5 row does not count
+            ("q1", "stuff", True, "1944", False, False),
+            ("q1", "stuff", True, "1945", False, False),
+            ("q1", "retrieve-5", True, "1943", True, False),
+            ("q2", "stuff", True, "1943", True, False),  # right once: the gold is what the document says
+            ("q2", "stuff", True, "1944", False, False),
+            ("q3", "stuff", True, "I cannot tell", False, True),  # a refusal is no other answer
+            ("q4", "stuff", False, "", pd.NA, False),  # not sent (did not fit): nothing said
+            ("q5", "retrieve-5", True, "x", False, False),  # not stuffed
+        ],
+        columns=["question_id", "arm", "sent", "answer", "correct", "refused"],
+    ).astype({"correct": "boolean", "refused": "boolean"})
+    assert stuffed_answers(rows) == {"q1": "1944"}
+    assert stuffed_answers(None) == {} and stuffed_answers(rows.drop(columns="refused")) == {}
+
+
 # ----- planted wrong labels, a real sweep -----------------------------------------------------------------
 
 

@@ -185,7 +185,7 @@ def compute_review(run: Run, statistics: Statistics | None = None, labelset: Pat
         ),
         calibration=advice_cells(run.calibration),
         min_auc=MIN_AUC,
-        items=items_of(run.results, metric, run.root, labelled),
+        items=items_of(run.results, metric, run.root, labelled, run.position_rows),
         production_log=logged_scores(run, baseline_id, focus_id, statistics),
         collapsed=collapsed(run.summary),
         collapsed_text=collapsed_line(collapsed(run.summary), len(run.summary)) or "",

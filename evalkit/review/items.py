@@ -45,10 +45,31 @@ def retrieved_documents(
     return out
 
 
+def stuffed_answers(rows: pd.DataFrame | None) -> dict[str, str]:
+    """Per question, the model's answer with the gold's whole document stuffed (position arm ``stuff``), when every
+    such answer that was sent and scored is wrong and none is a refusal: an answer other than the gold."""
+    needed = {"question_id", "arm", "sent", "answer", "correct", "refused"}
+    if rows is None or rows.empty or not needed <= set(rows.columns):
+        return {}
+    stuffed = rows[(rows["arm"] == "stuff") & rows["sent"].fillna(False).astype(bool) & rows["correct"].notna()]
+    out: dict[str, str] = {}
+    for qid, group in stuffed.groupby("question_id", sort=True):
+        correct, refused = group["correct"].astype(bool), group["refused"].fillna(False).astype(bool)
+        if not correct.any() and not refused.any():
+            out[str(qid)] = str(group["answer"].iloc[0])
+    return out
+
+
 def with_doubts(
-    rows: tuple[ItemRow, ...], labelset: LabelledSet, retrieved: Mapping[str, Sequence[str]]
+    rows: tuple[ItemRow, ...],
+    labelset: LabelledSet,
+    retrieved: Mapping[str, Sequence[str]],
+    answered: Mapping[str, str] | None = None,
 ) -> tuple[ItemRow, ...]:
-    """The suspect rows with their second signal (rows whose question or gold documents are unread stay as they are)."""
+    """The suspect rows with their second signal (rows whose question or gold documents are unread stay as they are),
+    and ``answered``'s answer from the stuffed gold document where there is one."""
+    answered = answered or {}
+    rows = tuple(replace(r, stuffed_answer=answered.get(r.question_id, "")) for r in rows)
     if not rows or not labelset.texts:
         return rows
     lex = lexicon(labelset.texts.values())
@@ -69,10 +90,12 @@ def items_of(
     primary: str,
     run_dir: Path | None = None,
     labelset: LabelledSet | None = None,
+    position_rows: pd.DataFrame | None = None,
 ) -> ItemAnalysis:
     """Item analysis of every question across every config of ``results`` on measure ``primary``.
 
-    With the run folder and its labelled set, suspect gold carries the second signal (gold elsewhere or hard).
+    With the run folder and its labelled set, suspect gold carries the second signal (gold elsewhere or hard); with
+    the position experiment's rows, the model's other answer from the stuffed gold document.
     """
     found = item_analysis(results, measure(primary))
     suspect = tuple(_row(s) for s in found.suspect)
@@ -80,7 +103,7 @@ def items_of(
         top_k = int(results["top_k"].max()) if "top_k" in results and len(results) else 1
         chunkings = sorted(str(c) for c in results["chunking"].unique()) if "chunking" in results else []
         retrieved = retrieved_documents(run_dir, chunkings, [s.question_id for s in suspect], top_k)
-        suspect = with_doubts(suspect, labelset, retrieved)
+        suspect = with_doubts(suspect, labelset, retrieved, stuffed_answers(position_rows))
     return ItemAnalysis(
         measure=found.measure,
         n_configs=found.n_configs,

@@ -220,6 +220,10 @@ class ItemRow:
     elsewhere_doc_id: str = ""
     gold_doc_retrieved: bool | None = None
     """A gold document is among the documents the configs returned (None: not known)."""
+    stuffed_answer: str = ""
+    """When the position experiment answered the question with the gold's whole document stuffed (arm ``stuff``):
+    the model's answer if every such answer was scored wrong and none was a refusal ('' otherwise). Shown beside
+    the verdict, not part of it: how often it points at wrong gold depends on the model (measured in the README)."""
 
 
 @dataclass(frozen=True)

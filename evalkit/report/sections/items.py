@@ -46,7 +46,8 @@ def _why(row: ItemRow) -> str:
     if not row.doubt:
         return why
     overlap = f"question terms: gold {fmt.pct(row.gold_overlap)}, elsewhere {fmt.pct(row.elsewhere_overlap)}"
-    return f"{why}; {DOUBT.get(row.doubt, row.doubt)} ({overlap})"
+    said = f"; with its gold's whole document the model answered {row.stuffed_answer!r}" if row.stuffed_answer else ""
+    return f"{why}; {DOUBT.get(row.doubt, row.doubt)} ({overlap}){said}"
 
 
 def _note(items: ItemAnalysis) -> str:
