@@ -210,20 +210,15 @@ class ItemRow:
     reason: str
     """``negative``, ``upper_miss``, ``always``, ``never`` or ``constant``."""
     doubt: str = ""
-    """Suspect gold only, the second signal (``scoring.gold_doubt``): ``wrong_span`` or ``wrong_document`` (a
-    passage elsewhere matches the question better: the gold is elsewhere), ``hard`` (the gold matches it as well as
-    anything retrieved: no config retrieves it); '' when the labelled set could not be read."""
+    """Suspect gold's second signal (``scoring.gold_doubt.KINDS``; '' when the labelled set could not be read)."""
     gold_overlap: float = math.nan
-    """Share of the question's term weight the gold span's window holds."""
+    """Share of the question's term weight in the gold's window; ``elsewhere_overlap``: in the best window elsewhere."""
     elsewhere_overlap: float = math.nan
-    """... that the best window elsewhere (the gold's document or a retrieved one) holds."""
     elsewhere_doc_id: str = ""
     gold_doc_retrieved: bool | None = None
-    """A gold document is among the documents the configs returned (None: not known)."""
     stuffed_answer: str = ""
-    """When the position experiment answered the question with the gold's whole document stuffed (arm ``stuff``):
-    the model's answer if every such answer was scored wrong and none was a refusal ('' otherwise). Shown beside
-    the verdict, not part of it: how often it points at wrong gold depends on the model (measured in the README)."""
+    """The model's answer with the gold's whole document stuffed (position arm ``stuff``) when every such answer was wrong
+    and none a refusal; shown beside the verdict, not part of it."""
 
 
 @dataclass(frozen=True)
