@@ -216,6 +216,11 @@ def test_planted_wrong_labels_are_suspect_gold(planted_run: tuple[Path, Path, di
     suspect_part = section[: section.index("Never discriminating")]
     for qid in flagged:
         assert f"<td>{qid}</td>" in suspect_part, qid
+    # Each with its second signal, gold elsewhere listed first.
+    doubts = [s.doubt for s in items.suspect]
+    assert all(d in ("wrong_span", "wrong_document", "hard") for d in doubts)
+    assert doubts == sorted(doubts, key=lambda d: d == "hard")
+    assert suspect_part.count("gold elsewhere: ") == sum(d != "hard" for d in doubts) > 0
     assert f"evalkit: items: {len(flagged)} suspect gold" in stderr, stderr[-2000:]
 
 
@@ -241,8 +246,10 @@ def test_the_queue_command_sends_suspect_gold_to_the_annotation_page(
     questions = {
         q["id"]: q for q in map(json.loads, (labelset / "questions.jsonl").read_text(encoding="utf-8").splitlines())
     }
+    doubts = {s.question_id: s.doubt for s in review.items.suspect}
     for item in queued:
         assert item.tags["suspect_gold"] is True and item.tags["flagged_in"] == run_dir.name
+        assert item.tags["item_doubt"] == doubts[item.id]
         gold = [(s["doc_id"], s["start"], s["end"]) for s in questions[item.id]["evidence"]]
         assert [(s.doc_id, s.start, s.end) for s in item.proposed] == gold, "the doubted gold is proposed"
         assert item.returned, "the focus config's chunks are shown beside it"
@@ -335,6 +342,7 @@ def test_the_second_signal_tells_wrong_gold_from_hard_questions_on_squad(
     assert len(caught) == 8 and len(told) >= 5
     assert figures["elsewhere_precision"] >= 0.8 and figures["elsewhere_precision"] > 2 * figures["flag_precision"]
     assert figures["hard_unplanted"] >= figures["hard"] - 3  # what it calls hard is mostly not planted
+    assert [s.doubt == "hard" for s in suspect] == sorted(s.doubt == "hard" for s in suspect), "elsewhere first"
     # ... and the console says which is which.
     elsewhere = figures["elsewhere"]
     assert f"suspect gold ({elsewhere} gold elsewhere, {figures['hard']} hard: no config retrieves it)" in stderr

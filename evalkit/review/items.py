@@ -104,6 +104,8 @@ def items_of(
         chunkings = sorted(str(c) for c in results["chunking"].unique()) if "chunking" in results else []
         retrieved = retrieved_documents(run_dir, chunkings, [s.question_id for s in suspect], top_k)
         suspect = with_doubts(suspect, labelset, retrieved, stuffed_answers(position_rows))
+        # Gold elsewhere first (the likely wrong labels), then the hard questions; each in the statistics' order.
+        suspect = tuple(sorted(suspect, key=lambda s: s.doubt not in ("wrong_span", "wrong_document")))
     return ItemAnalysis(
         measure=found.measure,
         n_configs=found.n_configs,
