@@ -209,3 +209,33 @@ def test_a_damaged_history_copy_is_no_copy_and_a_read_only_set_keeps_none(tmp_pa
     (root / HISTORY).write_text("a file where the folder should be")  # as root, chmod would not stop a write
     note = remember(root, documents)
     assert note.startswith(f"note: no copy of the documents kept in {root / HISTORY}") and "--before" in note
+
+
+def test_a_span_that_still_reads_right_in_a_changed_document_is_checked_and_moved(tmp_path: Path) -> None:
+    """The issue's second case: another occurrence shifted onto the span's old offsets, so the label still reads
+    right there; the document's sha256 changed, so its surroundings are checked and the label follows its own."""
+    from tests.conftest import write_set
+
+    old = "In 1943 war. In 1943 peace.\n"
+    new = "Preface text " + old  # 13 characters: the war sentence's 1943 now sits where the peace one was
+    start = old.index("1943", 5)
+    assert new[start : start + 4] == "1943"
+    record = {
+        "id": "q1",
+        "question": "When was peace?",
+        "answer": "1943",
+        "answers": ["1943"],
+        "answerable": True,
+        "evidence": [{"doc_id": "d", "start": start, "end": start + 4, "text": "1943"}],
+        "evidence_mode": "any",
+        "tags": {"lang": "en"},
+    }
+    root = write_set(tmp_path / "s", {"d": old}, [record])
+    assert labels("validate", str(root)).returncode == 0
+    (root / "docs" / "d.md").write_text(new, encoding="utf-8", newline="")
+    (found,) = plan_reanchor(root).found
+    assert (found.status, found.start, found.end) == ("moved", start + 13, start + 17), found
+    # Without the document as labelled nothing can check it: it is counted unchecked, never called unchanged.
+    shutil.rmtree(root / HISTORY)
+    plan = plan_reanchor(root)
+    assert plan.counts()["unchecked"] == 1 and not [f for f in plan.found if f.status in ("unchanged", "moved")]
