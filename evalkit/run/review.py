@@ -217,8 +217,8 @@ class ItemRow:
     elsewhere_doc_id: str = ""
     gold_doc_retrieved: bool | None = None
     stuffed_answer: str = ""
-    """The model's answer with the gold's whole document stuffed (position arm ``stuff``) when every such answer was wrong
-    and none a refusal; shown beside the verdict, not part of it."""
+    """The model's answer with the gold's whole document stuffed (position arm ``stuff``) when all such answers were
+    wrong, none a refusal; shown beside the verdict, not part of it."""
 
 
 @dataclass(frozen=True)
