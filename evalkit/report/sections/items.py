@@ -46,6 +46,8 @@ def _why(row: ItemRow) -> str:
     if not row.doubt:
         return why
     overlap = f"question terms: gold {fmt.pct(row.gold_overlap)}, elsewhere {fmt.pct(row.elsewhere_overlap)}"
+    if row.gold_doc_retrieved is not None:
+        overlap += "; its document retrieved" if row.gold_doc_retrieved else "; its document never retrieved"
     said = f"; with its gold's whole document the model answered {row.stuffed_answer!r}" if row.stuffed_answer else ""
     return f"{why}; {DOUBT.get(row.doubt, row.doubt)} ({overlap}){said}"
 
