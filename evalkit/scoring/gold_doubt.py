@@ -37,6 +37,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 __all__ = ["CONTEXT", "FLOOR", "KINDS", "RATIO", "GoldDoubt", "Lexicon", "doubt_gold", "lexicon", "terms"]
 
@@ -76,6 +77,12 @@ def terms(text: str) -> list[tuple[int, str]]:
         out.extend((m.start() + i, run[i : i + 2]) for i in range(max(len(run) - 1, 1)))
     out.sort()
     return out
+
+
+@lru_cache(maxsize=512)
+def _document_terms(text: str) -> tuple[tuple[int, str], ...]:
+    """:func:`terms` of a document, kept: every suspect question slides its windows over the same few documents."""
+    return tuple(terms(text))
 
 
 @dataclass(frozen=True)
@@ -159,7 +166,7 @@ def doubt_gold(
     best, best_doc = 0.0, ""
     for doc_id in dict.fromkeys([*gold_docs, *(d for d in retrieved if d in texts)]):
         taken = covered.get(doc_id, [])
-        for start, found in _windows(terms(texts[doc_id]), length, len(texts[doc_id])):
+        for start, found in _windows(_document_terms(texts[doc_id]), length, len(texts[doc_id])):
             if any(start < b and a < start + length for a, b in taken):
                 continue
             cov = _coverage(weights, total, found)
