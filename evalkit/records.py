@@ -325,6 +325,17 @@ class ItemStats:
     reason: str
     """Why it is listed: ``negative``, ``upper_miss``, ``always`` (every config right), ``never`` (every config
     wrong) or ``constant``."""
+    doubt: str = ""
+    """Suspect gold's second signal (``scoring.gold_doubt.KINDS``: the gold elsewhere, or a hard question); ''
+    before the review reads the labelled set, or when it could not."""
+    gold_overlap: float = math.nan
+    """Share of the question's term weight in the gold's window; ``elsewhere_overlap``: in the best window elsewhere."""
+    elsewhere_overlap: float = math.nan
+    elsewhere_doc_id: str = ""
+    gold_doc_retrieved: bool | None = None
+    stuffed_answer: str = ""
+    """The model's answer with the gold's whole document stuffed (position arm ``stuff``) when all such answers were
+    wrong, none a refusal; shown beside the verdict, not part of it."""
 
 
 @dataclass(frozen=True)

@@ -200,7 +200,7 @@ def _execute(plan: SweepPlan, labelset: LabelSet, record: dict[str, Any]) -> Pat
 
 def _write_report(run_dir: Path, plan: SweepPlan) -> None:
     from evalkit.pipeline.errors import describe_os_error, is_disk_error
-    from evalkit.review import items_line, write_report  # review.json is the pipeline's; a --compare: computed
+    from evalkit.review import write_report  # review.json is the pipeline's; a --compare: computed
 
     try:
         html = write_report(run_dir, compare=plan.options.compare, progress=plan.options.progress)
@@ -210,9 +210,6 @@ def _write_report(run_dir: Path, plan: SweepPlan) -> None:
         where = describe_os_error(exc, run_dir, plan.options.cache_path)
         fail([f"{where}; the run is complete but its report is not; python -m evalkit.report {run_dir} writes it"])
     print(f"evalkit: report {html}", file=sys.stderr)
-    line = items_line(run_dir)
-    if line is not None:
-        print(f"evalkit: {line}", file=sys.stderr)
 
 
 def _check_tracker(tracker: TrackerSettings, plan: SweepPlan) -> None:

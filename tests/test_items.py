@@ -25,7 +25,7 @@ from evalkit.labels.load import read_documents
 from evalkit.run.review import read_review
 from evalkit.scoring.items import MIN_CONFIGS, item_analysis
 from evalkit.scoring.registry import measure
-from tests.conftest import REPO, demo_subset
+from tests.conftest import REPO, demo_subset, shared_set
 from tests.test_sweep import run_in_process
 
 GRID = [
@@ -102,6 +102,27 @@ def test_too_few_configs_give_no_analysis() -> None:
     found = item_analysis(few, measure("hit"))
     assert found.suspect == () and found.never_discriminating == ()
     assert "needs at least 8 configs" in found.skipped
+
+
+def test_the_stuffed_gold_documents_answer_is_kept_only_when_it_is_another_answer() -> None:
+    from evalkit.review.items import stuffed_answers
+
+    rows = pd.DataFrame(
+        [
+            # q1: every stuffed answer wrong, none a refusal: another answer; its retrieve-5 row does not count
+            ("q1", "stuff", True, "1944", False, False),
+            ("q1", "stuff", True, "1945", False, False),
+            ("q1", "retrieve-5", True, "1943", True, False),
+            ("q2", "stuff", True, "1943", True, False),  # right once: the gold is what the document says
+            ("q2", "stuff", True, "1944", False, False),
+            ("q3", "stuff", True, "I cannot tell", False, True),  # a refusal is no other answer
+            ("q4", "stuff", False, "", pd.NA, False),  # not sent (did not fit): nothing said
+            ("q5", "retrieve-5", True, "x", False, False),  # not stuffed
+        ],
+        columns=["question_id", "arm", "sent", "answer", "correct", "refused"],
+    ).astype({"correct": "boolean", "refused": "boolean"})
+    assert stuffed_answers(rows) == {"q1": "1944"}
+    assert stuffed_answers(None) == {} and stuffed_answers(rows.drop(columns="refused")) == {}
 
 
 # ----- planted wrong labels, a real sweep -----------------------------------------------------------------
@@ -195,6 +216,11 @@ def test_planted_wrong_labels_are_suspect_gold(planted_run: tuple[Path, Path, di
     suspect_part = section[: section.index("Never discriminating")]
     for qid in flagged:
         assert f"<td>{qid}</td>" in suspect_part, qid
+    # Each with its second signal, gold elsewhere listed first.
+    doubts = [s.doubt for s in items.suspect]
+    assert all(d in ("wrong_span", "wrong_document", "hard") for d in doubts)
+    assert doubts == sorted(doubts, key=lambda d: d == "hard")
+    assert suspect_part.count("gold elsewhere: ") == sum(d != "hard" for d in doubts) > 0
     assert f"evalkit: items: {len(flagged)} suspect gold" in stderr, stderr[-2000:]
 
 
@@ -220,8 +246,10 @@ def test_the_queue_command_sends_suspect_gold_to_the_annotation_page(
     questions = {
         q["id"]: q for q in map(json.loads, (labelset / "questions.jsonl").read_text(encoding="utf-8").splitlines())
     }
+    doubts = {s.question_id: s.doubt for s in review.items.suspect}
     for item in queued:
         assert item.tags["suspect_gold"] is True and item.tags["flagged_in"] == run_dir.name
+        assert item.tags["item_doubt"] == doubts[item.id]
         gold = [(s["doc_id"], s["start"], s["end"]) for s in questions[item.id]["evidence"]]
         assert [(s.doc_id, s.start, s.end) for s in item.proposed] == gold, "the doubted gold is proposed"
         assert item.returned, "the focus config's chunks are shown beside it"
@@ -244,3 +272,77 @@ def test_the_queue_command_refuses_bad_input(
     assert "--suspect" in nothing.stderr
     missing = _labels("queue", "--suspect", str(tmp_path / "no-run"))
     assert missing.returncode == 2 and "not a folder" in missing.stderr and "Traceback" not in missing.stderr
+
+
+# ----- the second signal on a real shared set: gold elsewhere vs a hard question ----------------------------
+
+SQUAD_DOCS = 40
+SQUAD_PER_KIND = 4
+
+
+def _cut(source: Path, root: Path, n_docs: int) -> Path:
+    """The first ``n_docs`` documents of a shared set and the questions that cite only them (a copy)."""
+    docs = [json.loads(line) for line in (source / "docs.jsonl").read_text(encoding="utf-8").splitlines()][:n_docs]
+    kept = {d["doc_id"] for d in docs}
+    for doc in docs:
+        (root / doc["path"]).parent.mkdir(parents=True, exist_ok=True)
+        (root / doc["path"]).write_bytes((source / doc["path"]).read_bytes())
+    (root / "docs.jsonl").write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
+    questions = []
+    for line in (source / "questions.jsonl").read_text(encoding="utf-8").splitlines():
+        q = json.loads(line)
+        cited = {s["doc_id"] for s in q["evidence"] + q.get("source_passage", [])}
+        if cited and cited <= kept:
+            questions.append(line + "\n")
+    (root / "questions.jsonl").write_text("".join(questions), encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def squad_planted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], str]:
+    """(run folder, planted id -> kind, the sweep's stderr) on a cut of squad2-en with three kinds planted."""
+    from benchmarks.item_kinds import GRID as BENCH_GRID
+    from benchmarks.item_kinds import plant
+
+    root = tmp_path_factory.mktemp("squad-planted")
+    labelset = _cut(shared_set("squad2-en"), root / "set", SQUAD_DOCS)
+    planted = plant(labelset, SQUAD_PER_KIND, seed=7)
+    capture = root / "stderr.txt"
+    stream = capture.open("w", encoding="utf-8")
+    saved, sys.stderr = sys.stderr, stream
+    try:
+        run_dir = run_in_process([*BENCH_GRID, f"labelset.path={labelset}", f"reports_dir={root / 'reports'}"])
+    finally:
+        sys.stderr = saved
+        stream.close()
+    return run_dir, planted, capture.read_text(encoding="utf-8")
+
+
+def test_the_second_signal_tells_wrong_gold_from_hard_questions_on_squad(
+    squad_planted: tuple[Path, dict[str, str], str],
+) -> None:
+    from benchmarks.item_kinds import score
+
+    run_dir, planted, stderr = squad_planted
+    assert sorted(planted.values()).count("near_miss") == SQUAD_PER_KIND and len(planted) == 3 * SQUAD_PER_KIND
+    review = read_review(run_dir)
+    assert review is not None and review.items is not None
+    suspect = review.items.suspect
+    assert suspect and all(s.doubt in ("wrong_span", "wrong_document", "hard") for s in suspect)
+    figures = score([{"question_id": s.question_id, "doubt": s.doubt} for s in suspect], planted)
+    caught = [s for s in suspect if planted.get(s.question_id, "near_miss") != "near_miss"]
+    told = [s for s in caught if s.doubt in ("wrong_span", "wrong_document")]
+    print(
+        figures,
+        [(planted[s.question_id], s.doubt, round(s.gold_overlap, 2), round(s.elsewhere_overlap, 2)) for s in caught],
+    )
+    # Measured at this seed (40 documents, 502 answerable questions, 48 configs): item analysis flags 23, 9 of
+    # them planted (4/4 other-document, 4/4 same-document, 1/4 near-miss); the second signal calls 6 of them "gold
+    # elsewhere", all 6 planted (3 other-document, 2 same-document, 1 near-miss), and 17 "hard", 14 unplanted.
+    assert len(caught) == 8 and len(told) >= 5
+    assert figures["elsewhere_precision"] >= 0.8 and figures["elsewhere_precision"] > 2 * figures["flag_precision"]
+    assert figures["hard_unplanted"] >= figures["hard"] - 3  # what it calls hard is mostly not planted
+    assert [s.doubt == "hard" for s in suspect] == sorted(s.doubt == "hard" for s in suspect), "elsewhere first"
+    # ... and the console says which is which.
+    elsewhere = figures["elsewhere"]
+    assert f"suspect gold ({elsewhere} gold elsewhere, {figures['hard']} hard: no config retrieves it)" in stderr

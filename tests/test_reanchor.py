@@ -21,9 +21,11 @@ from pathlib import Path
 import pytest
 
 from evalkit.curate.queue import read_queue
+from evalkit.curate.reanchor import FUZZY_FLOOR
+from evalkit.labels.__main__ import main
+from evalkit.labels.history import HISTORY
 from evalkit.labels.parse import load_documents
 from evalkit.labels.read import read_set
-from evalkit.labels.reanchor import FUZZY_FLOOR
 from evalkit.labels.validate import validate
 from tests.conftest import REPO, evidence, write_set
 from tests.test_sweep import run_in_process
@@ -146,8 +148,8 @@ QUESTIONS = [
         "tags": {"lang": "en"},
     },
 ]
-RESTORED = {"q-insert", "q-reflow", "q-zh", "q-nfd", "q-typo", "q-zh-typo"}
-QUEUED = {"q-deleted": "lost", "q-dup": "ambiguous", "q-number": "lost", "q-multi": "lost"}
+RESTORED = {"q-insert", "q-reflow", "q-zh", "q-nfd", "q-dup", "q-typo", "q-zh-typo"}
+QUEUED = {"q-deleted": "lost", "q-number": "lost", "q-multi": "lost"}
 
 
 def edit_documents(root: Path) -> None:
@@ -165,9 +167,16 @@ def lines_by_id(path: Path) -> dict[str, str]:
     return {json.loads(line)["id"]: line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()}
 
 
+def write_kept(root: Path, docs: dict[str, str], questions: list[dict]) -> Path:
+    """A set written and validated through the CLI, which keeps the documents as labelled in ``.history/``."""
+    write_set(root, docs, questions)
+    assert main(["validate", str(root)]) == 0 and (root / HISTORY).is_dir()
+    return root
+
+
 @pytest.fixture
 def edited_set(tmp_path: Path) -> Path:
-    root = write_set(tmp_path / "quarterly", BEFORE, QUESTIONS)
+    root = write_kept(tmp_path / "quarterly", BEFORE, QUESTIONS)
     assert validate(root).ok and not validate(root).warnings
     edit_documents(root)
     return root
@@ -203,11 +212,14 @@ def test_the_edited_set_is_refused_then_reanchored_and_swept(
     done = reanchor(root)
     assert done.returncode == 1, done.stderr  # written, but some spans need a person
     assert "Traceback" not in done.stderr
-    assert "11 stale span(s): 7 moved (exact 2, normalised 3, fuzzy 2, context 0), 1 ambiguous, 3 lost" in done.stdout
-    assert "6 question(s) rewritten in questions.jsonl; 4 moved to queue.jsonl" in done.stdout
+    assert (
+        "11 span(s) looked at (11 stale): 0 unchanged (checked), 8 moved (context 6, exact 0, normalised 0, "
+        "fuzzy 2), 0 ambiguous, 3 lost, 0 proposed" in done.stdout
+    )
+    assert "7 question(s) rewritten in questions.jsonl; 3 moved to queue.jsonl" in done.stdout
     old, new = LIMITS.index(ANSWER), AFTER["limits"].index(ANSWER)
     assert (
-        f"q-insert evidence[0] limits [{old}:{old + len(ANSWER)}] -> [{new}:{new + len(ANSWER)}] exact" in done.stdout
+        f"q-insert evidence[0] limits [{old}:{old + len(ANSWER)}] -> [{new}:{new + len(ANSWER)}] context" in done.stdout
     )
 
     after = lines_by_id(root / "questions.jsonl")
@@ -227,13 +239,14 @@ def test_the_edited_set_is_refused_then_reanchored_and_swept(
     assert moved["q-reflow"] == REFLOW_SENTENCE.replace("200 ", "200\n").replace("30 ", "30\n")
     assert moved["q-zh"] == "住宿标准为每晚不超过六\n百元，超出部分\n由个人承担。"
     assert moved["q-nfd"] == unicodedata.normalize("NFD", FR_ANSWER)
+    assert moved["q-dup"] == DUPLICATED
+    assert json.loads(after["q-dup"])["evidence"][0]["start"] == SECURITY_EDITED.rindex(DUPLICATED)  # not the copy
     assert moved["q-typo"] == TYPO.replace("buisness", "business")
     assert moved["q-zh-typo"] == ZH_TYPO.replace("工作曰", "工作日")
 
     items, problems = read_queue(root, documents)
     assert not problems and {i.id: i.tags["reanchor"] for i in items} == QUEUED
     by_id = {i.id: i for i in items}
-    assert "at 2 places" in by_id["q-dup"].tags["reanchor_note"]
     assert "numbers differ ('500' -> '800')" in by_id["q-number"].tags["reanchor_note"]
     assert by_id["q-deleted"].question == "How long are deleted tickets kept?" and not by_id["q-deleted"].proposed
     # the multi-hop question keeps its moved span as a proposal; its lost one is the annotator's to find
@@ -244,9 +257,9 @@ def test_the_edited_set_is_refused_then_reanchored_and_swept(
     report = json.loads(report_path.read_text(encoding="utf-8"))
     assert report["fuzzy_floor"] == FUZZY_FLOOR and report["counts"]["fuzzy"] == 2
     assert {q["id"] for q in report["queued"]} == set(QUEUED)
-    assert json.loads(next(q for q in report["queued"] if q["id"] == "q-dup")["original_line"]) == QUESTIONS[5]
+    assert json.loads(next(q for q in report["queued"] if q["id"] == "q-number")["original_line"]) == QUESTIONS[8]
     methods = {(s["question_id"], s["field"]): (s["status"], s["method"]) for s in report["spans"]}
-    assert methods[("q-zh", "evidence[0]")] == ("moved", "normalised")
+    assert methods[("q-zh", "evidence[0]")] == ("moved", "context")
     assert methods[("q-zh-typo", "evidence[0]")] == ("moved", "fuzzy")
 
     check = validate(root)
@@ -257,8 +270,10 @@ def test_the_edited_set_is_refused_then_reanchored_and_swept(
         text = AFTER[record["doc_id"]]
         assert record["sha256"] == hashlib.sha256(text.encode("utf-8")).hexdigest()
 
+    capsys.readouterr()
     run_dir = run_in_process([*SWEEP, f"labelset.path={root}", f"reports_dir={tmp_path / 'after'}"])
     assert (run_dir / "results.parquet").is_file()
+    assert "evalkit: items: " in capsys.readouterr().err, "the items line is printed with report=false too"
 
     again = reanchor(root)
     assert again.returncode == 0 and "nothing stale" in again.stderr
@@ -269,12 +284,12 @@ def test_dry_run_writes_nothing_and_json_reports(edited_set: Path) -> None:
     done = reanchor(edited_set, "--dry-run", "--json")
     assert done.returncode == 1 and "dry run: nothing written" in done.stderr
     report = json.loads(done.stdout)
-    assert report["counts"]["moved"] == 7 and report["counts"]["questions_queued"] == 4
+    assert report["counts"]["moved"] == 8 and report["counts"]["questions_queued"] == 3
     assert {p: p.read_bytes() for p in edited_set.rglob("*") if p.is_file()} == before
 
 
 def test_every_span_found_exits_0(tmp_path: Path) -> None:
-    root = write_set(tmp_path / "moved", {"limits": LIMITS}, [QUESTIONS[0]])
+    root = write_kept(tmp_path / "moved", {"limits": LIMITS}, [QUESTIONS[0]])
     (root / "docs" / "limits.md").write_text(INSERTED + LIMITS, encoding="utf-8")
     done = reanchor(root)
     assert done.returncode == 0, done.stderr
@@ -297,21 +312,25 @@ def test_a_set_labelled_in_the_annotation_page_keeps_the_moved_spans(tmp_path: P
     docs = {"limits": LIMITS, "security": SECURITY, "plans": PLANS}
     root = write_set(tmp_path / "paged", docs, [])
     write_queue(root, [QueueItem("q-insert", "What burst?"), QueueItem("q-dup", "When?"), QueueItem("q-no", "Free?")])
-    store = AnnotationStore(root)
-    for qid, doc_id, text in (("q-insert", "limits", ANSWER), ("q-dup", "security", DUPLICATED)):
+    store = AnnotationStore(root)  # the page keeps the documents as it labels them (.history/)
+    spans = (("q-insert", "limits", ANSWER), ("q-dup", "security", DUPLICATED), ("q-no", "plans", NUMBER))
+    for qid, doc_id, text in spans:
         store.edit(qid, "add_span", evidence(doc_id, docs[doc_id], text))
     edit_documents(root)
 
     done = reanchor(root)
     assert done.returncode == 1, done.stderr
     store = AnnotationStore(root)  # opening the page again rewrites questions.jsonl from its state
-    (line,) = lines_by_id(root / "questions.jsonl").values()
-    (moved,) = json.loads(line)["evidence"]
+    lines = lines_by_id(root / "questions.jsonl")
+    assert set(lines) == {"q-insert", "q-dup"}
+    (moved,) = json.loads(lines["q-insert"])["evidence"]
     assert moved["start"] == AFTER["limits"].index(ANSWER) and moved["text"] == ANSWER
+    (moved,) = json.loads(lines["q-dup"])["evidence"]
+    assert moved["start"] == SECURITY_EDITED.rindex(DUPLICATED)  # the page's own span, not the copy above it
     entries, _, base = store.snapshot()
-    assert "q-dup" not in entries and "q-dup" not in base, "the page asks for q-dup again"
+    assert "q-no" not in entries and "q-no" not in base, "the page asks for q-no again"
     assert [i.id for i in store.items] == ["q-insert", "q-dup", "q-no"]  # replaced in place, nothing appended
-    assert store.item("q-dup").tags["reanchor"] == "ambiguous"
+    assert store.item("q-no").tags["reanchor"] == "lost"
     assert validate(root).ok
 
 
@@ -345,7 +364,7 @@ def test_before_finds_ambiguous_spans_by_their_old_surroundings(tmp_path: Path) 
     assert alone["counts"]["ambiguous"] == 2
     done = reanchor(root, "--before", str(old))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "2 moved (exact 0, normalised 0, fuzzy 0, context 2)" in done.stdout
+    assert "2 moved (context 2, exact 0, normalised 0, fuzzy 0)" in done.stdout
     spans = {qid: json.loads(line)["evidence"][0] for qid, line in lines_by_id(root / "questions.jsonl").items()}
     assert spans["q-dup"]["start"] == SECURITY_EDITED.rindex(DUPLICATED)  # the sentence that was there, not its copy
     assert spans["q-zh-short"]["start"] == ZH_SHORT_EDITED.rindex("六百元")
@@ -364,7 +383,7 @@ def test_a_line_that_is_not_utf8_writes_nothing(edited_set: Path) -> None:
 def test_a_source_passage_not_found_again_is_dropped_not_queued(tmp_path: Path) -> None:
     record = question("q-passage", "What burst?", [evidence("limits", LIMITS, ANSWER)], ["20"])
     record["source_passage"] = [evidence("support", SUPPORT, DELETED), evidence("limits", LIMITS, "Every client")]
-    root = write_set(tmp_path / "passages", {"limits": LIMITS, "support": SUPPORT}, [record])
+    root = write_kept(tmp_path / "passages", {"limits": LIMITS, "support": SUPPORT}, [record])
     edit_documents(root)
     done = reanchor(root)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -375,3 +394,34 @@ def test_a_source_passage_not_found_again_is_dropped_not_queued(tmp_path: Path) 
     assert after["evidence"] == [evidence("limits", new, ANSWER)]
     assert after["source_passage"] == [evidence("limits", new, "Every client")]
     assert validate(root).ok and not (root / "queue.jsonl").exists()
+
+
+def test_a_typo_fixed_inside_an_extractive_answer_is_proposed_side_by_side_and_accepted_in_one_click(
+    tmp_path: Path,
+) -> None:
+    """SQuAD-style: the span is the answer, so any edit inside it edits the answer: proposed, never taken."""
+    from evalkit.curate.annotate.store import AnnotationStore
+
+    old_answer = "the first buisness day of each month"
+    text = f"# Billing\n\nInvoices are issued on {old_answer}. Payment is due in thirty days.\n"
+    record = question("q-squad", "When are invoices issued?", [evidence("billing", text, old_answer)], [old_answer])
+    root = write_kept(tmp_path / "squad-like", {"billing": text}, [record])
+    edited = "# Billing\n\nNew rules apply.\n\n" + text.replace("buisness", "business").split("\n\n", 1)[1]
+    (root / "docs" / "billing.md").write_text(edited, encoding="utf-8", newline="")
+
+    done = reanchor(root)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1 proposed" in done.stdout and not lines_by_id(root / "questions.jsonl")
+    new_answer = old_answer.replace("buisness", "business")
+    store = AnnotationStore(root)
+    item = store.item("q-squad")
+    assert item.tags["reanchor"] == "proposed"
+    assert item.tags["reanchor_answer"] == f"{old_answer!r} -> {new_answer!r}"  # side by side on the page
+    (proposed,) = item.proposed
+    assert (proposed.start, proposed.text) == (edited.index(new_answer), new_answer)
+
+    store.edit("q-squad", "accept_proposed")  # the one click ('a')
+    (line,) = lines_by_id(root / "questions.jsonl").values()
+    accepted = json.loads(line)
+    assert accepted["answers"] == [new_answer] and accepted["evidence"][0]["text"] == new_answer
+    assert validate(root).ok

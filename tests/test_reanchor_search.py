@@ -12,8 +12,9 @@ import random
 import unicodedata
 from pathlib import Path
 
-from evalkit.labels.reanchor import FUZZY_FLOOR, MAX_WINDOWS, Searchable, StaleSpan, _windows, find_again
-from evalkit.labels.textkey import Keyed, align, edit_scores, key_of
+from evalkit.curate.reanchor.find import Searchable, StaleSpan, _find, find_again
+from evalkit.curate.reanchor.fuzzy import FUZZY_FLOOR, MAX_WINDOWS, _windows
+from evalkit.curate.reanchor.textkey import Keyed, align, edit_scores, key_of
 from tests.test_reanchor import DUPLICATED, SECURITY, SECURITY_EDITED
 
 
@@ -57,15 +58,15 @@ def span(text: str, start: int = 0, answers: tuple[str, ...] = ()) -> StaleSpan:
 
 def test_guards_short_spans_numbers_answers_and_whitespace_twins() -> None:
     doc = Searchable("Intro.\n\nThe free tier includes 800 API calls per month.\n\nburst of 20 and burst of\n20.\n")
-    assert find_again(doc, span("The free tier includes 500 API calls per month.")).status == "lost"
-    short = find_again(doc, span("tier ncludes"))  # 11 key characters: one edit is allowed ...
+    assert _find(doc, span("The free tier includes 500 API calls per month.")).status == "lost"
+    short = _find(doc, span("tier ncludes"))  # 11 key characters: one edit is allowed ...
     assert (short.status, short.method) == ("moved", "fuzzy")
-    assert find_again(doc, span("Intrx.")).reason.startswith("not found; too short")  # ... under ten, none
-    answer = find_again(doc, span("The free tier includes 800 API calls per mnth.", answers=("per month",)))
+    assert _find(doc, span("Intrx.")).reason.startswith("not found; too short")  # ... under ten, none
+    answer = _find(doc, span("The free tier includes 800 API calls per mnth.", answers=("per month",)))
     assert answer.status == "moved"
-    refused = find_again(doc, span("The free tier includes 800 API calls per week.", answers=("per week",)))
+    refused = _find(doc, span("The free tier includes 800 API calls per week.", answers=("per week",)))
     assert refused.status == "lost"
-    twins = find_again(doc, span("burst of 20"))  # once exactly, once more across a line break
+    twins = _find(doc, span("burst of 20"))  # once exactly, once more across a line break
     assert twins.status == "ambiguous" and len(twins.places) == 2
 
 
@@ -77,10 +78,10 @@ def test_the_fuzzy_search_is_bounded_on_a_large_document() -> None:
     doc = Searchable(filler[: len(filler) // 2] + " " + target.replace("burst", "brust") + " " + filler)
     needle = key_of(target)
     edits = int((1 - FUZZY_FLOOR) * len(needle))
-    windows = _windows(doc.keyed, needle, span(target, 10), edits)
+    windows = _windows(doc.keyed, needle, 10, edits)
     assert len(windows) <= MAX_WINDOWS
     assert sum(hi - lo for lo, hi in windows) <= MAX_WINDOWS * (len(needle) + 2 * edits)
-    found = find_again(doc, span(target, 10, answers=("20",)))
+    found = _find(doc, span(target, 10, answers=("20",)))
     assert (found.status, found.method) == ("moved", "fuzzy") and "brust" in found.text
 
 
@@ -91,7 +92,7 @@ def test_the_demo_set_edited_every_span_lands_at_its_true_offset(tmp_path: Path)
     from evalkit.curate.reanchor import plan_reanchor
     from tests.conftest import DEMO
 
-    root = Path(shutil.copytree(DEMO, tmp_path / "demo"))
+    root = Path(shutil.copytree(DEMO, tmp_path / "demo", ignore=shutil.ignore_patterns(".history")))
     records = [json.loads(line) for line in (root / "docs.jsonl").read_text(encoding="utf-8").splitlines()]
     edits = [
         lambda t: "Inserted note paragraph.\n\n" + t,
@@ -105,19 +106,27 @@ def test_the_demo_set_edited_every_span_lands_at_its_true_offset(tmp_path: Path)
         edit_of[record["doc_id"]] = edits[i % 3]
         path.write_text(edits[i % 3](old[record["doc_id"]]), encoding="utf-8", newline="")
 
-    for before, moved, ambiguous in ((None, 157, 55), (DEMO, 212, 0)):
+    # Without the documents as labelled nothing is taken (a place found once is proposed, not moved);
+    # with them every label is placed by its surroundings, the 67 that still read right checked too.
+    for before, settled, ambiguous in ((None, 0, 212), (DEMO, 212 + 67, 0)):
         plan = plan_reanchor(root, before)
         counts = plan.counts()
-        assert (counts["stale"], counts["moved"], counts["ambiguous"], counts["lost"]) == (212, moved, ambiguous, 0)
+        assert (counts["stale"], counts["moved"] + counts["unchanged"], counts["ambiguous"]) == (
+            212,
+            settled,
+            ambiguous,
+        )
+        assert counts["unchecked"] == (67 if before is None else 0) and counts["lost"] == 0
         for found in plan.found:
-            if found.status == "moved":
+            if found.status in ("moved", "unchanged"):
                 edit, text = edit_of[found.span.doc_id], old[found.span.doc_id]
                 truth = (len(edit(text[: found.span.start])), len(edit(text[: found.span.end])))
                 assert (found.start, found.end) == truth, found
 
 
 def test_a_before_that_is_not_the_labelled_version_decides_nothing() -> None:
-    found = find_again(Searchable(SECURITY_EDITED), span(DUPLICATED, SECURITY.index(DUPLICATED)), SECURITY_EDITED)
+    at = SECURITY.index(DUPLICATED)
+    found = find_again(Searchable(SECURITY_EDITED), span(DUPLICATED, at), Searchable(SECURITY_EDITED))
     assert found.status == "ambiguous"
-    found = find_again(Searchable(SECURITY_EDITED), span(DUPLICATED, SECURITY.index(DUPLICATED)), SECURITY)
+    found = find_again(Searchable(SECURITY_EDITED), span(DUPLICATED, at), Searchable(SECURITY))
     assert (found.status, found.method, found.start) == ("moved", "context", SECURITY_EDITED.rindex(DUPLICATED))

@@ -9,8 +9,9 @@
 - ``annotate/``: the local page that anchors questions to document spans;
 - ``failures``: the questions a run's production config missed, queued again;
 - ``generate``: synthetic candidate questions with source spans (optional);
-- ``reanchor``: stale spans found again in changed documents, the set
-  rewritten, ambiguous and lost questions queued (``labels reanchor``);
+- ``reanchor/``: labels in changed documents checked against the documents
+  as labelled and found again, never guessed; the set rewritten, ambiguous,
+  lost and proposed questions queued (``labels reanchor``);
 - ``cli``: their subcommands, added to ``python -m evalkit.labels`` (the one
   entry point for labelled sets).
 

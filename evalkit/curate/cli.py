@@ -67,18 +67,31 @@ def _sample(args: argparse.Namespace) -> int:
     return EXIT_REPORTED if outcome.problems else EXIT_OK
 
 
+def _set_documents(root: Path) -> dict[str, Any]:
+    """The documents of the labelled set at ``root``, once the set reads whole as ``labels validate`` reads it.
+
+    Raises :class:`evalkit.labels.read.LabelsetError` naming the first problem (exit 2): a tool working on a
+    set with a document file missing or a garbled line would speak about documents it never read.
+    """
+    from evalkit.labels.load import read_documents, readable_set
+
+    if (root / "questions.jsonl").is_file():
+        readable_set(root)
+    return {d.doc_id: d for d in read_documents(root)}
+
+
 def _annotate(args: argparse.Namespace) -> int:
     from evalkit.curate.annotate.server import serve
 
+    _set_documents(args.set)
     return serve(str(args.set), args.port, args.open)
 
 
 def _add_failures(args: argparse.Namespace) -> int:
     from evalkit.curate.failures import propose_failures
-    from evalkit.labels.load import read_documents
 
+    documents = _set_documents(args.set)  # the set first: a broken one is named before the run is read
     proposal = propose_failures(args.run_dir, args.labelset, args.unanswerable)
-    documents = {d.doc_id: d for d in read_documents(args.set)}
     existing, problems = read_queue(args.set, documents)
     if problems:
         raise ValueError(f"{args.set / 'queue.jsonl'}: {len(problems)} unreadable line(s), first: {problems[0]}")
@@ -98,13 +111,14 @@ def _add_failures(args: argparse.Namespace) -> int:
 
 def _queue(args: argparse.Namespace) -> int:
     from evalkit.curate.suspects import propose_items
-    from evalkit.labels.load import read_documents
 
     if not (args.suspect or args.never_discriminating):
         raise ValueError("queue: say what to queue: --suspect and/or --never-discriminating")
+    if args.set is not None:
+        _set_documents(args.set)  # the set first: a broken one is named before the run is read
     proposal = propose_items(args.run_dir, args.labelset, args.suspect, args.never_discriminating)
     target = args.set if args.set is not None else proposal.labelset
-    documents = {d.doc_id: d for d in read_documents(target)}
+    documents = _set_documents(target)
     existing, problems = read_queue(target, documents)
     if problems:
         raise ValueError(f"{target / 'queue.jsonl'}: {len(problems)} unreadable line(s), first: {problems[0]}")
@@ -143,11 +157,10 @@ def _generate(args: argparse.Namespace) -> int:
     from evalkit.answers.generation.request import GenerationError
     from evalkit.cache import Cache
     from evalkit.curate.generate import generate_candidates
-    from evalkit.labels.load import read_documents
     from evalkit.plugins import PluginError
     from evalkit.usercode import UserCodeError
 
-    documents = {d.doc_id: d for d in read_documents(args.set)}
+    documents = _set_documents(args.set)
     try:
         generator = make_generator(_generator_config(args.generator))
         with Cache(args.cache) as cache:

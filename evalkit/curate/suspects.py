@@ -88,6 +88,7 @@ def propose_items(
             "source": "run",
             "suspect_gold": row.reason in ("negative", "upper_miss"),
             "item_reason": row.reason,
+            **({"item_doubt": row.doubt} if row.doubt else {}),  # gold elsewhere (wrong_span/_document) or hard
             "item_measure": analysis.measure,
             "item_p_upper": round(row.p_upper, 4),
             "item_p_lower": round(row.p_lower, 4),

@@ -13,10 +13,8 @@ Owns the on-disk format of a labelled set (``docs/``, ``docs.jsonl``,
 - importers and exporters (``squad_format``, ``ragas_format``,
   ``hf_format``, with ``anchor``/``locate`` to anchor text to spans) and
   ``write``;
-- ``reanchor`` (a stale span's text found again in its changed document:
-  exact, normalised, bounded fuzzy, or by its old context) over
-  ``textkey`` (matching keys with offsets back to the text; approximate
-  search). :mod:`evalkit.curate.reanchor` writes the results.
+- ``history`` (the documents as labelled, kept in the set's ``.history/``
+  for :mod:`evalkit.curate.reanchor`, the one home of reanchoring).
 
 May import: :mod:`evalkit.records` only (never a stage: chunking,
 retrieval, answers, scoring, pipeline, report; nor :mod:`evalkit.curate`,

@@ -7,8 +7,9 @@ Subcommands (``--help`` on each for options)::
     health PATH [--json]                label health: duplicates, near-duplicates, verbatim copies,
                                         trivial questions, stale spans, composition
     reanchor PATH [--before OLD] [--dry-run] [--report FILE] [--json] [--verbose]
-                                        stale spans found again in their changed documents (exact,
-                                        normalised, fuzzy); ambiguous and lost ones queued, never guessed
+                                        labels in changed documents checked against the documents
+                                        as labelled and found again; never guessed (ambiguous, lost
+                                        and typo-in-answer ones queued for a person)
     import --from squad FILE.json OUT_DIR [--unit article|paragraph] [--lang L]
     import --from ragas FILE OUT_DIR --docs DOCS [--lang L]
     import --from hf DATASET OUT_DIR [--docs DOCS] [--split S] [--lang L]
@@ -22,8 +23,11 @@ Subcommands (``--help`` on each for options)::
 
 Exit status: 0 done; 1 import written but some rows were reported and
 skipped, or reanchor written but some spans were queued for a person
-(ambiguous or lost); 2 an invalid set or unusable input (every problem one
-line, no traceback).
+(ambiguous, lost, proposed) or could not be checked; 2 an invalid set or
+unusable input (every problem one line, no traceback). Every command that
+reads a labelled set reads it as ``validate`` does and refuses (exit 2) a
+set it cannot read whole; ``validate`` keeps a copy of each document as
+labelled in the set's ``.history/`` for ``reanchor``.
 """
 
 from __future__ import annotations
@@ -39,10 +43,10 @@ from typing import Any
 from evalkit.labels.anchor import ImportResult
 from evalkit.labels.health import format_health, label_health
 from evalkit.labels.hf_format import hf_rows, import_hf, write_hf
-from evalkit.labels.load import read_documents, tolerant_load
+from evalkit.labels.history import remember
+from evalkit.labels.load import read_documents, readable_set
 from evalkit.labels.ragas_format import import_ragas, ragas_rows, write_rows
 from evalkit.labels.read import LabelsetError, load_labelset
-from evalkit.labels.reanchor import reanchor_hint
 from evalkit.labels.squad_format import import_squad, read_squad
 from evalkit.labels.stats import format_stats, label_stats
 from evalkit.labels.validate import validate
@@ -53,7 +57,13 @@ MAX_NOTES = 10
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from evalkit.curate.reanchor import reanchor_hint
+
     result = validate(args.path)
+    # The documents as labelled, kept for reanchor: only texts that match docs.jsonl's sha256 are kept.
+    note = _remember(args.path)
+    if note:
+        print(note, file=sys.stderr)
     for line in result.problems:
         print(line)
     for line in result.warnings:
@@ -74,8 +84,16 @@ def _validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _remember(path: Path) -> str:
+    try:
+        documents = read_documents(path)
+    except LabelsetError:
+        return ""  # validate has named why
+    return remember(path, documents)
+
+
 def _stats(args: argparse.Namespace) -> int:
-    labelset = tolerant_load(args.path)
+    labelset = readable_set(args.path)
     if labelset.problems or labelset.stale:
         print(
             f"warning: {len(labelset.problems) + len(labelset.stale)} problem(s) in {args.path}; statistics cover "
@@ -88,7 +106,7 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _health(args: argparse.Namespace) -> int:
-    labelset = tolerant_load(args.path)
+    labelset = readable_set(args.path)
     health = label_health(
         labelset.name,
         labelset.documents,
@@ -115,17 +133,20 @@ def _reanchor(args: argparse.Namespace) -> int:
         print(json.dumps(report_record(plan, now), ensure_ascii=False, indent=2))
     else:
         print(format_reanchor(plan, args.verbose))
-    if not plan.found:
-        print(f"nothing stale in {args.path}; nothing written", file=sys.stderr)
-        return EXIT_OK
+    if not plan.found and not plan.documents:
+        checked = "" if plan.unchecked else " (every document read whole)"
+        print(f"nothing stale in {args.path}{checked}; nothing written", file=sys.stderr)
+        return EXIT_REPORTED if plan.unchecked else EXIT_OK
     if args.dry_run:
         print("dry run: nothing written", file=sys.stderr)
     else:
-        apply_reanchor(plan, report, now)
+        note = apply_reanchor(plan, report, now)
         print(f"report: {report}", file=sys.stderr)
+        if note:
+            print(note, file=sys.stderr)
         if plan.queued:
             print(f"next: python -m evalkit.labels annotate {args.path}   (the queued questions)", file=sys.stderr)
-    return EXIT_REPORTED if plan.queued or plan.kept else EXIT_OK
+    return EXIT_REPORTED if plan.queued or plan.kept or plan.unchecked else EXIT_OK
 
 
 def _run_import(args: argparse.Namespace) -> ImportResult:
@@ -168,6 +189,7 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    readable_set(args.path)  # a set not read whole: one line naming the first problem
     labelset = load_labelset(args.path)
     if args.to == "ragas":
         out = write_rows(ragas_rows(labelset.documents, labelset.questions, args.contexts), args.out)

@@ -12,6 +12,7 @@ span is stale here exactly when the sweep says so.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from evalkit.labels.parse import load_documents, parse_record, read_text
 from evalkit.labels.read import LabelsetError, Reading, read_set
 from evalkit.records import Document, Question
 
-__all__ = ["TolerantSet", "parse_question", "read_documents", "tolerant_load"]
+__all__ = ["TolerantSet", "blocking_problems", "parse_question", "read_documents", "readable_set", "tolerant_load"]
 
 TolerantSet = Reading
 """A labelled set read leniently (the tolerant mode's :class:`~evalkit.labels.read.Reading`)."""
@@ -29,6 +30,45 @@ TolerantSet = Reading
 def tolerant_load(path: str | Path) -> Reading:
     """Read a labelled set keeping what is usable; raise :class:`LabelsetError` only if nothing can be read."""
     return read_set(path, "tolerant")
+
+
+AFTER_STALE = "(after dropping stale spans)"
+_PAST_THE_END = re.compile(r": span \[(\d+), (\d+)\) outside doc ")
+
+
+def blocking_problems(reading: Reading) -> tuple[str, ...]:
+    """The problems of a tolerant reading that no label tool may work around: everything but stale labels.
+
+    A stale span (its text no longer at its offsets), a span past the end of a
+    shortened document (``0 <= start < end``, the document too short) and what
+    a question lacks once those are dropped are what the tools repair or
+    report. Anything else (a document file missing, binary or renamed, a line
+    that is not JSON, negative or reversed offsets) means the set was not read
+    whole: a tool that went on would speak about documents it never read.
+    """
+
+    def past_the_end(line: str) -> bool:
+        match = _PAST_THE_END.search(line)
+        return match is not None and int(match[1]) < int(match[2])
+
+    return tuple(p for p in reading.problems if not p.endswith(AFTER_STALE) and not past_the_end(p))
+
+
+def readable_set(path: str | Path) -> Reading:
+    """The tolerant reading of a labelled set every ``labels`` tool starts from; raises :class:`LabelsetError`.
+
+    The same reader as ``labels validate`` (:func:`evalkit.labels.read.read_set`); it refuses with one line
+    (the first :func:`blocking_problems` line and how many more), so a tool never reports on a set it could
+    not read whole.
+    """
+    reading = read_set(path, "tolerant")
+    blocking = blocking_problems(reading)
+    if blocking:
+        more = (
+            f" (and {len(blocking) - 1} more problem(s): `labels validate {path}` lists them)" if blocking[1:] else ""
+        )
+        raise LabelsetError([f"{blocking[0]}{more}; not read whole, nothing done"])
+    return reading
 
 
 def read_documents(path: str | Path) -> tuple[Document, ...]:
@@ -48,8 +88,10 @@ def read_documents(path: str | Path) -> tuple[Document, ...]:
             raise LabelsetError(problems)
         return tuple(documents.values())
     documents_list = []
-    for file in sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith(".")):
+    for file in sorted(p for p in root.rglob("*") if p.is_file()):
         relative = file.relative_to(root)
+        if any(part.startswith(".") for part in relative.parts):  # hidden: .git, a set's .history/ copies
+            continue
         try:
             text = read_text(file)
         except UnicodeDecodeError as exc:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from evalkit.labels.history import remember
 from evalkit.records import Document, Question, Span
 
 __all__ = ["document_record", "question_record", "safe_name", "span_record", "write_labelset"]
@@ -100,4 +101,5 @@ def write_labelset(
             handle.write(doc.text)
     (root / "docs.jsonl").write_text(_jsonl(records), encoding="utf-8", newline="")
     (root / "questions.jsonl").write_text(_jsonl([question_record(q) for q in questions]), encoding="utf-8", newline="")
+    remember(root, documents, {r["doc_id"]: r["sha256"] for r in records})  # the documents as labelled, for reanchor
     return root

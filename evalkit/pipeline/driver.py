@@ -139,6 +139,7 @@ def _before_work(build: Callable[[], T]) -> T:
 def write_review_of(run_dir: Path) -> None:
     """review.json: the report's intervals, comparisons, MDE and advice, computed once from the finished folder."""
     from evalkit.review import write_review  # imported when a run finishes: --help and config errors stay fast
+    from evalkit.review.items import item_line
     from evalkit.run.review import read_review
 
     write_review(run_dir)
@@ -146,6 +147,10 @@ def write_review_of(run_dir: Path) -> None:
     logged = review.production_log if review is not None else None
     if logged is not None and logged.gap_line() is not None:
         print(f"evalkit: {logged.gap_line()}", file=sys.stderr)
+    # Here, not with the report: review.json is written with or without report=true, and so is its line.
+    line = item_line(review.items) if review is not None else None
+    if line is not None:
+        print(f"evalkit: {line}", file=sys.stderr)
 
 
 def run_position_part(plan: SweepPlan, labelset: LabelSet, cache: Cache, run_dir: Path, stats: RunStats) -> None:

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from evalkit.report.decision import NO_DECISION_OBJECTIVE, Decision, read_decision
-from evalkit.report.labels import read_labelset
+from evalkit.report.labels import LabelledSet, read_labelset
 from evalkit.review import analysis
 from evalkit.review.advice_gate import GateWord, config_verdict, threshold_verdict
 from evalkit.review.diagnostics import diagnose
@@ -130,9 +130,10 @@ def _resampling(run: Run, statistics: Statistics) -> tuple[Statistics, Resamplin
     return statistics, analysis.resampling(statistics, cluster_map(frame))
 
 
-def _synthetic(run: Run, labelset: Path | None) -> set[str]:
+def _labelled(run: Run, labelset: Path | None) -> LabelledSet | None:
+    """The run's labelled set, read once (None when it cannot be found)."""
     root = find_labelset(run.manifest, run.root, labelset)
-    return synthetic_ids(read_labelset(root).questions) if root is not None else set()
+    return read_labelset(root) if root is not None else None
 
 
 def compute_review(run: Run, statistics: Statistics | None = None, labelset: Path | None = None) -> Review:
@@ -146,6 +147,7 @@ def compute_review(run: Run, statistics: Statistics | None = None, labelset: Pat
     focus_id = _focus(run, decision, baseline_id)
     rec_row = run.config_row(focus_id)
     metric = objective.primary
+    labelled = _labelled(run, labelset)
     comparison = None
     if baseline_id is not None:
         comparison = analysis.compare_with_baseline(run.results, run.summary, focus_id, baseline_id, metric, settings)
@@ -189,10 +191,12 @@ def compute_review(run: Run, statistics: Statistics | None = None, labelset: Pat
         position=position,
         synthetic_measures=SYNTHETIC_MEASURES,
         reported=REPORTED,
-        synthetic=synthetic_rows(run.results, _synthetic(run, labelset), focus_id, baseline_id, settings),
+        synthetic=synthetic_rows(
+            run.results, synthetic_ids(labelled.questions) if labelled else set(), focus_id, baseline_id, settings
+        ),
         calibration=advice_cells(run.calibration, table_verdict),
         min_auc=MIN_AUC,
-        items=items_of(run.results, metric),
+        items=items_of(run.results, metric, run.root, labelled, run.position_rows),
         production_log=logged_scores(run, baseline_id, focus_id, statistics),
         collapsed=collapsed(run.summary),
         collapsed_text=collapsed_line(collapsed(run.summary), len(run.summary)) or "",

@@ -35,6 +35,7 @@ from typing import Any
 
 from evalkit.curate.annotate.entries import EditError, Entry, apply_edit, entry_from_json, entry_json, question_line
 from evalkit.curate.queue import QUEUE, QueueItem, atomic_write_text, read_queue, write_queue
+from evalkit.labels.history import remember
 from evalkit.labels.load import parse_question
 from evalkit.labels.parse import load_documents
 from evalkit.records import Document, Span
@@ -78,6 +79,10 @@ class AnnotationStore:
         if not documents:
             raise StoreError(f"{self.root}: no readable documents (docs.jsonl or docs/)")
         self.documents: Mapping[str, Document] = documents
+        # The documents as the page labels them, kept for reanchor (a note only when the set is read-only).
+        note = remember(self.root, documents.values())
+        if note:
+            self.problems.append(note)
         self._queue_stamp: tuple[int, int] | None = (-1, -1)
         self._items: tuple[QueueItem, ...] = ()
         with self._locked():

@@ -20,6 +20,11 @@ WHY = {
     "never": "wrong under every config (no config finds its gold)",
     "constant": "the same score under every config",
 }
+DOUBT = {
+    "wrong_span": "gold elsewhere: another passage of its document matches the question better",
+    "wrong_document": "gold elsewhere: a passage of a retrieved document matches the question better",
+    "hard": "hard question: the gold matches it as well as anything retrieved; no config retrieves it",
+}
 MAX_ROWS = 200
 
 
@@ -30,10 +35,21 @@ def _rows(model: ReportModel, rows: tuple[ItemRow, ...]) -> list[list[object]]:
         question = questions.get(row.question_id)
         gold = ", ".join(f"{s.doc_id} {s.start}–{s.end}" for s in question.evidence) if question else ""
         out.append([
-            row.question_id, question.question if question else "", gold, WHY.get(row.reason, row.reason),
+            row.question_id, question.question if question else "", gold, _why(row),
             fmt.pct(row.facility), fmt.pct(row.p_upper), fmt.pct(row.p_lower), fmt.num(row.r, 2),
         ])  # fmt: skip
     return out
+
+
+def _why(row: ItemRow) -> str:
+    why = WHY.get(row.reason, row.reason)
+    if not row.doubt:
+        return why
+    overlap = f"question terms: gold {fmt.pct(row.gold_overlap)}, elsewhere {fmt.pct(row.elsewhere_overlap)}"
+    if row.gold_doc_retrieved is not None:
+        overlap += "; its document retrieved" if row.gold_doc_retrieved else "; its document never retrieved"
+    said = f"; with its gold's whole document the model answered {row.stuffed_answer!r}" if row.stuffed_answer else ""
+    return f"{why}; {DOUBT.get(row.doubt, row.doubt)} ({overlap}){said}"
 
 
 def _note(items: ItemAnalysis) -> str:
@@ -42,7 +58,10 @@ def _note(items: ItemAnalysis) -> str:
         f"Upper and lower groups: the {items.group_size} configs best and worst on the rest of the set (Kelley's "
         f"27%; the upper group finds {fmt.pct(items.upper_rest)} of the set). r: item-rest correlation across "
         "configs (point-biserial for hit). Suspect gold: r < 0 with the lower group scoring higher, or the upper "
-        "group scoring it at most 10%. Check the gold span first: "
+        "group scoring it at most 10%. Second signal: the share of the question's term weight (IDF) the gold's "
+        "window holds against the best window elsewhere in its document or in the documents retrieved: at least 50% "
+        "elsewhere and three times the gold's says the gold is elsewhere, else the question is hard. Check the "
+        "gold span first: "
         "python -m evalkit.labels queue --suspect RUN_DIR [SET] sends these questions to the annotation page."
     )
 
