@@ -1,0 +1,149 @@
+"""A corpus grown x1 / x20 / x200 with the same questions: wall time, peak memory and seconds per stage.
+
+    PYTHONPATH=. python benchmarks/corpus_growth.py --sizes 1 20 200 --out reports/growth
+    PYTHONPATH=. python benchmarks/corpus_growth.py --sizes 1 20 --source /tmp/old-checkout --out reports/before
+
+Corpus xN: squad2-en's documents plus N-1 paragraph-reversed copies of each (new ids) as distractors; the
+questions and their gold spans are squad2-en's own (the copies hold the same words in another order, so they
+compete for every question but are never gold). BM25, the default grid, answers and position off.
+
+Every sweep runs as its own process (``python -m evalkit.sweep``) with the code of ``--source`` (default:
+this checkout) and a cold cache and unit store of its own. Peak memory is the largest sum of the resident
+set sizes of the sweep and every process below it (worker processes included), sampled every 0.2 s, and
+the driver's own high-water mark (``VmHWM``). Stage seconds are the run's ``run_stats.json``; "outside"
+is the wall time no stage accounts for (start-up, reading the set, writing results, the latency pass when
+the run does not time it separately). The load average is printed beside each run: the machine is shared,
+so a figure means little without it. Not part of CI: x200 takes many minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SQUAD = REPO.parent / "shared" / "labelsets" / "squad2-en"
+SWEEP = ["retriever=bm25", "answer_check=off", "position=off", "report=false", "progress=false", "run_id=r"]
+STAGES = ("chunk", "retrieve", "score", "latency", "decide")
+
+
+def reversed_paragraphs(text: str) -> str:
+    """The document with its paragraphs (blank-line separated) in reverse order."""
+    return "\n\n".join(reversed(text.split("\n\n")))
+
+
+def grown_set(source: Path, copies: int, out: Path) -> Path:
+    """``source``'s documents and questions plus ``copies - 1`` paragraph-reversed copies of every document."""
+    from evalkit.labels.read import load_labelset
+    from evalkit.labels.write import write_labelset
+
+    labelset = load_labelset(source)
+    documents = list(labelset.documents)
+    for copy in range(1, copies):
+        documents += [
+            replace(d, doc_id=f"{d.doc_id}--d{copy}", path="", text=reversed_paragraphs(d.text))
+            for d in labelset.documents
+        ]
+    return write_labelset(out, documents, labelset.questions, overwrite=True)
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and every process below it."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*/children"):
+            try:
+                todo += [int(p) for p in task.read_text().split()]
+            except OSError:
+                continue
+    return found
+
+
+def _status_kb(pid: int, field: str) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+class PeakMemory(threading.Thread):
+    """Largest summed RSS of a process tree, and the root's own high-water mark (kB)."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.tree_kb, self.driver_kb, self.done = pid, 0, 0, threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            self.tree_kb = max(self.tree_kb, sum(_status_kb(p, "VmRSS:") for p in _tree(self.pid)))
+            self.driver_kb = max(self.driver_kb, _status_kb(self.pid, "VmHWM:"))
+            time.sleep(0.2)
+
+
+def sweep(labelset: Path, folder: Path, source: Path, extra: list[str]) -> dict[str, float]:
+    """One cold sweep in its own process: wall seconds, peak memory (MB) and the run's stage seconds."""
+    shutil.rmtree(folder, ignore_errors=True)
+    overrides = [*SWEEP, f"labelset.path={labelset}", f"reports_dir={folder}", *extra]
+    env = {**os.environ, "PYTHONPATH": str(source)}
+    load = os.getloadavg()[0]
+    started = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-m", "evalkit.sweep", *overrides], cwd=source, env=env)
+    sampler = PeakMemory(process.pid)
+    sampler.start()
+    code = process.wait()
+    wall = time.perf_counter() - started
+    sampler.done.set()
+    sampler.join()
+    if code != 0:
+        raise SystemExit(f"sweep failed ({code}): {' '.join(overrides)}")
+    seconds = json.loads((folder / "r" / "run_stats.json").read_text())["seconds"]
+    staged = {f"{stage}_s": round(seconds.get(stage, float("nan")), 1) for stage in STAGES}
+    counted = sum(seconds.get(stage, 0.0) for stage in (*STAGES, "embed", "rerank"))
+    return {
+        "wall_s": round(wall, 1),
+        "peak_tree_mb": round(sampler.tree_kb / 1024),
+        "peak_driver_mb": round(sampler.driver_kb / 1024),
+        **staged,
+        "outside_s": round(wall - counted, 1),
+        "load_start": round(load, 2),
+        "load_end": round(os.getloadavg()[0], 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 20, 200])
+    parser.add_argument("--out", type=Path, default=REPO / "reports" / "growth")
+    parser.add_argument("--source", type=Path, default=REPO, help="the checkout whose code runs the sweeps")
+    parser.add_argument("extra", nargs="*", help="more sweep overrides, e.g. executor=ray")
+    args = parser.parse_args()
+    source, out = args.source.resolve(), args.out.resolve()
+    print(f"machine: {os.cpu_count()} CPUs; code: {source}", flush=True)
+    rows = []
+    for copies in args.sizes:
+        labelset = grown_set(SQUAD, copies, out / "sets" / f"x{copies}")
+        measured = sweep(labelset, out / f"x{copies}", source, args.extra)
+        row = {"corpus": f"x{copies}", **measured}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    columns = list(rows[0])
+    print("\n| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))
+    for row in rows:
+        print("| " + " | ".join(str(row[c]) for c in columns) + " |")
+
+
+if __name__ == "__main__":
+    main()
