@@ -32,7 +32,7 @@ from evalkit.pipeline.counters import RunStats
 from evalkit.pipeline.external import external_unit
 from evalkit.pipeline.plan import SweepPlan
 from evalkit.pipeline.retrieve import rerank_pool, retrieve, store_table
-from evalkit.pipeline.score import gold_cut_share, judge, pool_table, score_chunking
+from evalkit.pipeline.score import gold_cut_share, judge, pool_table, score_chunking, unit_index
 from evalkit.pipeline.units import Units, chunk_table, chunks_from_table, units_of
 from evalkit.records import EXTERNAL_CHUNKING, Chunk, ChunkingSpec, Question
 from evalkit.retrieval.embedding.base import Embedder
@@ -258,7 +258,8 @@ def score_unit(
     """Per-question rows (one block per grid point, computed as they are read), the drill-down pool and the
     unit's info record (pure: runs on any worker)."""
     unit_access = access(questions, units.doc_ids, labelset.documents, plan.filters)
-    judgement = judge(questions, pool, units, plan.relevance_tau)
+    index = unit_index(units)
+    judgement = judge(questions, pool, units, plan.relevance_tau, index)
     rows = score_chunking(plan, spec, questions, pool, units, judgement, token_family, unit_access)
     classes = [str(q.tags.get(plan.calibration_tag, "untagged")) for q in questions]
     answerable = np.array([q.evidence_mode != "none" for q in questions])
@@ -272,7 +273,7 @@ def score_unit(
         "n_units": len(units.ids),
         "stored_chars": units.stored_chars,
         "indexed_chars": int(sum(len(c.embed_text) for c in chunks)),
-        "gold_cut_share": gold_cut_share(questions, units),
+        "gold_cut_share": gold_cut_share(questions, units, index),
         "calibration": [c.to_dict() for c in calibrations],
     }
     return rows, pool_table(questions, pool, units, judgement.relevant), info
