@@ -74,6 +74,33 @@ def store_table(plan: SweepPlan, chunking: str, embedder_identity: str | None) -
     return StoreTable(folder, table_name(chunking, str(embedder_identity), plan.labelset_path))
 
 
+def search_parts(
+    retriever: RetrieverSettings,
+    pool_size: int,
+    units_text: Sequence[str],
+    questions: Sequence[Question],
+    inputs: SearchInputs,
+    allowed: Mask | None = None,
+    cells: int = DEFAULT_BLOCK_CELLS,
+    store: StoreTable | None = None,
+) -> tuple[SearchParts, dict[str, list[str]]]:
+    """The built index (dense vectors, BM25) and queries a search reads, and the BM25 tokens computed for it."""
+    backend = retriever.backend
+    index = queries = bm25 = None
+    fresh: dict[str, list[str]] = {}
+    if backend.embeds:
+        assert inputs.passage_vectors is not None and inputs.query_vectors is not None
+        index = DenseIndex(str(inputs.embedder_identity), inputs.dim, inputs.passage_vectors)
+        queries = QueryVectors(str(inputs.embedder_identity), inputs.query_vectors)
+    if backend.tokenizes:
+        assert inputs.known_tokens is not None
+        texts = [*units_text, *(q.question for q in questions)]
+        tokens, fresh = complete_tokens(texts, inputs.known_tokens)
+        bm25 = BM25Index(units_text, BM25Params(retriever.bm25_k1, retriever.bm25_b), tokens=tokens[: len(units_text)])
+        bm25.set_queries([q.question for q in questions], tokens=tokens[len(units_text) :])
+    return SearchParts(len(questions), pool_size, index, queries, bm25, allowed, cells, store), fresh
+
+
 def search(
     retriever: RetrieverSettings,
     pool_size: int,
@@ -92,21 +119,33 @@ def search(
     """
     backend = retriever.backend
     assert backend.search is not None, f"retriever={retriever.name} is searched by production (an external unit)"
-    index = queries = bm25 = None
-    fresh: dict[str, list[str]] = {}
-    if backend.embeds:
-        assert inputs.passage_vectors is not None and inputs.query_vectors is not None
-        index = DenseIndex(str(inputs.embedder_identity), inputs.dim, inputs.passage_vectors)
-        queries = QueryVectors(str(inputs.embedder_identity), inputs.query_vectors)
-    if backend.tokenizes:
-        assert inputs.known_tokens is not None
-        texts = [*units_text, *(q.question for q in questions)]
-        tokens, fresh = complete_tokens(texts, inputs.known_tokens)
-        bm25 = BM25Index(units_text, BM25Params(retriever.bm25_k1, retriever.bm25_b), tokens=tokens[: len(units_text)])
-        bm25.set_queries([q.question for q in questions], tokens=tokens[len(units_text) :])
-    parts = SearchParts(len(questions), pool_size, index, queries, bm25, allowed, cells, store)
+    parts, fresh = search_parts(retriever, pool_size, units_text, questions, inputs, allowed, cells, store)
     pool, report = backend.search(retriever, parts)
     return pool, report, fresh
+
+
+def retrieve_with_index(
+    retriever: RetrieverSettings,
+    pool_size: int,
+    units_text: Sequence[str],
+    questions: Sequence[Question],
+    embedder: Embedder | None,
+    cache: Cache,
+    stats: RunStats,
+    allowed: Mask | None = None,
+    cells: int = DEFAULT_BLOCK_CELLS,
+    progress: bool = False,
+    store: StoreTable | None = None,
+) -> tuple[CandidatePool, dict[str, Any], SearchParts]:
+    """:func:`retrieve`, also returning the index it built (the latency pass times queries on it, not a rebuild)."""
+    backend = retriever.backend
+    assert backend.search is not None, f"retriever={retriever.name} is searched by production (an external unit)"
+    inputs = embed_inputs(retriever, units_text, questions, embedder, cache, stats, progress)
+    started = time.perf_counter()
+    parts, _ = search_parts(retriever, pool_size, units_text, questions, inputs, allowed, cells, store)
+    pool, report = backend.search(retriever, parts)
+    stats.add_time("retrieve", time.perf_counter() - started)
+    return pool, report, parts
 
 
 def retrieve(
@@ -123,10 +162,9 @@ def retrieve(
     store: StoreTable | None = None,
 ) -> tuple[CandidatePool, dict[str, Any]]:
     """One candidate pool of ``pool_size`` per question for this chunking (in this process)."""
-    inputs = embed_inputs(retriever, units_text, questions, embedder, cache, stats, progress)
-    started = time.perf_counter()
-    pool, report, _ = search(retriever, pool_size, units_text, questions, inputs, allowed, cells, store)
-    stats.add_time("retrieve", time.perf_counter() - started)
+    pool, report, _ = retrieve_with_index(
+        retriever, pool_size, units_text, questions, embedder, cache, stats, allowed, cells, progress, store
+    )
     return pool, report
 
 

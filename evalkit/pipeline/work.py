@@ -18,7 +18,7 @@ import hashlib
 import json
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,8 +31,9 @@ from evalkit.labels.read import LabelSet, document_fingerprints
 from evalkit.pipeline.counters import RunStats
 from evalkit.pipeline.external import external_unit
 from evalkit.pipeline.plan import SweepPlan
-from evalkit.pipeline.retrieve import rerank_pool, retrieve, store_table
+from evalkit.pipeline.retrieve import rerank_pool, retrieve_with_index, store_table
 from evalkit.pipeline.score import gold_cut_share, judge, pool_table, score_chunking, unit_index
+from evalkit.pipeline.search_timing import sample_queries, sample_rows, searches_here, time_chunking
 from evalkit.pipeline.units import Units, chunk_table, chunks_from_table, units_of
 from evalkit.records import EXTERNAL_CHUNKING, Chunk, ChunkingSpec, Question
 from evalkit.retrieval.embedding.base import Embedder
@@ -96,6 +97,9 @@ class WorkContext:
     stats: RunStats
     token_family: str
     progress: bool = False
+    latency: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per chunking, its per-query search (and rerank) times, taken on the index its pool was searched with
+    (:mod:`evalkit.pipeline.search_timing`); the latency pass builds an index only for the chunkings missing."""
 
 
 def questions_fingerprint(questions: Sequence[Question]) -> str:
@@ -194,7 +198,7 @@ def pool_stage(
         texts = [c.embed_text for c in chunks]
         cells, shown = plan.options.executor.block_cells, ctx.progress
         store = store_table(plan, unit.spec.key, ctx.embedder.identity if ctx.embedder is not None else None)
-        pool, report = retrieve(
+        pool, report, parts = retrieve_with_index(
             plan.retriever,
             plan.pool_size,
             texts,
@@ -210,6 +214,13 @@ def pool_stage(
         if child_to_parent is not None:
             pool = collapse_to_parents(pool, child_to_parent)
         save_pool(ctx, "retrieve", unit.ids.retrieve, pool, report)
+        if searches_here(ctx):  # the latency pass reads these times instead of building the index again
+            started = time.perf_counter()
+            rows = sample_rows(len(questions), plan.seed)
+            vectors = None if parts.queries is None else parts.queries.vectors[rows]
+            sampled = sample_queries(ctx, [questions[r] for r in rows], vectors)
+            ctx.latency[unit.spec.key] = time_chunking(ctx, parts, sampled, units.texts, child_to_parent)
+            ctx.stats.add_time("latency", time.perf_counter() - started)
     if ctx.reranker is None:
         return pool
     reranked = load_pool(ctx, "rerank", unit.ids.rerank)
