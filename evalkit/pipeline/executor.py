@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Protocol
 
+from evalkit.pipeline.chunk_ahead import chunked_ahead, needs_chunking
 from evalkit.pipeline.executor_settings import ExecutorSettings
 from evalkit.pipeline.work import UnitOfWork, UnitResult, WorkContext, run_unit
 from evalkit.plugins import Registry
@@ -43,8 +44,13 @@ class LocalExecutor:
         """This process can always run them."""
 
     def run(self, units: Sequence[UnitOfWork], ctx: WorkContext) -> Iterator[UnitResult]:
-        for unit in units:
-            yield run_unit(unit, ctx)
+        ahead = [u for u in units if needs_chunking(u, ctx)]
+        chars = sum(len(doc.text) for doc in ctx.labelset.documents)
+        if len(ahead) < 2 or chars < self.settings.chunk_ahead_min_chars:
+            for unit in units:
+                yield run_unit(unit, ctx)
+            return
+        yield from chunked_ahead(units, ahead, ctx)
 
 
 def _ray(settings: ExecutorSettings) -> Executor:

@@ -139,11 +139,14 @@ def plan_units(
     return tuple(units)
 
 
-def run_unit(unit: UnitOfWork, ctx: WorkContext) -> UnitResult:
-    """Walk the unit's stages, reusing each one the store already holds."""
+def run_unit(unit: UnitOfWork, ctx: WorkContext, chunks: Sequence[Chunk] | None = None) -> UnitResult:
+    """Walk the unit's stages, reusing each one the store already holds.
+
+    ``chunks``: the unit's chunks, already chunked and stored elsewhere (:mod:`evalkit.pipeline.chunk_ahead`).
+    """
     if ctx.store.has("score", unit.ids.score):
         return stored_result(unit, ctx)
-    chunks = chunk_stage(unit, ctx)
+    chunks = chunk_stage(unit, ctx) if chunks is None else chunks
     units, child_to_parent = units_of(chunks, ctx.labelset)
     pool = pool_stage(unit, ctx, chunks, units, child_to_parent)
     return score_stage(unit, ctx, chunks, units, pool)
