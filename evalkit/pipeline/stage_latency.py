@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from evalkit.pipeline.retrieve import SearchInputs, search_parts, store_table
+from evalkit.pipeline.index_store import load_bm25, save_bm25
+from evalkit.pipeline.retrieve import SearchInputs, bm25_params, search_parts, store_table
 from evalkit.pipeline.search_timing import (
     SAMPLE_QUESTIONS,
     SampleQueries,
@@ -100,21 +101,25 @@ def measure(ctx: WorkContext, units: Sequence[UnitOfWork], run_dir: Path) -> dic
 
 
 def _rebuilt(ctx: WorkContext, unit: UnitOfWork, queries: SampleQueries) -> dict[str, Any]:
-    """Build the index of a chunking the sweep did not search in this process, then time it."""
+    """Time a chunking the sweep did not search in this process, on its stored BM25 index when a run built
+    one (else it is built here and stored), its dense vectors from the cache."""
     plan, retriever = ctx.plan, ctx.plan.retriever
     chunks = chunk_stage(unit, ctx)
     chunk_units, child_to_parent = units_of(chunks, ctx.labelset)
     texts = [c.embed_text for c in chunks]
-    passages = known = None
+    passages = known = bm25 = None
     identity = ctx.embedder.identity if ctx.embedder is not None else None
     if retriever.backend.embeds:
         assert ctx.embedder is not None
         passages = embed_texts(ctx.embedder, texts, "passage", ctx.cache, ctx.stats.embed, False, None)
     if retriever.backend.tokenizes:
-        known = cached_tokens([*texts, *(q.question for q in queries.questions)], ctx.cache)
+        bm25 = load_bm25(ctx.store, ctx.stats, unit.ids.index, bm25_params(retriever))
+        known = cached_tokens([*(texts if bm25 is None else ()), *(q.question for q in queries.questions)], ctx.cache)
     dim = ctx.embedder.dim if ctx.embedder is not None else 0
-    inputs = SearchInputs(passages, queries.vectors, identity, dim, known)
+    inputs = SearchInputs(passages, queries.vectors, identity, dim, known, bm25)
     store = store_table(plan, unit.spec.key, identity)
     cells = plan.options.executor.block_cells
     parts, _ = search_parts(retriever, plan.pool_size, texts, queries.questions, inputs, None, cells, store)
+    if bm25 is None and parts.bm25 is not None:
+        save_bm25(ctx.store, ctx.stats, unit.ids.index, unit.spec.key, parts.bm25)
     return time_chunking(ctx, parts, queries, chunk_units.texts, child_to_parent)

@@ -30,8 +30,9 @@ from evalkit.chunking.health import chunk_health
 from evalkit.labels.read import LabelSet, document_fingerprints
 from evalkit.pipeline.counters import RunStats
 from evalkit.pipeline.external import external_unit
+from evalkit.pipeline.index_store import load_bm25, save_bm25
 from evalkit.pipeline.plan import SweepPlan
-from evalkit.pipeline.retrieve import rerank_pool, retrieve_with_index, store_table
+from evalkit.pipeline.retrieve import bm25_params, rerank_pool, retrieve_with_index, store_table
 from evalkit.pipeline.score import gold_cut_share, judge, pool_table, score_chunking, unit_index
 from evalkit.pipeline.search_timing import sample_queries, sample_rows, searches_here, time_chunking
 from evalkit.pipeline.units import Units, chunk_table, chunks_from_table, units_of
@@ -41,10 +42,11 @@ from evalkit.retrieval.filters import access
 from evalkit.retrieval.mask import UnitMask
 from evalkit.retrieval.pools import CandidatePool, collapse_to_parents, keep_allowed
 from evalkit.retrieval.rerank.base import Reranker
+from evalkit.retrieval.tokenize import TOKENIZER_VERSION
 from evalkit.run.units import UnitStore
 from evalkit.scoring.calibration import calibrate_by_class
 
-STAGE_VERSIONS = {"chunk": 1, "retrieve": 1, "rerank": 1, "score": 3}
+STAGE_VERSIONS = {"chunk": 1, "index": 1, "retrieve": 1, "rerank": 1, "score": 3}
 """Bump a stage's version when its code changes what it computes: its finished units are then redone."""
 
 
@@ -61,6 +63,8 @@ class UnitIds:
     retrieve: str
     rerank: str
     score: str
+    index: str
+    """The chunking's BM25 index: the chunk id with the BM25 parameters and the tokeniser (not the questions)."""
 
 
 @dataclass(frozen=True)
@@ -135,7 +139,9 @@ def plan_units(
             "token_family": family,
             "names": [plan.retriever.name, plan.reranker.name],
         }
-        units.append(UnitOfWork(spec, UnitIds(chunk, retrieved, reranked, content_id("score", reranked, scoring))))
+        scored = content_id("score", reranked, scoring)
+        indexed = content_id("index", chunk, asdict(bm25_params(plan.retriever)), TOKENIZER_VERSION)
+        units.append(UnitOfWork(spec, UnitIds(chunk, retrieved, reranked, scored, indexed)))
     return tuple(units)
 
 
@@ -201,6 +207,8 @@ def pool_stage(
         texts = [c.embed_text for c in chunks]
         cells, shown = plan.options.executor.block_cells, ctx.progress
         store = store_table(plan, unit.spec.key, ctx.embedder.identity if ctx.embedder is not None else None)
+        tokenizes = plan.retriever.backend.tokenizes
+        bm25 = load_bm25(ctx.store, ctx.stats, unit.ids.index, bm25_params(plan.retriever)) if tokenizes else None
         pool, report, parts = retrieve_with_index(
             plan.retriever,
             plan.pool_size,
@@ -213,7 +221,10 @@ def pool_stage(
             cells,
             shown,
             store,
+            bm25,
         )
+        if bm25 is None and parts.bm25 is not None:  # built here: later runs and the latency pass load it
+            save_bm25(ctx.store, ctx.stats, unit.ids.index, unit.spec.key, parts.bm25)
         if child_to_parent is not None:
             pool = collapse_to_parents(pool, child_to_parent)
         save_pool(ctx, "retrieve", unit.ids.retrieve, pool, report)
