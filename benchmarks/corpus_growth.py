@@ -2,6 +2,7 @@
 
     PYTHONPATH=. python benchmarks/corpus_growth.py --sizes 1 20 200 --out reports/growth
     PYTHONPATH=. python benchmarks/corpus_growth.py --sizes 1 20 --source /tmp/old-checkout --out reports/before
+    PYTHONPATH=. python benchmarks/corpus_growth.py --sizes 1 --ray --out reports/growth-ray
 
 Corpus xN: squad2-en's documents plus N-1 paragraph-reversed copies of each (new ids) as distractors; the
 questions and their gold spans are squad2-en's own (the copies hold the same words in another order, so they
@@ -13,7 +14,12 @@ set sizes of the sweep and every process below it (worker processes included), s
 the driver's own high-water mark (``VmHWM``). Stage seconds are the run's ``run_stats.json``; "outside"
 is the wall time no stage accounts for (start-up, reading the set, writing results, the latency pass when
 the run does not time it separately). The load average is printed beside each run: the machine is shared,
-so a figure means little without it. Not part of CI: x200 takes many minutes.
+so a wall time means little without it; ``cpu_s`` (user + system seconds of the sweep and the processes it
+waited for, Ray's nodes not included) moves much less with the load. Not part of CI: x200 takes many minutes.
+
+``--ray``: the sweeps run with ``executor=ray`` on a real two-node Ray cluster started on 127.0.0.1 (one CPU
+per node, token-authenticated, as ``tests/test_ray.py`` starts it); peak memory then also counts every process
+of the cluster, and the row says how many nodes were alive.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -82,29 +89,42 @@ def _status_kb(pid: int, field: str) -> int:
 class PeakMemory(threading.Thread):
     """Largest summed RSS of a process tree, and the root's own high-water mark (kB)."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, others: Callable[[], set[int]] = set) -> None:
         super().__init__(daemon=True)
         self.pid, self.tree_kb, self.driver_kb, self.done = pid, 0, 0, threading.Event()
+        self.others = others
+        """More processes counted in the tree (a Ray cluster's nodes and workers, which are not its children)."""
 
     def run(self) -> None:
         while not self.done.is_set():
-            self.tree_kb = max(self.tree_kb, sum(_status_kb(p, "VmRSS:") for p in _tree(self.pid)))
+            pids = set(_tree(self.pid)) | self.others()
+            self.tree_kb = max(self.tree_kb, sum(_status_kb(p, "VmRSS:") for p in pids))
             self.driver_kb = max(self.driver_kb, _status_kb(self.pid, "VmHWM:"))
             time.sleep(0.2)
 
 
-def sweep(labelset: Path, folder: Path, source: Path, extra: list[str]) -> dict[str, float]:
+def sweep(
+    labelset: Path,
+    folder: Path,
+    source: Path,
+    extra: list[str],
+    env: dict[str, str] | None = None,
+    others: Callable[[], set[int]] = set,
+) -> dict[str, float]:
     """One cold sweep in its own process: wall seconds, peak memory (MB) and the run's stage seconds."""
     shutil.rmtree(folder, ignore_errors=True)
     overrides = [*SWEEP, f"labelset.path={labelset}", f"reports_dir={folder}", *extra]
-    env = {**os.environ, "PYTHONPATH": str(source)}
+    env = {**(env or os.environ), "PYTHONPATH": str(source)}
     load = os.getloadavg()[0]
+    before = os.times()
     started = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-m", "evalkit.sweep", *overrides], cwd=source, env=env)
-    sampler = PeakMemory(process.pid)
+    sampler = PeakMemory(process.pid, others)
     sampler.start()
     code = process.wait()
     wall = time.perf_counter() - started
+    after = os.times()
+    cpu = (after.children_user + after.children_system) - (before.children_user + before.children_system)
     sampler.done.set()
     sampler.join()
     if code != 0:
@@ -114,6 +134,7 @@ def sweep(labelset: Path, folder: Path, source: Path, extra: list[str]) -> dict[
     counted = sum(seconds.get(stage, 0.0) for stage in (*STAGES, "embed", "rerank"))
     return {
         "wall_s": round(wall, 1),
+        "cpu_s": round(cpu, 1),
         "peak_tree_mb": round(sampler.tree_kb / 1024),
         "peak_driver_mb": round(sampler.driver_kb / 1024),
         **staged,
@@ -128,17 +149,33 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 20, 200])
     parser.add_argument("--out", type=Path, default=REPO / "reports" / "growth")
     parser.add_argument("--source", type=Path, default=REPO, help="the checkout whose code runs the sweeps")
-    parser.add_argument("extra", nargs="*", help="more sweep overrides, e.g. executor=ray")
+    parser.add_argument("--ray", action="store_true", help="on a two-node Ray cluster started on 127.0.0.1")
+    parser.add_argument("extra", nargs="*", help="more sweep overrides, e.g. retriever=hybrid")
     args = parser.parse_args()
     source, out = args.source.resolve(), args.out.resolve()
     print(f"machine: {os.cpu_count()} CPUs; code: {source}", flush=True)
-    rows = []
-    for copies in args.sizes:
-        labelset = grown_set(SQUAD, copies, out / "sets" / f"x{copies}")
-        measured = sweep(labelset, out / f"x{copies}", source, args.extra)
-        row = {"corpus": f"x{copies}", **measured}
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+    rows, cluster = [], None
+    if args.ray:
+        sys.path.insert(0, str(REPO))  # the tests' loopback cluster: the same start and stop as tests/test_ray.py
+        from tests.loopback.ray_cluster import alive_nodes, cluster_pids, start_cluster, stop_cluster
+
+        (out / "ray").mkdir(parents=True, exist_ok=True)
+        cluster = start_cluster(out / "ray")
+    try:
+        for copies in args.sizes:
+            labelset = grown_set(SQUAD, copies, out / "sets" / f"x{copies}")
+            extra, env, others, where = list(args.extra), None, set, {"executor": "local"}
+            if cluster is not None:
+                extra += ["executor=ray", f"executor.address={cluster.address}"]
+                env, others = cluster.driver_env, lambda: cluster_pids(cluster)
+                where = {"executor": "ray", "nodes": alive_nodes(cluster.address, cluster.env)}
+            measured = sweep(labelset, out / f"x{copies}", source, extra, env, others)
+            row = {"corpus": f"x{copies}", **where, **measured}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    finally:
+        if cluster is not None:
+            stop_cluster(cluster)
     columns = list(rows[0])
     print("\n| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))
     for row in rows:
