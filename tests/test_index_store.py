@@ -1,5 +1,5 @@
-"""A chunking's BM25 index is built once and kept: a later run with the same chunking loads it, and what it
-retrieves from the loaded index is what a cold run retrieves."""
+"""What a later run reads back instead of recomputing: a chunking's BM25 index (built once and kept; a run
+with the same chunking loads it and retrieves what a cold run retrieves) and its chunk table."""
 
 from __future__ import annotations
 
@@ -8,7 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
+from evalkit.chunking.chunkers import chunk_corpus
+from evalkit.labels.read import load_labelset
+from evalkit.pipeline.units import chunk_table, chunks_from_table
+from evalkit.records import Chunk, ChunkingSpec
 from evalkit.retrieval.bm25 import BM25Index, BM25Params
 from tests.test_sweep import SMALL, run_in_process
 
@@ -60,3 +65,24 @@ def test_another_pool_size_reuses_the_stored_index_and_retrieves_what_a_cold_run
     for pools in sorted((cold / "pools").glob("*.parquet")):
         pd.testing.assert_frame_equal(pd.read_parquet(again / "pools" / pools.name), pd.read_parquet(pools))
     assert sorted(p.name for p in (cold / "pools").glob("*.parquet"))
+
+
+@pytest.mark.parametrize(("chunker", "size"), [("markdown", 300), ("parent_child", 400), ("recursive", 256)])
+def test_a_stored_chunk_table_reads_back_as_the_same_chunks(
+    tmp_path: Path, small_demo: Path, chunker: str, size: int
+) -> None:
+    # Every reused or chunked-ahead chunking is rebuilt from its stored table: section paths, prefixes and
+    # parents included, after a real parquet round trip.
+    labelset = load_labelset(small_demo)
+    chunks = tuple(chunk_corpus(labelset.documents, ChunkingSpec(chunker, size, 32)))
+    assert chunks and (chunker != "parent_child" or all(c.parent is not None for c in chunks))
+    assert chunker != "markdown" or any(c.section_path for c in chunks)
+    chunk_table(chunks).to_parquet(tmp_path / "chunks.parquet", index=False)
+    read = chunks_from_table(pd.read_parquet(tmp_path / "chunks.parquet"), labelset)
+    assert [_fields(c) for c in read] == [_fields(c) for c in chunks]
+
+
+def _fields(chunk: Chunk) -> tuple:
+    """A chunk as stored: its parent is a span (the table keeps no parent text, as before)."""
+    parent = None if chunk.parent is None else (chunk.parent.doc_id, chunk.parent.start, chunk.parent.end)
+    return (chunk.chunk_id, chunk.doc_id, chunk.start, chunk.end, chunk.text, chunk.section_path, chunk.prefix, parent)
