@@ -37,6 +37,7 @@ from evalkit.pipeline.score import gold_cut_share, judge, pool_table, score_chun
 from evalkit.pipeline.search_timing import sample_queries, sample_rows, searches_here, time_chunking
 from evalkit.pipeline.units import Units, chunk_table, chunks_from_table, units_of
 from evalkit.records import EXTERNAL_CHUNKING, Chunk, ChunkingSpec, Question
+from evalkit.retrieval.bm25 import BM25Index
 from evalkit.retrieval.embedding.base import Embedder
 from evalkit.retrieval.filters import access
 from evalkit.retrieval.mask import UnitMask
@@ -145,16 +146,19 @@ def plan_units(
     return tuple(units)
 
 
-def run_unit(unit: UnitOfWork, ctx: WorkContext, chunks: Sequence[Chunk] | None = None) -> UnitResult:
+def run_unit(
+    unit: UnitOfWork, ctx: WorkContext, chunks: Sequence[Chunk] | None = None, bm25: BM25Index | None = None
+) -> UnitResult:
     """Walk the unit's stages, reusing each one the store already holds.
 
-    ``chunks``: the unit's chunks, already chunked and stored elsewhere (:mod:`evalkit.pipeline.chunk_ahead`).
+    ``chunks`` and ``bm25``: the unit's chunks and BM25 index, already built and stored elsewhere
+    (:mod:`evalkit.pipeline.chunk_ahead`).
     """
     if ctx.store.has("score", unit.ids.score):
         return stored_result(unit, ctx)
     chunks = chunk_stage(unit, ctx) if chunks is None else chunks
     units, child_to_parent = units_of(chunks, ctx.labelset)
-    pool = pool_stage(unit, ctx, chunks, units, child_to_parent)
+    pool = pool_stage(unit, ctx, chunks, units, child_to_parent, bm25)
     return score_stage(unit, ctx, chunks, units, pool)
 
 
@@ -193,9 +197,14 @@ def save_chunks(
 
 
 def pool_stage(
-    unit: UnitOfWork, ctx: WorkContext, chunks: Sequence[Chunk], units: Units, child_to_parent: np.ndarray | None
+    unit: UnitOfWork,
+    ctx: WorkContext,
+    chunks: Sequence[Chunk],
+    units: Units,
+    child_to_parent: np.ndarray | None,
+    built: BM25Index | None = None,
 ) -> CandidatePool:
-    """The retrieved pool (in returned units), reranked when there is a reranker."""
+    """The retrieved pool (in returned units), reranked when there is a reranker (``built``: its BM25 index)."""
     pool = load_pool(ctx, "retrieve", unit.ids.retrieve)
     if pool is None and unit.spec.chunker == EXTERNAL_CHUNKING:  # its chunks were stored, its pool was not
         _, fetched, report = external_unit(ctx)  # every reply is cached: no call is sent again
@@ -208,7 +217,9 @@ def pool_stage(
         cells, shown = plan.options.executor.block_cells, ctx.progress
         store = store_table(plan, unit.spec.key, ctx.embedder.identity if ctx.embedder is not None else None)
         tokenizes = plan.retriever.backend.tokenizes
-        bm25 = load_bm25(ctx.store, ctx.stats, unit.ids.index, bm25_params(plan.retriever)) if tokenizes else None
+        bm25 = built
+        if bm25 is None and tokenizes:
+            bm25 = load_bm25(ctx.store, ctx.stats, unit.ids.index, bm25_params(plan.retriever))
         pool, report, parts = retrieve_with_index(
             plan.retriever,
             plan.pool_size,
