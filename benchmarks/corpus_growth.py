@@ -3,6 +3,7 @@
     PYTHONPATH=. python benchmarks/corpus_growth.py --sizes 1 20 200 --out reports/growth
     PYTHONPATH=. python benchmarks/corpus_growth.py --sizes 1 20 --source /tmp/old-checkout --out reports/before
     PYTHONPATH=. python benchmarks/corpus_growth.py --sizes 1 --ray --out reports/growth-ray
+    PYTHONPATH=. python benchmarks/corpus_growth.py --sizes 20 --again --out reports/growth-again
 
 Corpus xN: squad2-en's documents plus N-1 paragraph-reversed copies of each (new ids) as distractors; the
 questions and their gold spans are squad2-en's own (the copies hold the same words in another order, so they
@@ -16,6 +17,9 @@ is the wall time no stage accounts for (start-up, reading the set, writing resul
 the run does not time it separately). The load average is printed beside each run: the machine is shared,
 so a wall time means little without it; ``cpu_s`` (user + system seconds of the sweep and the processes it
 waited for, Ray's nodes not included) moves much less with the load. Not part of CI: x200 takes many minutes.
+
+``--again``: each size is swept a second time in the same folder (a new run id): every unit comes from the
+unit store, so the row is what a re-run costs (the latency pass, the decision, reading and writing).
 
 ``--ray``: the sweeps run with ``executor=ray`` on a real two-node Ray cluster started on 127.0.0.1 (one CPU
 per node, token-authenticated, as ``tests/test_ray.py`` starts it); peak memory then also counts every process
@@ -38,8 +42,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SQUAD = REPO.parent / "shared" / "labelsets" / "squad2-en"
-SWEEP = ["retriever=bm25", "answer_check=off", "position=off", "report=false", "progress=false", "run_id=r"]
-STAGES = ("chunk", "retrieve", "score", "latency", "decide")
+SWEEP = ["retriever=bm25", "answer_check=off", "position=off", "report=false", "progress=false"]
+STAGES = ("chunk", "index", "retrieve", "score", "latency", "decide")
 
 
 def reversed_paragraphs(text: str) -> str:
@@ -110,10 +114,16 @@ def sweep(
     extra: list[str],
     env: dict[str, str] | None = None,
     others: Callable[[], set[int]] = set,
+    run_id: str = "r",
 ) -> dict[str, float]:
-    """One cold sweep in its own process: wall seconds, peak memory (MB) and the run's stage seconds."""
-    shutil.rmtree(folder, ignore_errors=True)
-    overrides = [*SWEEP, f"labelset.path={labelset}", f"reports_dir={folder}", *extra]
+    """One sweep in its own process: wall seconds, peak memory (MB) and the run's stage seconds.
+
+    Run ``r`` is cold (its folder, cache and unit store removed first); another ``run_id`` is run in the same
+    folder, so it reuses what the cold run stored.
+    """
+    if run_id == "r":
+        shutil.rmtree(folder, ignore_errors=True)
+    overrides = [*SWEEP, f"run_id={run_id}", f"labelset.path={labelset}", f"reports_dir={folder}", *extra]
     env = {**(env or os.environ), "PYTHONPATH": str(source)}
     load = os.getloadavg()[0]
     before = os.times()
@@ -129,9 +139,10 @@ def sweep(
     sampler.join()
     if code != 0:
         raise SystemExit(f"sweep failed ({code}): {' '.join(overrides)}")
-    seconds = json.loads((folder / "r" / "run_stats.json").read_text())["seconds"]
+    seconds = json.loads((folder / run_id / "run_stats.json").read_text())["seconds"]
     staged = {f"{stage}_s": round(seconds.get(stage, float("nan")), 1) for stage in STAGES}
-    counted = sum(seconds.get(stage, 0.0) for stage in (*STAGES, "embed", "rerank"))
+    # The index seconds overlap the chunk seconds when the worker builds both beside the driver: not added.
+    counted = sum(seconds.get(stage, 0.0) for stage in (*STAGES, "embed", "rerank") if stage != "index")
     return {
         "wall_s": round(wall, 1),
         "cpu_s": round(cpu, 1),
@@ -150,6 +161,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO / "reports" / "growth")
     parser.add_argument("--source", type=Path, default=REPO, help="the checkout whose code runs the sweeps")
     parser.add_argument("--ray", action="store_true", help="on a two-node Ray cluster started on 127.0.0.1")
+    parser.add_argument("--again", action="store_true", help="each size run a second time on its stored units")
     parser.add_argument("extra", nargs="*", help="more sweep overrides, e.g. retriever=hybrid")
     args = parser.parse_args()
     source, out = args.source.resolve(), args.out.resolve()
@@ -169,10 +181,11 @@ def main() -> None:
                 extra += ["executor=ray", f"executor.address={cluster.address}"]
                 env, others = cluster.driver_env, lambda: cluster_pids(cluster)
                 where = {"executor": "ray", "nodes": alive_nodes(cluster.address, cluster.env)}
-            measured = sweep(labelset, out / f"x{copies}", source, extra, env, others)
-            row = {"corpus": f"x{copies}", **where, **measured}
-            rows.append(row)
-            print(json.dumps(row), flush=True)
+            for run_id in ("r", "again") if args.again else ("r",):
+                measured = sweep(labelset, out / f"x{copies}", source, extra, env, others, run_id)
+                row = {"corpus": f"x{copies}", "run": "cold" if run_id == "r" else "again", **where, **measured}
+                rows.append(row)
+                print(json.dumps(row), flush=True)
     finally:
         if cluster is not None:
             stop_cluster(cluster)
