@@ -16,6 +16,7 @@ from evalkit.chunking.relevance import (
     evidence_matrix,
     index_evidence_matrix,
     index_relevance_matrix,
+    index_relevant_rows,
     is_relevant,
     n_relevant_units,
     overlap,
@@ -267,6 +268,8 @@ def test_vectorised_matrices_equal_scalar_functions(
     expected = [is_relevant(unit, question, tau) for unit in units]
     np.testing.assert_array_equal(relevance_matrix(question, starts, ends, docs, tau), np.array(expected, dtype=bool))
     np.testing.assert_array_equal(index_relevance_matrix(question, index, tau), np.array(expected, dtype=bool))
+    # The rows form scores each question over its evidence documents only: the same units, ascending.
+    np.testing.assert_array_equal(index_relevant_rows(question, index, tau), np.flatnonzero(expected))
     assert n_relevant_units(units, question, tau) == sum(expected)
 
 

@@ -29,3 +29,23 @@ def test_a_config_adds_its_stages_and_an_unmeasured_chunking_has_none() -> None:
                 "p95": 0.004, "n": 12}}}}  # fmt: skip
     both = retrieval_seconds(measured, "c")
     assert both is not None and both["p50"] == 0.011 and both["p95"] == 0.024 and both["n"] == 12
+
+
+def test_the_sweeps_own_index_is_timed_and_a_reused_pool_loads_the_stored_one(tmp_path: Path, small_demo: Path) -> None:
+    args = [*SMALL, f"labelset.path={small_demo}", f"reports_dir={tmp_path}", "retriever=bm25"]
+    first = run_in_process([*args, "run_id=a"])
+    stats = json.loads((first / "run_stats.json").read_text(encoding="utf-8"))
+    # The latency pass read no chunking back from the unit store: it timed the index each pool was searched with.
+    assert stats["stages_run"]["retrieve"] == 2 and stats["stages_reused"]["chunk"] == 0
+    assert stats["stages_run"]["index"] == 2 and stats["stages_reused"]["index"] == 0
+    # Same plan, new run: every unit comes from the store, nothing was searched here, so the pass times each
+    # chunking on the index the first run stored (built once, not again).
+    second = run_in_process([*args, "run_id=b"])
+    stats = json.loads((second / "run_stats.json").read_text(encoding="utf-8"))
+    assert stats["stages_run"]["retrieve"] == 0 and stats["stages_reused"]["chunk"] == 2
+    assert stats["stages_run"]["index"] == 0 and stats["stages_reused"]["index"] == 2
+    for run_dir in (first, second):
+        timed = json.loads((run_dir / "retrieval_latency.json").read_text(encoding="utf-8"))
+        assert set(timed["chunkings"]) == {"recursive-s256-o0", "recursive-s512-o0"}
+        for stages in timed["chunkings"].values():
+            assert set(stages) == {"search"} and stages["search"]["n"] == timed["sample"] > 0

@@ -171,20 +171,21 @@ def test_a_grown_grid_reruns_only_what_changed(tmp_path: Path, small_demo: Path)
         "report=false",
     ]
     first = run_in_process([*base, "chunk_size=[200,300]", "top_k=[1,5]"])
-    assert _stats(first)["stages_run"] == {"chunk": 2, "retrieve": 2, "rerank": 0, "score": 2}
+    assert _stats(first)["stages_run"] == {"chunk": 2, "index": 2, "retrieve": 2, "rerank": 0, "score": 2}
     assert _stats(first)["texts_embedded_total"] > 0
 
     grown = run_in_process([*base, "chunk_size=[200,300,400]", "top_k=[1,5]"])
-    assert _stats(grown)["stages_run"] == {"chunk": 1, "retrieve": 1, "rerank": 0, "score": 1}
+    assert _stats(grown)["stages_run"] == {"chunk": 1, "index": 1, "retrieve": 1, "rerank": 0, "score": 1}
     assert _stats(grown)["stages_reused"]["score"] == 2
 
     more_k = run_in_process([*base, "chunk_size=[200,300,400]", "top_k=[1,3,5]"])
     stats = _stats(more_k)
-    assert stats["stages_run"] == {"chunk": 0, "retrieve": 0, "rerank": 0, "score": 3}
+    assert stats["stages_run"] == {"chunk": 0, "index": 0, "retrieve": 0, "rerank": 0, "score": 3}
+    assert stats["stages_reused"]["index"] == 3  # the latency pass loads each stored BM25 index, builds none
     assert stats["texts_embedded_total"] == 0 and not stats["rerank_pairs_scored"]
 
     reranked = run_in_process([*base, "chunk_size=[200]", "top_k=[1,5]", "reranker=local", "threshold=[0.0]"])
-    assert _stats(reranked)["stages_run"] == {"chunk": 0, "retrieve": 0, "rerank": 1, "score": 1}
+    assert _stats(reranked)["stages_run"] == {"chunk": 0, "index": 0, "retrieve": 0, "rerank": 1, "score": 1}
 
     # A grown run scores exactly what a fresh run of the same grid scores.
     fresh = run_in_process([*base, "chunk_size=[200,300,400]", "top_k=[1,3,5]", f"reports_dir={tmp_path / 'fresh'}"])

@@ -45,6 +45,7 @@ __all__ = [
     "evidence_matrix",
     "index_evidence_matrix",
     "index_relevance_matrix",
+    "index_relevant_rows",
     "is_relevant",
     "n_relevant_units",
     "overlap",
@@ -319,3 +320,15 @@ def index_evidence_matrix(question: Question, index: UnitIndex, tau: float = 1.0
 def index_relevance_matrix(question: Question, index: UnitIndex, tau: float = 1.0) -> np.ndarray:
     """:func:`relevance_matrix` over a prebuilt :class:`UnitIndex`."""
     return index_evidence_matrix(question, index, tau).any(axis=1)
+
+
+def index_relevant_rows(question: Question, index: UnitIndex, tau: float = 1.0) -> np.ndarray:
+    """Rows of the relevant units, ascending: ``flatnonzero(index_relevance_matrix(...))`` without the
+    (n_units,) array, so a question costs the units of its evidence documents, whatever the corpus size."""
+    tau = _check_tau(tau)
+    found = [
+        rows[_judge_rows(index.starts[rows], index.ends[rows], evidence, tau)]
+        for evidence in _gold(question)
+        if evidence.end > evidence.start and (rows := index.rows_by_doc.get(evidence.doc_id)) is not None
+    ]
+    return np.unique(np.concatenate(found)) if found else np.empty(0, dtype=np.intp)

@@ -55,7 +55,7 @@ def estimate_tokens(text: str, model_family: str) -> int:
         known = ", ".join(sorted(TOKENIZER_SCALE_PERCENT))
         raise ValueError(f"unknown tokenizer family {model_family!r}; known: {known}")
     cjk = len(_CJK.findall(text))
-    ascii_chars = sum(1 for ch in text if ch < "\x80")
+    ascii_chars = len(text.encode("ascii", "ignore"))  # what it drops is exactly the non-ASCII code points
     other = len(text) - cjk - ascii_chars
     quarter_tokens = ascii_chars + 2 * other + 4 * cjk
     return -(-quarter_tokens * TOKENIZER_SCALE_PERCENT[model_family] // 400)

@@ -10,7 +10,7 @@ from evalkit.cost.budget import SpendGuard
 from evalkit.retrieval.embedding.base import EmbedCounter
 from evalkit.retrieval.rerank.base import RerankCounter
 
-STAGES = ("chunk", "retrieve", "rerank", "score")
+STAGES = ("chunk", "index", "retrieve", "rerank", "score")
 """The stages of one chunking's unit of work, in order."""
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol
 
+from evalkit.pipeline.chunk_ahead import chunked_ahead, needs_chunking
 from evalkit.pipeline.executor_settings import EXECUTORS, ExecutorSettings
 from evalkit.pipeline.work import UnitOfWork, UnitResult, WorkContext, run_unit
 from evalkit.settings import ConfigError
@@ -42,8 +43,13 @@ class LocalExecutor:
         """This process can always run them."""
 
     def run(self, units: Sequence[UnitOfWork], ctx: WorkContext) -> Iterator[UnitResult]:
-        for unit in units:
-            yield run_unit(unit, ctx)
+        ahead = [u for u in units if needs_chunking(u, ctx)]
+        chars = sum(len(doc.text) for doc in ctx.labelset.documents)
+        if len(ahead) < 2 or chars < self.settings.chunk_ahead_min_chars:
+            for unit in units:
+                yield run_unit(unit, ctx)
+            return
+        yield from chunked_ahead(units, ahead, ctx)
 
 
 def ray_executor(settings: ExecutorSettings) -> Executor:

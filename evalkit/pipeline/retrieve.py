@@ -34,7 +34,10 @@ class SearchInputs:
     embedder_identity: str | None
     dim: int
     known_tokens: dict[str, list[str]] | None
-    """BM25 tokens the cache held for the unit and query texts (None: no BM25)."""
+    """BM25 tokens the cache held for the unit and query texts (None: no BM25); the query texts' only when
+    ``bm25`` is given."""
+    bm25: BM25Index | None = None
+    """The chunking's BM25 index, built by an earlier search and kept in the unit store (None: build it)."""
 
 
 def embed_inputs(
@@ -45,8 +48,12 @@ def embed_inputs(
     cache: Cache,
     stats: RunStats,
     progress: bool = False,
+    bm25: BM25Index | None = None,
 ) -> SearchInputs:
-    """The local path: vectors and tokens from the cache, computing the misses in this process."""
+    """The local path: vectors and tokens from the cache, computing the misses in this process.
+
+    ``bm25``: the chunking's stored BM25 index; only the questions are then tokenised (not every unit).
+    """
     passages = queries = None
     if retriever.backend.embeds:
         assert embedder is not None
@@ -57,13 +64,17 @@ def embed_inputs(
         stats.add_time("embed", time.perf_counter() - started)
     known = None
     if retriever.backend.tokenizes:
-        texts = [*units_text, *(q.question for q in questions)]
+        texts = [*(units_text if bm25 is None else ()), *(q.question for q in questions)]
         known = cached_tokens(texts, cache)
         _, fresh = complete_tokens(texts, known)
         store_tokens(cache, fresh)
         known.update(fresh)
     identity = embedder.identity if embedder is not None else None
-    return SearchInputs(passages, queries, identity, embedder.dim if embedder is not None else 0, known)
+    return SearchInputs(passages, queries, identity, embedder.dim if embedder is not None else 0, known, bm25)
+
+
+def bm25_params(retriever: RetrieverSettings) -> BM25Params:
+    return BM25Params(retriever.bm25_k1, retriever.bm25_b)
 
 
 def store_table(plan: SweepPlan, chunking: str, embedder_identity: str | None) -> StoreTable | None:
@@ -72,6 +83,39 @@ def store_table(plan: SweepPlan, chunking: str, embedder_identity: str | None) -
         return None
     folder = plan.options.cache_path.parent / STORE_FOLDER
     return StoreTable(folder, table_name(chunking, str(embedder_identity), plan.labelset_path))
+
+
+def search_parts(
+    retriever: RetrieverSettings,
+    pool_size: int,
+    units_text: Sequence[str],
+    questions: Sequence[Question],
+    inputs: SearchInputs,
+    allowed: Mask | None = None,
+    cells: int = DEFAULT_BLOCK_CELLS,
+    store: StoreTable | None = None,
+) -> tuple[SearchParts, dict[str, list[str]]]:
+    """The built index (dense vectors, BM25) and queries a search reads, and the BM25 tokens computed for it.
+
+    A BM25 index given in ``inputs`` is searched as it is (its units are not tokenised again).
+    """
+    backend = retriever.backend
+    index = queries = bm25 = None
+    fresh: dict[str, list[str]] = {}
+    if backend.embeds:
+        assert inputs.passage_vectors is not None and inputs.query_vectors is not None
+        index = DenseIndex(str(inputs.embedder_identity), inputs.dim, inputs.passage_vectors)
+        queries = QueryVectors(str(inputs.embedder_identity), inputs.query_vectors)
+    if backend.tokenizes:
+        assert inputs.known_tokens is not None
+        bm25 = inputs.bm25
+        asked = [q.question for q in questions]
+        texts = [*(units_text if bm25 is None else ()), *asked]
+        tokens, fresh = complete_tokens(texts, inputs.known_tokens)
+        if bm25 is None:
+            bm25 = BM25Index(units_text, bm25_params(retriever), tokens=tokens[: len(units_text)])
+        bm25.set_queries(asked, tokens=tokens[len(texts) - len(asked) :])
+    return SearchParts(len(questions), pool_size, index, queries, bm25, allowed, cells, store), fresh
 
 
 def search(
@@ -92,21 +136,37 @@ def search(
     """
     backend = retriever.backend
     assert backend.search is not None, f"retriever={retriever.name} is searched by production (an external unit)"
-    index = queries = bm25 = None
-    fresh: dict[str, list[str]] = {}
-    if backend.embeds:
-        assert inputs.passage_vectors is not None and inputs.query_vectors is not None
-        index = DenseIndex(str(inputs.embedder_identity), inputs.dim, inputs.passage_vectors)
-        queries = QueryVectors(str(inputs.embedder_identity), inputs.query_vectors)
-    if backend.tokenizes:
-        assert inputs.known_tokens is not None
-        texts = [*units_text, *(q.question for q in questions)]
-        tokens, fresh = complete_tokens(texts, inputs.known_tokens)
-        bm25 = BM25Index(units_text, BM25Params(retriever.bm25_k1, retriever.bm25_b), tokens=tokens[: len(units_text)])
-        bm25.set_queries([q.question for q in questions], tokens=tokens[len(units_text) :])
-    parts = SearchParts(len(questions), pool_size, index, queries, bm25, allowed, cells, store)
+    parts, fresh = search_parts(retriever, pool_size, units_text, questions, inputs, allowed, cells, store)
     pool, report = backend.search(retriever, parts)
     return pool, report, fresh
+
+
+def retrieve_with_index(
+    retriever: RetrieverSettings,
+    pool_size: int,
+    units_text: Sequence[str],
+    questions: Sequence[Question],
+    embedder: Embedder | None,
+    cache: Cache,
+    stats: RunStats,
+    allowed: Mask | None = None,
+    cells: int = DEFAULT_BLOCK_CELLS,
+    progress: bool = False,
+    store: StoreTable | None = None,
+    bm25: BM25Index | None = None,
+) -> tuple[CandidatePool, dict[str, Any], SearchParts]:
+    """:func:`retrieve`, also returning the index it built (the latency pass times queries on it, not a rebuild).
+
+    ``bm25``: the chunking's BM25 index from the unit store, searched instead of building one.
+    """
+    backend = retriever.backend
+    assert backend.search is not None, f"retriever={retriever.name} is searched by production (an external unit)"
+    inputs = embed_inputs(retriever, units_text, questions, embedder, cache, stats, progress, bm25)
+    started = time.perf_counter()
+    parts, _ = search_parts(retriever, pool_size, units_text, questions, inputs, allowed, cells, store)
+    pool, report = backend.search(retriever, parts)
+    stats.add_time("retrieve", time.perf_counter() - started)
+    return pool, report, parts
 
 
 def retrieve(
@@ -123,10 +183,9 @@ def retrieve(
     store: StoreTable | None = None,
 ) -> tuple[CandidatePool, dict[str, Any]]:
     """One candidate pool of ``pool_size`` per question for this chunking (in this process)."""
-    inputs = embed_inputs(retriever, units_text, questions, embedder, cache, stats, progress)
-    started = time.perf_counter()
-    pool, report, _ = search(retriever, pool_size, units_text, questions, inputs, allowed, cells, store)
-    stats.add_time("retrieve", time.perf_counter() - started)
+    pool, report, _ = retrieve_with_index(
+        retriever, pool_size, units_text, questions, embedder, cache, stats, allowed, cells, progress, store
+    )
     return pool, report
 
 

@@ -28,15 +28,25 @@ from evalkit.scoring.ir.forms import WRITTEN
 from evalkit.scoring.slicing import PoolJudgement, best_score, slice_metrics
 
 
-def judge(questions: Sequence[Question], pool: CandidatePool, units: Units, tau: float) -> PoolJudgement:
-    """Project every question's evidence spans onto the chunking (DESIGN §2)."""
-    index = relevance.build_unit_index(units.starts, units.ends, units.doc_ids)
+def judge(
+    questions: Sequence[Question],
+    pool: CandidatePool,
+    units: Units,
+    tau: float,
+    index: relevance.UnitIndex | None = None,
+) -> PoolJudgement:
+    """Project every question's evidence spans onto the chunking (DESIGN §2).
+
+    Per question only the units of its evidence documents are judged (``index`` groups them once per
+    chunking), so scoring does not grow with the corpus: distractor documents cost nothing here.
+    """
+    index = unit_index(units) if index is None else index
     relevant = np.zeros(pool.indices.shape, dtype=bool)
     n_relevant = np.zeros(len(questions), dtype=np.int64)
     for row, question in enumerate(questions):
         if question.evidence_mode == "none":
             continue
-        relevant_units = np.flatnonzero(relevance.index_relevance_matrix(question, index, tau))
+        relevant_units = relevance.index_relevant_rows(question, index, tau)
         n_relevant[row] = relevant_units.size
         relevant[row] = np.isin(pool.indices[row], relevant_units) & (pool.indices[row] >= 0)
     return PoolJudgement(relevant=relevant, scores=pool.scores, n_relevant=n_relevant)
@@ -50,17 +60,25 @@ def _pool_spans(pool: CandidatePool, units: Units) -> tuple[np.ndarray, np.ndarr
     return np.append(units.doc_ids, "")[at], np.append(units.starts, 0)[at], np.append(units.ends, 0)[at]
 
 
-def gold_cut_share(questions: Sequence[Question], units: Units) -> float:
+def unit_index(units: Units) -> relevance.UnitIndex:
+    """The chunking's units grouped by document, built once and read by every question."""
+    return relevance.build_unit_index(units.starts, units.ends, units.doc_ids)
+
+
+def _held_whole(index: relevance.UnitIndex, doc_id: str, start: int, end: int) -> bool:
+    rows = index.rows_by_doc.get(doc_id)
+    return rows is not None and bool(np.any((index.starts[rows] <= start) & (index.ends[rows] >= end)))
+
+
+def gold_cut_share(questions: Sequence[Question], units: Units, index: relevance.UnitIndex | None = None) -> float:
     """Share of answerable questions whose gold span no single unit holds whole (cut by a boundary)."""
     answerable = [q for q in questions if q.evidence_mode != "none"]
     if not answerable:
         return float("nan")
+    index = unit_index(units) if index is None else index
     cut = 0
     for question in answerable:
-        whole = [
-            bool(np.any((units.doc_ids == s.doc_id) & (units.starts <= s.start) & (units.ends >= s.end)))
-            for s in question.evidence
-        ]
+        whole = [_held_whole(index, s.doc_id, s.start, s.end) for s in question.evidence]
         if (question.evidence_mode == "any" and not any(whole)) or (question.evidence_mode == "all" and not all(whole)):
             cut += 1
     return cut / len(answerable)
@@ -84,7 +102,7 @@ def score_chunking(
     off the grid that the run's advice names (the calibration's), scored from the same pool at every top_k
     (column ``off_grid``) so the gate judges them like any grid point before they are advised.
     """
-    unit_tokens = unit_token_counts(units.texts, token_family)
+    unit_tokens = pool_token_counts(pool, units, token_family)
     answerable = np.array([q.evidence_mode != "none" for q in questions])
     base = question_columns(questions, pool, judgement, token_family)
     spans = _pool_spans(pool, units)
@@ -154,6 +172,13 @@ def question_columns(
         "n_relevant_units": judgement.n_relevant,
         "question_tokens": [estimate_tokens(q.question, token_family) for q in questions],
     }
+def pool_token_counts(pool: CandidatePool, units: Units, token_family: str) -> np.ndarray:
+    """Estimated tokens of every unit some question's pool holds (0 for the others, which no slice returns):
+    the estimate reads each character, so counting every unit of a large corpus cost more than the slicing."""
+    counts = np.zeros(len(units.texts), dtype=np.int64)
+    members = np.unique(pool.indices[pool.indices >= 0])
+    counts[members] = unit_token_counts([units.texts[int(i)] for i in members], token_family)
+    return counts
 
 
 def returned_key(returned: np.ndarray) -> bytes:

@@ -85,7 +85,9 @@ def run_sweep(
     executor = executor or LocalExecutor(plan.options.executor)
     finished = collect(executor.run(units, ctx), RunFolder(run_dir), ctx.store, plan, questions)
     results, summary = write_results(plan, labelset, finished, run_dir, ctx.token_family)
+    started = time.perf_counter()
     latency = stage_latency.measure(ctx, units, run_dir)  # after the parallel work: no unit competes for cores
+    stats.add_time("latency", time.perf_counter() - started)
     score_production_log(plan, labelset, questions, ctx.token_family, run_dir)
     answers = AnswerInputs(labelset, ctx.cache, ctx.token_family, stats.spend, latency)
 

@@ -18,7 +18,7 @@ import hashlib
 import json
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -30,21 +30,25 @@ from evalkit.chunking.health import chunk_health
 from evalkit.labels.read import LabelSet, document_fingerprints
 from evalkit.pipeline.counters import RunStats
 from evalkit.pipeline.external import external_unit
+from evalkit.pipeline.index_store import load_bm25, save_bm25
 from evalkit.pipeline.plan import SweepPlan
-from evalkit.pipeline.retrieve import rerank_pool, retrieve, store_table
-from evalkit.pipeline.score import gold_cut_share, judge, pool_table, score_chunking
+from evalkit.pipeline.retrieve import bm25_params, rerank_pool, retrieve_with_index, store_table
+from evalkit.pipeline.score import gold_cut_share, judge, pool_table, score_chunking, unit_index
+from evalkit.pipeline.search_timing import sample_queries, sample_rows, searches_here, time_chunking
 from evalkit.pipeline.units import Units, chunk_table, chunks_from_table, units_of
 from evalkit.records import EXTERNAL_CHUNKING, Chunk, ChunkingSpec, Question
+from evalkit.retrieval.bm25 import BM25Index
 from evalkit.retrieval.embedding.base import Embedder
 from evalkit.retrieval.filters import access
 from evalkit.retrieval.mask import UnitMask
 from evalkit.retrieval.pools import CandidatePool, collapse_to_parents, keep_allowed
 from evalkit.retrieval.rerank.base import Reranker
+from evalkit.retrieval.tokenize import TOKENIZER_VERSION
 from evalkit.run.units import UnitStore
 from evalkit.scoring.calibration import calibrate_by_class
 from evalkit.scoring.thresholds import floor_significant
 
-STAGE_VERSIONS = {"chunk": 1, "retrieve": 1, "rerank": 1, "score": 3}
+STAGE_VERSIONS = {"chunk": 1, "index": 1, "retrieve": 1, "rerank": 1, "score": 3}
 """Bump a stage's version when its code changes what it computes: its finished units are then redone."""
 
 
@@ -61,6 +65,8 @@ class UnitIds:
     retrieve: str
     rerank: str
     score: str
+    index: str
+    """The chunking's BM25 index: the chunk id with the BM25 parameters and the tokeniser (not the questions)."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +103,9 @@ class WorkContext:
     stats: RunStats
     token_family: str
     progress: bool = False
+    latency: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per chunking, its per-query search (and rerank) times, taken on the index its pool was searched with
+    (:mod:`evalkit.pipeline.search_timing`); the latency pass builds an index only for the chunkings missing."""
 
 
 def questions_fingerprint(questions: Sequence[Question]) -> str:
@@ -137,17 +146,25 @@ def plan_units(
             "names": [plan.retriever.name, plan.reranker.name],
             "rows": ROWS_VERSION,
         }
-        units.append(UnitOfWork(spec, UnitIds(chunk, retrieved, reranked, content_id("score", reranked, scoring))))
+        scored = content_id("score", reranked, scoring)
+        indexed = content_id("index", chunk, asdict(bm25_params(plan.retriever)), TOKENIZER_VERSION)
+        units.append(UnitOfWork(spec, UnitIds(chunk, retrieved, reranked, scored, indexed)))
     return tuple(units)
 
 
-def run_unit(unit: UnitOfWork, ctx: WorkContext) -> UnitResult:
-    """Walk the unit's stages, reusing each one the store already holds."""
+def run_unit(
+    unit: UnitOfWork, ctx: WorkContext, chunks: Sequence[Chunk] | None = None, bm25: BM25Index | None = None
+) -> UnitResult:
+    """Walk the unit's stages, reusing each one the store already holds.
+
+    ``chunks`` and ``bm25``: the unit's chunks and BM25 index, already built and stored elsewhere
+    (:mod:`evalkit.pipeline.chunk_ahead`).
+    """
     if ctx.store.has("score", unit.ids.score):
         return stored_result(unit, ctx)
-    chunks = chunk_stage(unit, ctx)
+    chunks = chunk_stage(unit, ctx) if chunks is None else chunks
     units, child_to_parent = units_of(chunks, ctx.labelset)
-    pool = pool_stage(unit, ctx, chunks, units, child_to_parent)
+    pool = pool_stage(unit, ctx, chunks, units, child_to_parent, bm25)
     return score_stage(unit, ctx, chunks, units, pool)
 
 
@@ -186,9 +203,14 @@ def save_chunks(
 
 
 def pool_stage(
-    unit: UnitOfWork, ctx: WorkContext, chunks: Sequence[Chunk], units: Units, child_to_parent: np.ndarray | None
+    unit: UnitOfWork,
+    ctx: WorkContext,
+    chunks: Sequence[Chunk],
+    units: Units,
+    child_to_parent: np.ndarray | None,
+    built: BM25Index | None = None,
 ) -> CandidatePool:
-    """The retrieved pool (in returned units), reranked when there is a reranker."""
+    """The retrieved pool (in returned units), reranked when there is a reranker (``built``: its BM25 index)."""
     pool = load_pool(ctx, "retrieve", unit.ids.retrieve)
     if pool is None and unit.spec.chunker == EXTERNAL_CHUNKING:  # its chunks were stored, its pool was not
         _, fetched, report = external_unit(ctx)  # every reply is cached: no call is sent again
@@ -200,7 +222,11 @@ def pool_stage(
         texts = [c.embed_text for c in chunks]
         cells, shown = plan.options.executor.block_cells, ctx.progress
         store = store_table(plan, unit.spec.key, ctx.embedder.identity if ctx.embedder is not None else None)
-        pool, report = retrieve(
+        tokenizes = plan.retriever.backend.tokenizes
+        bm25 = built
+        if bm25 is None and tokenizes:
+            bm25 = load_bm25(ctx.store, ctx.stats, unit.ids.index, bm25_params(plan.retriever))
+        pool, report, parts = retrieve_with_index(
             plan.retriever,
             plan.pool_size,
             texts,
@@ -212,10 +238,20 @@ def pool_stage(
             cells,
             shown,
             store,
+            bm25,
         )
+        if bm25 is None and parts.bm25 is not None:  # built here: later runs and the latency pass load it
+            save_bm25(ctx.store, ctx.stats, unit.ids.index, unit.spec.key, parts.bm25)
         if child_to_parent is not None:
             pool = collapse_to_parents(pool, child_to_parent)
         save_pool(ctx, "retrieve", unit.ids.retrieve, pool, report)
+        if searches_here(ctx):  # the latency pass reads these times instead of building the index again
+            started = time.perf_counter()
+            rows = sample_rows(len(questions), plan.seed)
+            vectors = None if parts.queries is None else parts.queries.vectors[rows]
+            sampled = sample_queries(ctx, [questions[r] for r in rows], vectors)
+            ctx.latency[unit.spec.key] = time_chunking(ctx, parts, sampled, units.texts, child_to_parent)
+            ctx.stats.add_time("latency", time.perf_counter() - started)
     if ctx.reranker is None:
         return pool
     reranked = load_pool(ctx, "rerank", unit.ids.rerank)
@@ -264,7 +300,8 @@ def score_unit(
     """Per-question rows (one block per grid point, computed as they are read), the drill-down pool and the
     unit's info record (pure: runs on any worker)."""
     unit_access = access(questions, units.doc_ids, labelset.documents, plan.filters)
-    judgement = judge(questions, pool, units, plan.relevance_tau)
+    index = unit_index(units)
+    judgement = judge(questions, pool, units, plan.relevance_tau, index)
     classes = [str(q.tags.get(plan.calibration_tag, "untagged")) for q in questions]
     answerable = np.array([q.evidence_mode != "none" for q in questions])
     target = plan.objective.zero_hit_answerable_max
@@ -284,7 +321,7 @@ def score_unit(
         "n_units": len(units.ids),
         "stored_chars": units.stored_chars,
         "indexed_chars": int(sum(len(c.embed_text) for c in chunks)),
-        "gold_cut_share": gold_cut_share(questions, units),
+        "gold_cut_share": gold_cut_share(questions, units, index),
         "calibration": [c.to_dict() for c in calibrations],
     }
     return rows, pool_table(questions, pool, units, judgement.relevant), info

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -91,6 +91,39 @@ class BM25Index:
             self._vocab = self._retriever.vocab_dict
         self.n_units = len(texts)
         self._query_ids: list[list[int]] = []
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The built index as plain arrays (the unit store keeps them, so a later run loads it instead of
+        tokenising and indexing every unit again): bm25s's score matrix (CSC) and the vocabulary by term id."""
+        if not self._vocab:
+            return {"n_units": np.array(self.n_units, dtype=np.int64)}
+        scores = self._retriever.scores
+        terms = sorted(self._vocab, key=self._vocab.__getitem__)
+        return {
+            "n_units": np.array(self.n_units, dtype=np.int64),
+            "data": scores["data"],
+            "indices": scores["indices"],
+            "indptr": scores["indptr"],
+            "terms": np.array(terms, dtype=np.str_),
+            "term_ids": np.array([self._vocab[t] for t in terms], dtype=np.int64),
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray], params: BM25Params = BM25Params()) -> BM25Index:
+        """The index :meth:`to_arrays` gave, scoring exactly as it did (no text, no tokens read)."""
+        index = cls([], params, tokens=[])
+        index.n_units = int(arrays["n_units"])
+        if "data" in arrays:
+            index._retriever.scores = {
+                "data": arrays["data"],
+                "indices": arrays["indices"],
+                "indptr": arrays["indptr"],
+                "num_docs": index.n_units,
+            }
+            index._vocab = {str(t): int(i) for t, i in zip(arrays["terms"], arrays["term_ids"])}
+            index._retriever.vocab_dict = index._vocab
+            index._retriever.nonoccurrence_array = None  # Lucene's BM25 scores absent terms 0 (no array)
+        return index
 
     def set_queries(self, queries: Sequence[str], tokens: Sequence[list[str]] | None = None) -> None:
         """Tokenise the queries once (or take their ``tokens``); ``score_rows`` then scores blocks of them."""
