@@ -22,7 +22,7 @@ from evalkit.labels.read import load_labelset
 from evalkit.pipeline.plan import SweepPlan
 from evalkit.pipeline.sweep import token_family
 from evalkit.run.folder import Run
-from evalkit.scoring.gatecheck import GateConfig, GateError
+from evalkit.scoring.gatecheck import GateConfig
 from evalkit.scoring.per_config import config_rows
 
 
@@ -45,11 +45,13 @@ def _preset(check: dict[str, Any] | Any) -> str:
 def answer_configs(run: Run, config_ids: Sequence[str], plan: SweepPlan, gate: GateConfig) -> list[str]:
     """Answer ``config_ids`` the run's check did not answer; returns the ones answered now (empty: none missing).
 
-    Raises GateError when the run has no answer check to extend (answer_check=off: nothing to match).
+    A run without an answer check (answer_check=off) has nothing to answer: the gate is retrieval's there.
     """
     check = run.answer_check
-    if check is None:
-        raise GateError(f"{run.root}: no answer check in this run (answer_check=off): --answer has no sample to use")
+    if check is None:  # answer_check=off: the project gates on retrieval, nothing to answer
+        print(f"evalkit.gate: {run.root.name}: no answer check in this run (answer_check=off): nothing to answer",
+              file=sys.stderr)  # fmt: skip
+        return []
     missing = [c for c in dict.fromkeys(config_ids) if c not in answered_configs(run)]
     if not missing:
         return []

@@ -97,7 +97,11 @@ sweep_and_gate() {
     [ "${gate_args[-1]}" = "exit=0" ] || exit 2
     unset 'gate_args[-1]'
     verdict=0
-    python -m evalkit.gate "${gate_args[@]}" || verdict=$?
+    # Answers: a compared config the run's answer check did not answer is answered on the check's own sample
+    # (cached: a powered check made on main answers the PR's unchanged configs for free); without answers while
+    # the check is on, the gate fails closed. A project whose check is off gates on retrieval.
+    python -m evalkit.gate "${gate_args[@]}" --answer --require-answers -- \
+        cache_path="$(pwd)/$cache_dir/evalkit.sqlite" ${EVALKIT_SWEEP_ARGS:-} || verdict=$?
     # The report a reviewer opens leads with what the gate said (gate.json), whatever it said.
     if [ "$verdict" -le 1 ]; then
         python -m evalkit.report "$run" >/dev/null || verdict=2
