@@ -117,7 +117,8 @@ def _with_answers(
         entry["config_id"]: retrieval_seconds(answers.retrieval_latency, chunking_of.get(entry["config_id"]))
         for entry in outcome.record.get("configs", [])
     }
-    return record | {"answers": answers_record(outcome.record, first, retrieval, record)}
+    block = answers_record(outcome.record, first, retrieval, record)
+    return record | {"answers": block | {"headline": answers_verdict(block)}}
 
 
 def _design(check: dict[str, Any], rows: pd.DataFrame, run_dir: Path) -> Any:

@@ -172,6 +172,8 @@ def question_columns(
         "n_relevant_units": judgement.n_relevant,
         "question_tokens": [estimate_tokens(q.question, token_family) for q in questions],
     }
+
+
 def pool_token_counts(pool: CandidatePool, units: Units, token_family: str) -> np.ndarray:
     """Estimated tokens of every unit some question's pool holds (0 for the others, which no slice returns):
     the estimate reads each character, so counting every unit of a large corpus cost more than the slicing."""

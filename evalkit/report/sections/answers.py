@@ -54,7 +54,8 @@ def answers(model: ReportModel) -> Markup | None:
         ])  # fmt: skip
     headers = ["config", "checked as", "questions", "accuracy", "Δ accuracy [CI]", "Δ F1 [CI]",
                "first token p50 / p95", "retrieval p50 / p95", "$/query"]  # fmt: skip
-    body: list[Any] = [table(headers, rows, numeric=(2, 3))]
+    body: list[Any] = [tag("p", block["headline"])] if block.get("headline") else []
+    body.append(table(headers, rows, numeric=(2, 3)))
     body += _sizing(block)
     body += _routing(check.get("routing") or {})
     latency = check.get("latency")
@@ -93,6 +94,20 @@ def _clustered(cluster_by: str | None) -> str:
 
 def _sizing(block: Mapping[str, Any]) -> list[Any]:
     sizing = block.get("sizing") or {}
+    if sizing.get("design") == "stratified":
+        planned = sizing.get("planned_answers") or {}
+        askable = sizing.get("askable") or {}
+        each = "; ".join(
+            f"{config}: about {n:.0f} of {askable.get(config, '?')} askable" if n is not None
+            else f"{config}: more than the set holds"
+            for config, n in planned.items()
+        )  # fmt: skip
+        return [tag("p", (
+            f"Stratified by retrieval: a pilot of {sizing.get('pilot_questions')} questions planned the answers "
+            f"that show 'not worse by more than {100 * sizing['margin']:g} points' with {sizing['power']:.0%} power "
+            f"({each}; identical contexts are never asked); about {sizing.get('questions_needed')} questions "
+            "were drawn."
+        ))]  # fmt: skip
     if sizing.get("planning_discordance") is not None and not sizing.get("questions_needed"):
         return [tag("p", (
             f"Showing 'not worse by more than {100 * sizing['margin']:g} points' with {sizing['power']:.0%} power "
