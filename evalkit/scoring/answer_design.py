@@ -211,7 +211,7 @@ def plan_answers(
     if n is None:
         return AnswerPlan(np.where(strata == IDENTICAL, 0.0, 1.0), None, effect, variances)
     inclusion = np.maximum(pilot, neyman_inclusion(strata, variances, n))
-    return AnswerPlan(inclusion, float(inclusion.sum()), effect, variances)
+    return AnswerPlan(inclusion, float(inclusion[strata != IDENTICAL].sum()), effect, variances)
 
 
 def context_key(unit_ids: Sequence[str]) -> str:

@@ -72,12 +72,20 @@ def answers(model: ReportModel) -> Markup | None:
             "embedding without the cache, the prebuilt index searched for that query alone, its pool reranked), "
             "after the sweep so nothing else ran; a config's p50/p95 add its stages' percentiles."
         ), class_="note"))  # fmt: skip
+    stratified = (block.get("sizing") or {}).get("design") == "stratified"
+    method = (
+        "stratified by retrieval: identical contexts counted as agreeing, never asked; each difference a "
+        "prediction-powered estimate over the whole set, weighted by each question's chance of being drawn, "
+        "clustered by document. "
+        if stratified
+        else "paired: the same questions for every config. Accuracy differences: Newcombe's interval and the "
+        "exact McNemar test; F1: a paired t interval; " + _clustered(model.statistics.cluster_by)
+    )
     note = (
         f"{block.get('preset', '')} check with {block.get('model', '')} on {block.get('questions', 0)} questions "
-        "(paired: the same questions for every config). Accuracy differences: Newcombe's interval and the exact "
-        "McNemar test; F1: a paired t interval; "
-        + _clustered(model.statistics.cluster_by)
-        + "the words follow the interval and the gate's answer margin."
+        f"({method}). Every interval is first widened to what its answers can show at all; the words "
+        "(shown not worse, shown worse, not shown) follow the interval and the gate's answer margin, and only "
+        "'shown worse' removes a config."
     )
     return section("answers", "Answers", body, note)
 
