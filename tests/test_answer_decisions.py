@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from tests.conftest import evidence, write_set
@@ -35,6 +36,7 @@ from tests.conftest import evidence, write_set
 PARAGRAPH = "Background paragraph about the office, the calendar, the people and the plans for next year. " * 2
 FILLER = "\n\n".join([PARAGRAPH + "More words about the weather in the valley."] * 2)
 LARGE, MIDDLE = "recursive-s1024-o0|bm25|none|k1|t0", "recursive-s512-o0|bm25|none|k1|t0"
+PRODUCTION = "recursive-s256-o0|bm25|none|k1|t0"
 
 
 def planted_set(root: Path, n: int = 40) -> Path:
@@ -204,6 +206,9 @@ def test_a_stratified_powered_check_and_the_gate_compute_the_same_evidence(plant
     check = json.loads((run / "answer_check" / "check.json").read_text(encoding="utf-8"))
     assert check["design"] == "stratified" and (run / "answer_check" / "design.parquet").is_file()
     assert check["sizing"]["askable"][MIDDLE] < 40, "s512 returns production's very chunk for some questions"
+    design = pd.read_parquet(run / "answer_check" / "design.parquet")
+    hits = design.groupby("config_id")["hit"].mean()
+    assert hits[LARGE] == 1.0 and hits[PRODUCTION] == 0.5, "the strata read each config's own retrieval"
     assert _advice(planted["powered"]["record"])["recommended"] == MIDDLE
     for config_id, state in ((LARGE, "shown worse"), (MIDDLE, "not shown")):
         effect = check["effects"][config_id]["accuracy"]

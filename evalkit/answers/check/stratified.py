@@ -71,11 +71,30 @@ def design_table(
         parts.append(pd.DataFrame({
             "config_id": config.config_id, "question_id": ids, "cluster": cluster,
             "answerable": [q.answerable for q in asked],
-            **{c: frame[c].astype(float).to_numpy() if c in frame.columns else np.zeros(len(ids))
-               for c in ("hit", "recall", "mrr", "returned_tokens")},
+            **retrieval_features(frame, len(ids)),
             "context_key": keys, "draw": draw, "inclusion": 0.0,
         }))  # fmt: skip
     return pd.concat(parts, ignore_index=True)[list(DESIGN_COLUMNS)]
+
+
+def retrieval_features(frame: pd.DataFrame, n: int) -> dict[str, np.ndarray]:
+    """The design's per-question retrieval columns from a config's results. The sweep holds only the columns
+    its objective and gate read: ``hit`` (the gold in the context) falls back on ``recall > 0``, which is the
+    same for single-span gold and says "some gold in the context" for multi-span."""
+
+    def column(name: str) -> np.ndarray | None:
+        return frame[name].astype(float).to_numpy() if name in frame.columns else None
+
+    recall = column("recall")
+    hit = column("hit")
+    if hit is None:
+        hit = (np.nan_to_num(recall) > 0).astype(float) if recall is not None else np.zeros(n)
+    return {
+        "hit": hit,
+        "recall": recall if recall is not None else hit,
+        "mrr": column("mrr") if column("mrr") is not None else np.zeros(n),
+        "returned_tokens": column("returned_tokens") if column("returned_tokens") is not None else np.zeros(n),
+    }
 
 
 def pair_values(rows: pd.DataFrame, column: str, ids: Sequence[str], config_id: str) -> np.ndarray:
