@@ -36,6 +36,7 @@ from typing import Any, NoReturn
 
 import pandas as pd
 
+from evalkit.pipeline.gate_evidence import answer_design, answer_evidence, production_latency, results_with_answers
 from evalkit.pipeline.margins import load_gate_config
 from evalkit.pipeline.production_file import load_production_point
 from evalkit.report import fmt
@@ -43,13 +44,9 @@ from evalkit.run import files
 from evalkit.run.clusters import ClustersError, read_clusters
 from evalkit.run.disk import describe_os_error
 from evalkit.run.folder import Run, RunError, load_run, write_json
-from evalkit.scoring.answer_columns import answered_values, with_answer_columns
 from evalkit.scoring.clusters import cluster_map
-from evalkit.scoring.evidence import NOT_CHECKED, NOT_SHOWN, SHOWN_NOT_WORSE, SHOWN_WORSE, combined_state
-from evalkit.scoring.gatecheck import EVIDENCE_COLUMNS, Check, ConfigData, GateConfig, GateError, evaluate
-from evalkit.scoring.latency import LatencyModel
+from evalkit.scoring.gatecheck import Check, ConfigData, GateConfig, GateError, evaluate
 from evalkit.scoring.production import production_in_grid
-from evalkit.scoring.registry import FIRST_TOKEN_S, MEASURES
 
 
 @dataclass(frozen=True)
@@ -65,35 +62,6 @@ class Side:
 
     def describe(self) -> dict[str, str]:
         return {"run": str(self.run.root), "run_id": self.run.run_id, "config_id": self.config_id}
-
-
-def production_latency(run: Run) -> LatencyModel | None:
-    """The check's latency line when it is production's (never a stand-in's)."""
-    record = (run.answer_check or {}).get("latency") or {}
-    return LatencyModel.from_record(record) if record and record.get("constrains", True) else None
-
-
-def answer_design(run: Run) -> Any:
-    """A stratified check's estimates for any two of its configs (None: answers are paired per question)."""
-    check, rows = run.answer_check or {}, run.answer_rows
-    path = run.root / files.ANSWER_CHECK_DESIGN
-    if check.get("design") != "stratified" or rows is None or not path.is_file():
-        return None
-    from evalkit.answers.check.stratified import design_estimates
-
-    return design_estimates(rows, pd.read_parquet(path), check)
-
-
-def results_with_answers(run: Run) -> pd.DataFrame:
-    """The run's results with the answer check's columns; first-token seconds only when the check's latency is
-    production's (its generator, or a latency profile): a stand-in's speed is never a gate check."""
-    if run.answer_rows is None or run.answer_check is None:
-        return run.results
-    latency = production_latency(run)
-    system = float(run.answer_check.get("system_tokens") or 0.0)
-    answered = with_answer_columns(run.results, answered_values(run.answer_rows), latency, system)
-    assert isinstance(answered, pd.DataFrame)
-    return answered
 
 
 def _grid(run: Run) -> pd.DataFrame:
@@ -181,54 +149,6 @@ def report_payload(
         "checks": [_finite_or_none(asdict(c)) for c in checks],
         "skipped": [dict(s) for s in skipped],
     }
-
-
-def answer_evidence(
-    baseline: Side, candidate: Side, checks: Sequence[Check], skipped: Sequence[Mapping[str, Any]], require: bool
-) -> tuple[dict[str, Any] | None, tuple[Check, ...], tuple[Mapping[str, Any], ...]]:
-    """What the answers say about this pair, in one of the evidence states, and the checks as they decide.
-
-    None when neither run has an answer check (answer_check=off: the gate is retrieval's). A smoke check's
-    answer checks are reported as skipped (a smoke check reports and never decides). ``require`` (CI mode):
-    a compared config the check did not answer fails the gate closed.
-    """
-    from evalkit.pipeline.gate_answers import answered_configs
-
-    runs = [side for side in (baseline, candidate) if side.run.answer_check is not None]
-    if not runs:
-        return None, tuple(checks), tuple(skipped)
-    stand_in = next((latency for side in runs if not (latency := side.run.answer_check.get("latency") or {})  # type: ignore[union-attr]
-                     .get("constrains", True)), None)  # fmt: skip
-    if stand_in is not None:  # say why latency is not a check here, not "no answers"
-        skipped = [{**s, "state": NOT_CHECKED, "reason": f"first-token latency of a {stand_in.get('source')}: shown in "
-                    "the report, never gated (python -m evalkit.latency probe measures production's)"}
-                   if MEASURES[s["metric"]].column == FIRST_TOKEN_S else s for s in skipped]  # fmt: skip
-    smoke = any((side.run.answer_check.get("run") or {}).get("preset") == "smoke" for side in runs)  # type: ignore[union-attr]
-    if smoke:
-        moved = [c for c in checks if MEASURES[c.metric].column in EVIDENCE_COLUMNS]
-        checks = [c for c in checks if c not in moved]
-        skipped = [*skipped, *({"metric": c.metric, "state": SHOWN_NOT_WORSE if c.passed else SHOWN_WORSE,
-                                "reason": "a smoke check reports and never decides"} for c in moved)]  # fmt: skip
-    unanswered = [side.config_id for side in (baseline, candidate) if side.config_id not in answered_configs(side.run)]
-    answer_states = [
-        (c.passed and SHOWN_NOT_WORSE) or SHOWN_WORSE
-        for c in checks
-        if MEASURES[c.metric].column in EVIDENCE_COLUMNS and MEASURES[c.metric].column != FIRST_TOKEN_S
-    ]
-    answer_states += [str(s["state"]) for s in skipped
-                      if s.get("state") and MEASURES[s["metric"]].column != FIRST_TOKEN_S]  # fmt: skip
-    state = NOT_CHECKED if unanswered else combined_state(answer_states)
-    if smoke and state in (SHOWN_NOT_WORSE, SHOWN_WORSE):
-        state = NOT_SHOWN
-    if unanswered:
-        line = f"answers: not checked for {', '.join(dict.fromkeys(unanswered))}"
-        hint = " (python -m evalkit.gate ... --answer answers it on the check's sample)"
-    else:
-        line, hint = f"answers: {state} for {candidate.config_id}", ""
-    fails = require and state == NOT_CHECKED
-    record = {"state": state, "line": line + hint, "unanswered": unanswered, "smoke": smoke, "required": require,
-              "fails_closed": fails}  # fmt: skip
-    return record, tuple(checks), tuple(skipped)
 
 
 def _finite_or_none(record: dict[str, Any]) -> dict[str, Any]:
@@ -362,7 +282,8 @@ def gate(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
         raise GateError("config overrides and --config-dir are for --answer (the generator that answers)")
     config = replace(config, latency=production_latency(candidate.run), answer_design=answer_design(candidate.run))
     checks, skipped = evaluate(baseline.data, candidate.data, config)
-    answers, checks, skipped = answer_evidence(baseline, candidate, checks, skipped, ci_mode(args))
+    sides = ((baseline.run, baseline.config_id), (candidate.run, candidate.config_id))
+    answers, checks, skipped = answer_evidence(sides, checks, skipped, ci_mode(args))
     if not checks:
         raise GateError("no check could run (every metric of the margins file lacks data)")
     payload = report_payload(baseline, candidate, config, checks, skipped, args.route, answers)

@@ -20,13 +20,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
-
-PROBE_TEXT = (
-    "The committee met on a Tuesday to review the quarterly figures, the hiring plan and the state of the "
-    "buildings; each item was read aloud, discussed and recorded in the minutes before the next one began. "
-)
-"""Filler context: plain prose, so a server's tokenizer sees ordinary text (no repeated-token shortcuts)."""
+from typing import Any, NoReturn
 
 
 class _Parser(argparse.ArgumentParser):
@@ -55,9 +49,39 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def probe(lengths: Sequence[int], repeats: int, config_dir: str | None, overrides: Sequence[str]) -> dict[str, Any]:
+    """The composed config's generator, probed (:func:`evalkit.answers.generation.probe.probe_generator`)."""
+    from evalkit.answers.generation import make_generator
+    from evalkit.answers.generation.probe import ProbeError, probe_generator
+    from evalkit.answers.generation.request import GenerationError
+    from evalkit.overrides import compose_run
+    from evalkit.pipeline.sweep import token_family
+    from evalkit.project.layers import find_source
+    from evalkit.settings import ConfigError
+    from evalkit.sweep import plan_from
+
+    argv = [*(["--config-dir", config_dir] if config_dir else []), *overrides]
+    source = find_source(argv, Path.cwd())
+    try:
+        plan, _, _ = plan_from(compose_run(source, source.argv))
+    except ConfigError as exc:
+        raise ProbeError(str(exc)) from None
+    if plan.generator is None:
+        raise ProbeError("generator: not set; name the endpoint, e.g. generator=openai generator.base_url=...")
+    family = token_family(plan)
+    try:
+        generator = make_generator(plan.generator)
+    except (GenerationError, ConfigError) as exc:
+        raise ProbeError(str(exc).splitlines()[0]) from None
+    model = str(generator.model or plan.generator.model)
+    meta = {"generator": plan.generator.name, "endpoint_model": model,
+            "base_url": getattr(plan.generator, "base_url", None), "token_family": family}  # fmt: skip
+    return probe_generator(generator, model, lengths, repeats, family, meta)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    from evalkit.answers.generation.probe import ProbeError, probe
+    from evalkit.answers.generation.probe import ProbeError
 
     try:
         record = probe(args.lengths, args.repeats, args.config_dir, args.overrides)

@@ -158,8 +158,11 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "review/",
         "project/",
     ),
-    # gate.md is rendered with the report's number formatting (the same words as the page), nothing computed there
-    "gate.py": ("pipeline/", "scoring/", "run/", "report/"),
+    # gate.md is rendered with the report's number formatting (the same words as the page), nothing computed there;
+    # --answer composes the sweep's config (as replay does) for the generator that answers what the gate compares
+    "gate.py": ("settings.py", "overrides.py", "sweep.py", "project/", "pipeline/", "scoring/", "run/", "report/"),
+    # python -m evalkit.latency probe: the composed config's generator, timed (answers/generation's loop)
+    "latency.py": ("settings.py", "overrides.py", "sweep.py", "project/", "pipeline/", "answers/"),
     "labels/__main__.py": ("labels/", "curate/"),
     "replay.py": (
         "settings.py",

@@ -147,16 +147,9 @@ def answer_check(
             max_questions=settings.max_questions, log=log,
         )  # fmt: skip
         write_table(run_dir / files.ANSWER_CHECK_DESIGN, found.design)
-        system_tokens = float(count(spec.prompts("en")["system"]))
-        outcome = _measure(job, found.rows, configs, candidates, config_frame, system_tokens, found.sizing, labelset,
-                           found.effects)  # fmt: skip
-        seconds = float(found.rows["answer_s"].fillna(0.0).sum())  # every run's generating time, resumes included
-        outcome["run"] = _run_record(found.rows, seconds, len(found.questions), settings, job, len(configs),
-                                     found.sizing)  # fmt: skip
-        write_json(run_dir / files.ANSWER_CHECK_JSON, outcome)
-        for config_id, entry in outcome["effects"].items():
-            log(f"answer check: {config_id}: {effect_line(config_id, entry['accuracy'])}")
-        return CheckOutcome(found.rows, outcome, LatencyModel.from_record(outcome["latency"]), system_tokens)
+        rows, questions, sized, effects = found.rows, found.questions, found.sizing, found.effects
+        return _finish(job, rows, configs, config_frame, float(count(spec.prompts("en")["system"])), sized,
+                       labelset, len(questions), run_dir, log, effects)  # fmt: skip
 
     log(f"answer check: {len(configs)} configs x {min(n, len(asked))} questions with {spec.model} ({settings.preset})")
     rows, questions = answer(n)
@@ -166,11 +159,29 @@ def answer_check(
         grown = min(int(sized["questions_needed"]), settings.max_questions or len(asked), len(asked))
         log(f"answer check: the pilot's discordance asks {sized['questions_needed']} questions; answering {grown}")
         rows, questions = answer(grown)  # the pilot's answers come from the cache with their answer_s
+    return _finish(job, rows, configs, config_frame, float(count(spec.prompts("en")["system"])), sized, labelset,
+                   len(questions), run_dir, log)  # fmt: skip
+
+
+def _finish(
+    job: AnswerCheckJob,
+    rows: pd.DataFrame,
+    configs: tuple[CheckedConfig, ...],
+    config_frame: Callable[[str], pd.DataFrame],
+    system_tokens: float,
+    sized: dict[str, Any],
+    labelset: LabelSet,
+    n_questions: int,
+    run_dir: Path,
+    log: Callable[[str], None],
+    effects: dict[str, Any] | None = None,
+) -> CheckOutcome:
+    """check.json written from the answers (and a stratified check's effects), its effects logged."""
+    candidates = [c.config_id for c in configs[1:]]
+    outcome = _measure(job, rows, configs, candidates, config_frame, system_tokens, sized, labelset, effects)
     # Every run's generating time (rows carry it across a resume), not this run's cache reads alone.
     seconds = float(rows["answer_s"].fillna(0.0).sum())
-    system_tokens = float(count(spec.prompts("en")["system"]))
-    outcome = _measure(job, rows, configs, candidates, config_frame, system_tokens, sized, labelset)
-    outcome["run"] = _run_record(rows, seconds, len(questions), settings, job, len(configs), sized)
+    outcome["run"] = _run_record(rows, seconds, n_questions, job.settings, job, len(configs), sized)
     write_json(run_dir / files.ANSWER_CHECK_JSON, outcome)
     for config_id, effect in outcome["effects"].items():
         log(f"answer check: {config_id}: {effect_line(config_id, effect['accuracy'])}")

@@ -1,4 +1,4 @@
-"""Probing a generator's first-token latency (the work behind ``python -m evalkit.latency probe``).
+"""Probing a generator's first-token latency (the timing loop behind ``python -m evalkit.latency probe``).
 
 Requests are sent one at a time, each a fresh prompt (a counter in it: no server-side prompt cache serves a
 repeat), never through evalkit's answer cache: a cached answer has no latency of its own.
@@ -8,11 +8,18 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from evalkit.answers.generation.request import GenerationRequest
+from evalkit.answers.generation.base import Generator
+from evalkit.answers.generation.latency_profile import profile_record
+from evalkit.answers.generation.request import GenerationError, GenerationRequest
 from evalkit.cost.tokens import estimate_tokens
+
+PROBE_TEXT = (
+    "The committee met on a Tuesday to review the quarterly figures, the hiring plan and the state of the "
+    "buildings; each item was read aloud, discussed and recorded in the minutes before the next one began. "
+)
+"""Filler context: plain prose, so a server's tokenizer sees ordinary text (no repeated-token shortcuts)."""
 
 
 class ProbeError(Exception):
@@ -21,38 +28,14 @@ class ProbeError(Exception):
 
 def filler(tokens: int, family: str, serial: int) -> str:
     """About ``tokens`` tokens (local estimate) of plain prose, made unique by ``serial``."""
-    from evalkit.latency import PROBE_TEXT
-
     per = max(1, estimate_tokens(PROBE_TEXT, family))
-    text = f"Probe {serial}. " + PROBE_TEXT * max(1, round(tokens / per))
-    return text
+    return f"Probe {serial}. " + PROBE_TEXT * max(1, round(tokens / per))
 
 
-def probe(lengths: Sequence[int], repeats: int, config_dir: str | None, overrides: Sequence[str]) -> dict[str, Any]:
-    """Time ``repeats`` requests at each of ``lengths`` prompt tokens; the profile record (not yet written)."""
-    from evalkit.answers.generation import make_generator
-    from evalkit.answers.generation.latency_profile import profile_record
-    from evalkit.answers.generation.request import GenerationError
-    from evalkit.overrides import compose_run
-    from evalkit.pipeline.sweep import token_family
-    from evalkit.project.layers import find_source
-    from evalkit.settings import ConfigError
-    from evalkit.sweep import plan_from
-
-    argv = [*(["--config-dir", config_dir] if config_dir else []), *overrides]
-    source = find_source(argv, Path.cwd())
-    try:
-        plan, _, _ = plan_from(compose_run(source, source.argv))
-    except ConfigError as exc:
-        raise ProbeError(str(exc)) from None
-    if plan.generator is None:
-        raise ProbeError("generator: not set; name the endpoint, e.g. generator=openai generator.base_url=...")
-    family = token_family(plan)
-    try:
-        generator = make_generator(plan.generator)
-    except (GenerationError, ConfigError) as exc:
-        raise ProbeError(str(exc).splitlines()[0]) from None
-    model = str(generator.model or plan.generator.model)
+def probe_generator(
+    generator: Generator, model: str, lengths: Sequence[int], repeats: int, family: str, meta: dict[str, Any]
+) -> dict[str, Any]:
+    """Time ``repeats`` requests at each of ``lengths`` prompt tokens, one at a time; the profile record."""
     tokens: list[float] = []
     seconds: list[float] = []
     asked: list[int] = []
@@ -67,13 +50,11 @@ def probe(lengths: Sequence[int], repeats: int, config_dir: str | None, override
             try:
                 answer = generator.generate(request)
             except GenerationError as exc:
-                raise ProbeError(f"{plan.generator.name} at {length} tokens: {str(exc).splitlines()[0]}") from None
+                raise ProbeError(f"{meta.get('generator')} at {length} tokens: {str(exc).splitlines()[0]}") from None
             if answer.first_token_s is None:
-                raise ProbeError(f"generator={plan.generator.name} reports no first-token time (stream: true?)")
+                raise ProbeError(f"generator={meta.get('generator')} reports no first-token time (stream: true?)")
             tokens.append(float(estimate_tokens(request.system + context, family)))
             seconds.append(float(answer.first_token_s))
             asked.append(length)
         print(f"evalkit.latency: {length} tokens: {repeats} requests timed", file=sys.stderr)
-    meta = {"generator": plan.generator.name, "endpoint_model": model,
-            "base_url": getattr(plan.generator, "base_url", None), "token_family": family}  # fmt: skip
     return profile_record(tokens, seconds, meta, groups=asked)
