@@ -28,13 +28,21 @@ SAYS = {
     "deep": "nested deeper than 64 levels",
 }
 _RUN = (
-    "import atexit, resource, runpy, sys\n"
+    "import atexit, runpy, sys\n"
     "out = sys.argv.pop(1)\n"
-    "atexit.register(lambda: open(out, 'w').write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)))\n"
+    "def hwm():\n"
+    "    with open('/proc/self/status') as status:\n"
+    "        return next(line.split()[1] for line in status if line.startswith('VmHWM:'))\n"
+    "atexit.register(lambda: open(out, 'w').write(hwm()))\n"
     "sys.argv[0] = 'evalkit.sweep'\n"
     "runpy.run_module('evalkit.sweep', run_name='__main__', alter_sys=True)\n"
 )
-"""The sweep's own entry point, recording its own peak resident memory (KiB on Linux) as it exits."""
+"""The sweep's own entry point, recording its own peak resident memory (``VmHWM``, KiB) as it exits.
+
+Not ``getrusage(RUSAGE_SELF).ru_maxrss``: Linux carries the parent's high-water mark across fork/vfork and
+exec into it, so in a long-lived xdist worker that once held 2 GB every sweep "peaked" at 2 GB. ``VmHWM``
+belongs to the address space exec made, so it is the sweep's alone.
+"""
 
 
 def _client_args(client: str, url: str, timeout_s: int) -> list[str]:

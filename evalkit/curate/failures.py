@@ -25,6 +25,7 @@ import pandas as pd
 from evalkit.curate.queue import QueueItem
 from evalkit.labels.load import tolerant_load
 from evalkit.run import files
+from evalkit.run.folder import production_chunked
 from evalkit.scoring.production import production_in_grid
 
 __all__ = ["FailureProposal", "propose_failures"]
@@ -73,8 +74,6 @@ def production_config(run_dir: Path, manifest: Mapping[str, Any], results: pd.Da
     block = (manifest.get("config") or {}).get("baseline") or {}
     summary = results.drop_duplicates("config_id")
     try:
-        retriever = (manifest.get("config") or {}).get("retriever") or {}
-        external = isinstance(retriever, Mapping) and retriever.get("name") == "external"
         size, overlap = block.get("chunk_size"), block.get("chunk_overlap")
         found = production_in_grid(
             summary,
@@ -82,7 +81,7 @@ def production_config(run_dir: Path, manifest: Mapping[str, Any], results: pd.Da
             None if overlap is None else int(overlap),
             int(block["top_k"]),
             block.get("threshold"),
-            external,
+            production_chunked(manifest),
         )
     except (KeyError, TypeError, ValueError):
         found = None

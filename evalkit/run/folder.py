@@ -33,6 +33,7 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 
+from evalkit.records import EXTERNAL_CHUNKING
 from evalkit.run import files
 from evalkit.run.schemas import SchemaVersionError, check, stamp
 from evalkit.run.units import atomic_write
@@ -174,10 +175,9 @@ class Run:
 
     @property
     def external(self) -> bool:
-        """Whether production's own retriever (``retriever=external``) returned every config's hits: its chunking
-        is its own, so production is found by top_k and threshold alone."""
-        retriever = (self.manifest.get("config") or {}).get("retriever") or {}
-        return isinstance(retriever, Mapping) and retriever.get("name") == "external"
+        """Whether production's own retriever (``retriever=external`` or an installed one) returned every config's
+        hits: its chunking is its own, so production is found by top_k and threshold alone."""
+        return production_chunked(self.manifest)
 
     def baseline_point(self) -> BaselinePoint | None:
         """The manifest's production grid point, or None when the manifest has none."""
@@ -199,6 +199,13 @@ class Run:
         if match.empty:
             raise RunError(f"{self.root}: no config {config_id!r} in {files.SUMMARY}")
         return match.iloc[0].to_dict()
+
+
+def production_chunked(manifest: Mapping[str, Any]) -> bool:
+    """Whether a run's one chunking is production's own (:data:`EXTERNAL_CHUNKING`): its retriever's backend was
+    external (``retriever=external`` or an installed retriever), as the plan asked it, recorded in ``grid``."""
+    grid = manifest.get("grid") or {}
+    return isinstance(grid, Mapping) and grid.get("chunkings") == [EXTERNAL_CHUNKING]
 
 
 def _read_object(path: Path) -> dict[str, Any]:
