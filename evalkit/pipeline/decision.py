@@ -342,6 +342,11 @@ def absolute_quality(record: dict[str, Any]) -> str | None:
     )
 
 
+SHOWN_FLAGS = 8
+"""Flags printed on the console; the rest are in recommendation.json and on the page (a threshold move worse on
+every segment of a many-valued tag printed 60 lines on squad2-en)."""
+
+
 def announce(record: dict[str, Any], run_dir: Path) -> None:
     warning = record.get("quality_warning")
     lines = [f"evalkit: {warning}"] if warning else []
@@ -354,5 +359,8 @@ def announce(record: dict[str, Any], run_dir: Path) -> None:
     if tier_line(record.get("tier")):
         lines.append(f"evalkit:   {tier_line(record.get('tier'))}")
     lines += [f"evalkit:   {line}" for line in answers_lines(record)]
-    lines += [f"evalkit:   flag: {f['message']} ({f['config_id']})" for f in record.get("flags", [])]
+    flags = record.get("flags", [])
+    lines += [f"evalkit:   flag: {f['message']} ({f['config_id']})" for f in flags[:SHOWN_FLAGS]]
+    if len(flags) > SHOWN_FLAGS:
+        lines.append(f"evalkit:   ... {len(flags) - SHOWN_FLAGS} more flags (recommendation.json, the report)")
     print("\n".join(lines), file=sys.stderr)
