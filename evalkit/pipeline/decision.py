@@ -222,21 +222,27 @@ def answers_lines(record: dict[str, Any]) -> list[str]:
 
 
 def answers_verdict(block: dict[str, Any]) -> str:
-    """One line: what the answers changed, or that they decided nothing and what size would."""
+    """One line: what the answers changed, or that they changed nothing, and what size would decide."""
     changed = block.get("changed") or []
-    states = [n.get("state") for n in block.get("named", []) if n.get("state")]
     if changed:
         return f"answers decided: {'; '.join(changed)} (a config shown worse than production is removed)"
+    states = {n["config_id"]: n.get("state") for n in block.get("named", []) if n.get("state")}
     sizing = block.get("sizing") or {}
     margin = 100 * float(sizing.get("margin") or 0.05)
-    if block.get("decides") and states and all(s == SHOWN_NOT_WORSE for s in states):
-        return f"answers decided: every named config shown not worse than production by more than {margin:g} points"
+    if block.get("decides") and states and all(s == SHOWN_NOT_WORSE for s in states.values()):
+        return f"answers changed nothing: every named config shown not worse than production (margin {margin:g} points)"
+    shown = [c for c, s in states.items() if s == SHOWN_NOT_WORSE]
     why = ("a smoke check reports and never decides" if block.get("smoke") else
-           f"{block.get('questions')} questions per config cannot show a {margin:g}-point difference")  # fmt: skip
+           f"{block.get('questions')} questions per config cannot show a {margin:g}-point difference"
+           + (f" for the others ({', '.join(shown)} shown not worse)" if shown else ""))  # fmt: skip
     needed = sizing.get("questions_needed")
     estimate = block.get("powered_seconds_estimate")
     usd = block.get("powered_usd_estimate")
-    if needed:
+    if sizing.get("design") == "stratified":
+        planned = [n for n in (sizing.get("planned_answers") or {}).values() if n is not None]
+        many = "more questions than this set has (grow the set, or widen the answer margin)"
+        powered = f"the stratified plan asks about {max(planned):.0f} questions per config" if planned else many
+    elif needed:
         at = "" if estimate is None else f", about {estimate / 3600:.1f} h at this run's pace"
         cost = "" if usd is None else f", ${usd:,.2f}"
         powered = f"powered: {block.get('powered_command')} (about {needed} questions per config{at}{cost})"
