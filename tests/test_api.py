@@ -26,18 +26,22 @@ def finished(tmp_path_factory: pytest.TempPathFactory, small_demo: Path) -> eval
 
 
 def test_run_sweep_returns_the_finished_run(finished: evalkit.RunData) -> None:
-    assert isinstance(finished.summary, pd.DataFrame) and len(finished.summary) == 2 * len(
-        finished.manifest["grid.threshold"]
-    )
+    assert isinstance(finished.summary, pd.DataFrame)
+    # One row per config scored: the grid's points, and beside them the calibration's advised threshold at
+    # every top_k (``off_grid``: the gate judges it before it is advised).
+    grid = finished.summary[~finished.summary["off_grid"]]
+    assert len(grid) == 2 * len(finished.manifest["grid.threshold"])
     assert set(finished.summary["top_k"]) == {1, 3}
+    off_grid = finished.summary[finished.summary["off_grid"]]
+    assert not set(off_grid["threshold"]) & set(finished.manifest["grid.threshold"])
     assert finished.manifest["labelset.path"].endswith("demo-subset0") or finished.manifest["labelset.questions"] > 0
     assert finished.path.name == finished.run_id
 
 
 def test_load_run_has_the_documented_columns(finished: evalkit.RunData) -> None:
     run = evalkit.load_run(finished.path)
-    for column in ("config_id", "chunking", "chunk_size", "chunk_overlap", "top_k", "threshold", "recall", "hit",
-                   "context_precision", "ndcg", "mrr", "zero_hit_answerable", "cost_per_query_usd"):  # fmt: skip
+    for column in ("config_id", "chunking", "chunk_size", "chunk_overlap", "top_k", "threshold", "off_grid", "recall",
+                   "hit", "context_precision", "ndcg", "mrr", "zero_hit_answerable", "cost_per_query_usd"):  # fmt: skip
         assert column in run.summary.columns, column
     for column in ("config_id", "question_id", "answerable", "recall", "hit", "zero_hit", "returned_tokens"):
         assert column in run.results.columns, column
@@ -48,7 +52,7 @@ def test_load_run_has_the_documented_columns(finished: evalkit.RunData) -> None:
     config = run.summary["config_id"].iloc[0]
     rows = run.results[(run.results["config_id"] == config) & run.results["answerable"]]
     assert rows["recall"].mean() == pytest.approx(run.summary.set_index("config_id").loc[config, "recall"])
-    assert isinstance(run.manifest, pd.Series) and run.manifest["grid.points"] == len(run.summary)
+    assert isinstance(run.manifest, pd.Series) and run.manifest["grid.points"] == (~run.summary["off_grid"]).sum()
 
 
 def test_a_bad_override_raises_instead_of_exiting(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from evalkit.cost.budget import BudgetExceeded, SpendGuard
 from evalkit.cost.model import (
     NO_COST,
     Cost,
@@ -592,3 +593,17 @@ def test_records_are_frozen(table: PriceTable) -> None:
         table.model("claude-sonnet-5").input_per_mtok = 0  # type: ignore[misc]
     with pytest.raises(TypeError):
         table.models["x"] = table.model("claude-sonnet-5")  # type: ignore[index]
+
+
+def test_spend_before_the_run_folder_is_known_is_carried_into_its_ledger(tmp_path: Path) -> None:
+    """threshold=auto pays for the first chunking's embeddings before the run id (and its ledger) exists."""
+    ledger = tmp_path / "spend.json"
+    SpendGuard(ledger=ledger).charge(0.25, "embed:m")  # an earlier invocation of the same run
+    early = SpendGuard(1.0)
+    early.charge(0.5, "embed:m")
+    guard = early.into_ledger(ledger)
+    assert guard.spent_usd == pytest.approx(0.75) and guard.spent_this_invocation_usd == pytest.approx(0.5)
+    assert guard.by_item == pytest.approx({"embed": 0.75})
+    assert SpendGuard(ledger=ledger).spent_usd == pytest.approx(0.75)  # written, not only held
+    with pytest.raises(BudgetExceeded):
+        guard.charge(0.3, "embed:m")  # the same cap, over everything the run spent

@@ -45,7 +45,9 @@ def gold_of(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Path], Path]]
 
 
 def summary_of(run: Path) -> pd.DataFrame:
-    return pd.read_csv(run / "summary.csv").set_index("top_k")
+    """The grid points by top_k (beside them: the calibration's advised threshold at every k, ``off_grid``)."""
+    summary = pd.read_csv(run / "summary.csv")
+    return summary[~summary["off_grid"].astype(bool)].set_index("top_k")
 
 
 def assert_perfect(run: Path) -> None:

@@ -61,6 +61,17 @@ class SpendGuard:
         if self.ledger is not None:
             self._write()
 
+    def into_ledger(self, ledger: Path) -> SpendGuard:
+        """A guard on ``ledger`` under the same cap that starts from what earlier invocations recorded there plus
+        what this guard already charged (calls paid before the run folder, and so its ledger, was known)."""
+        guard = SpendGuard(self.limit_usd, ledger=ledger)
+        if self.spent_usd > 0:
+            guard.spent_usd += self.spent_usd
+            for item, usd in self.by_item.items():
+                guard.by_item[item] = guard.by_item.get(item, 0.0) + usd
+            guard._write()
+        return guard
+
     def _write(self) -> None:
         assert self.ledger is not None
         self.ledger.parent.mkdir(parents=True, exist_ok=True)

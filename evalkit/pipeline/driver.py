@@ -108,8 +108,9 @@ def execute(
             if plan.options.dry_run:
                 dry_run(ctx, embedder, run_dir, executor)
                 return run_dir
-            # The spend ledger lives in the run folder, known once the plan (and so its run id) is final.
-            ctx.stats.spend = SpendGuard(plan.options.budget_usd, ledger=run_dir / files.SPEND_JSON)
+            # The spend ledger lives in the run folder, known once the plan (and so its run id) is final; what
+            # threshold=auto paid for before that (the first chunking's embeddings) is carried into it.
+            ctx.stats.spend = ctx.stats.spend.into_ledger(run_dir / files.SPEND_JSON)
             summary = run_sweep(ctx, embedder, run_dir, executor, config_record)
             print(f"evalkit: wrote {len(summary)} configs to {run_dir}/summary.csv", file=sys.stderr)
             same = collapsed_line(collapsed(summary), len(summary))
@@ -183,7 +184,7 @@ def work_context(
         reranker=reranker,
         cache=cache,
         store=unit_store(plan),
-        stats=RunStats(),
+        stats=RunStats(spend=SpendGuard(plan.options.budget_usd)),
         token_family=token_family(plan),
         progress=plan.options.progress,
     )

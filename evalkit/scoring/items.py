@@ -82,7 +82,14 @@ def _constant_kind(value: float, m: Measure) -> str:
 
 
 def item_analysis(results: pd.DataFrame, m: Measure) -> ItemAnalysis:
-    """Item statistics of every question on measure ``m``'s per-question values across every config."""
+    """Item statistics of every question on measure ``m``'s per-question values across the grid's configs.
+
+    A threshold the calibration advised off the grid (rows ``off_grid``) is left out: it was fitted on these
+    questions' own gold, so it would add a config chosen by the labels being judged, and a number of configs
+    that moves with the advice.
+    """
+    if "off_grid" in results.columns:
+        results = results[~results["off_grid"].fillna(False).astype(bool)]
     wide = matrix(results, m).dropna(axis=0, how="all")
     wide = wide.loc[:, wide.notna().all(axis=0)] if len(wide) else wide  # configs that scored every question
     n_configs, n_questions = int(wide.shape[1]), int(wide.shape[0])
