@@ -216,7 +216,6 @@ def _measure(
     routing = stuff_or_retrieve(rows, configs[0].config_id, caps, _cost_of(price, job.output_tokens),
                                 job.queries_per_day, production_latency, acl)  # fmt: skip
     return {
-        "version": 1,
         "decides": job.settings.preset != "smoke",
         "production": configs[0].config_id,
         "configs": summaries,
