@@ -1,7 +1,7 @@
 """A corpus grown x1 / x20 / x200 with the same questions: wall time, peak memory and seconds per stage.
 
     PYTHONPATH=. python benchmarks/corpus_growth.py --sizes 1 20 200 --out reports/growth
-    PYTHONPATH=. python benchmarks/corpus_growth.py --sizes 1 20 --source /tmp/old-checkout --out reports/before
+    PYTHONPATH=. python benchmarks/corpus_growth.py --sizes 1 20 --source ../old-checkout --out reports/before
     PYTHONPATH=. python benchmarks/corpus_growth.py --sizes 1 --ray --out reports/growth-ray
     PYTHONPATH=. python benchmarks/corpus_growth.py --sizes 20 --again --out reports/growth-again
 

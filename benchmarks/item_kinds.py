@@ -17,7 +17,7 @@ elsewhere"), and the unplanted flags with their question and gold, to read by ha
 
     PYTHONPATH=. python benchmarks/item_kinds.py                  # squad2-en, 10 per kind, seed 7
     PYTHONPATH=. python benchmarks/item_kinds.py --set cmrc2018-zh --per-kind 8
-    PYTHONPATH=. python benchmarks/item_kinds.py --keep /tmp/ik   # keep the run; again: recompute its review only
+    PYTHONPATH=. python benchmarks/item_kinds.py --keep reports/item-kinds   # keep the run; again: recompute its review only
 
 Reads ``../shared/labelsets`` (never writes there: the set is copied to a temporary folder).
 """
